@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: installs the pinned Claude Code
+# (the real CLI the end-to-end tests drive against a loopback stand-in),
+# then checks formatting and lints, runs every test and builds the benches.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CLAUDE_VERSION="${CLAUDE_VERSION:-2.1.328}"
+tools=".tools/claude"
+installed="$tools/node_modules/@anthropic-ai/claude-code/package.json"
+if ! grep -q "\"version\": \"$CLAUDE_VERSION\"" "$installed" 2>/dev/null; then
+  echo "installing @anthropic-ai/claude-code@$CLAUDE_VERSION into $tools" >&2
+  mkdir -p "$tools"
+  npm install --prefix "$tools" --no-audit --no-fund --no-save --loglevel=error \
+    "@anthropic-ai/claude-code@$CLAUDE_VERSION" >&2
+fi
+export DUDUCLAW_TEST_CLAUDE="$PWD/$tools/node_modules/.bin/claude"
+"$DUDUCLAW_TEST_CLAUDE" --version >&2
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo test --workspace
+cargo bench --workspace --no-run

@@ -1,0 +1,176 @@
+//! Test support: a temp HOME and store per test, the real or a fake claude,
+//! and a builder for running the binary with a clean environment.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+use tempfile::TempDir;
+
+/// The pinned Claude Code the test script installs (see scripts/test.sh).
+pub fn real_claude() -> PathBuf {
+    if let Some(p) = std::env::var_os("DUDUCLAW_TEST_CLAUDE") {
+        return PathBuf::from(p);
+    }
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/claude/node_modules/.bin/claude");
+    assert!(
+        p.exists(),
+        "the real claude CLI is not installed at {}: run scripts/test.sh (it installs the pinned npm package)",
+        p.display()
+    );
+    p
+}
+
+pub struct Env {
+    pub dir: TempDir,
+    pub home: PathBuf,
+    pub db: PathBuf,
+    pub work: PathBuf,
+    pub claude: PathBuf,
+    pub base_url: Option<String>,
+    pub extra_env: Vec<(String, String)>,
+}
+
+impl Env {
+    fn base(claude: PathBuf) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        let db = dir.path().join("data/sessions.db");
+        Env { dir, home, db, work, claude, base_url: None, extra_env: Vec::new() }
+    }
+
+    /// The real claude, talking to the stand-in at `base_url`.
+    pub fn real(base_url: &str) -> Env {
+        let mut env = Env::base(real_claude());
+        env.base_url = Some(base_url.to_string());
+        env
+    }
+
+    /// A fake claude: a shell script (given its body) written into the temp dir.
+    pub fn fake(script: &str) -> Env {
+        let mut env = Env::base(PathBuf::new());
+        let path = env.dir.path().join("bin/claude");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("#!/bin/bash\n{FAKE_PROBE}\n{script}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        env.claude = path;
+        env
+    }
+
+    pub fn env(mut self, k: &str, v: &str) -> Env {
+        self.extra_env.push((k.into(), v.into()));
+        self
+    }
+
+    /// The program with a clean environment: nothing inherited from the
+    /// developer's shell (no DUDUCLAW_*, CLAUDE*, ANTHROPIC_*).
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::cargo_bin("duduclaw-session").unwrap();
+        c.env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &self.home)
+            .env("TMPDIR", self.dir.path())
+            .env("DUDUCLAW_DB", &self.db)
+            .env("DUDUCLAW_CLAUDE", &self.claude)
+            .current_dir(&self.work);
+        if let Some(url) = &self.base_url {
+            c.env("ANTHROPIC_BASE_URL", url).env("ANTHROPIC_API_KEY", "test-key");
+            // Keep the real CLI from phoning home for updates or telemetry.
+            c.env("DISABLE_AUTOUPDATER", "1")
+                .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+        }
+        for (k, v) in &self.extra_env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    /// `turn --agent A --channel C [extra] MESSAGE`, with a bounded timeout.
+    pub fn turn(&self, agent: &str, channel: &str, extra: &[&str], message: &str) -> Output {
+        let mut c = self.cmd();
+        c.args(["turn", "--agent", agent, "--channel", channel, "--timeout", "60", "--side-timeout", "30"])
+            .args(extra)
+            .arg("-")
+            .write_stdin(message.as_bytes().to_vec())
+            .timeout(std::time::Duration::from_secs(120));
+        c.output().unwrap()
+    }
+
+    /// Like `turn` with `--json`, asserting success and parsing the object.
+    pub fn turn_json(&self, agent: &str, channel: &str, extra: &[&str], message: &str) -> serde_json::Value {
+        let mut args = vec!["--json"];
+        args.extend_from_slice(extra);
+        let out = self.turn(agent, channel, &args, message);
+        assert_ok(&out);
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("turn --json printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout))
+        })
+    }
+
+    /// Where the real claude keeps transcripts for this test.
+    pub fn transcripts(&self) -> Vec<PathBuf> {
+        let root = self.home.join(".claude/projects");
+        let mut out = Vec::new();
+        if let Ok(dirs) = std::fs::read_dir(&root) {
+            for d in dirs.flatten() {
+                if let Ok(files) = std::fs::read_dir(d.path()) {
+                    out.extend(files.flatten().map(|f| f.path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl")));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn sqlite(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(&self.db).unwrap()
+    }
+}
+
+pub fn assert_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The probe answers of a fake claude: a version and a help text listing the
+/// flags the program looks for, like the pinned real version.
+const FAKE_PROBE: &str = r#"
+case "$1" in
+  --version) echo "9.9.9 (Claude Code)"; exit 0;;
+  --help) echo "  --session-id <uuid> --resume --append-system-prompt <prompt> --append-system-prompt[-file], --system-prompt-snapshot <on|off> --include-partial-messages --no-session-persistence --effort <level> --tools <tools...>"; exit 0;;
+esac
+# Side calls (--output-format json) answer NONE unless a test says otherwise.
+for a in "$@"; do
+  if [ "$a" = "json" ] && [ -z "$FAKE_SIDE" ]; then
+    cat >/dev/null
+    echo '{"type":"result","subtype":"success","is_error":false,"result":"NONE","session_id":"side"}'
+    exit 0
+  fi
+done
+"#;
+
+/// A stream-json success a fake main call can print.
+pub fn fake_success(text: &str) -> String {
+    format!(
+        r#"cat >/dev/null
+echo '{{"type":"system","subtype":"init","session_id":"x"}}'
+echo '{{"type":"result","subtype":"success","is_error":false,"result":"{text}","session_id":"x","usage":{{"input_tokens":1}}}}'"#
+    )
+}

@@ -1,0 +1,216 @@
+//! Failure injection with a fake `claude`: every failure has its exit code,
+//! a one-line message, and loses nothing that was typed.
+
+mod common;
+
+use common::{Env, assert_ok, fake_success, stderr, stdout};
+
+fn user_turns(env: &Env) -> Vec<(String, String)> {
+    let c = env.sqlite();
+    let mut stmt = c.prepare("SELECT content, status FROM turns WHERE role = 'user' ORDER BY id").unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+}
+
+#[test]
+fn success_prints_the_reply() {
+    let env = Env::fake(&fake_success("hello from fake"));
+    let out = env.turn("a", "c", &[], "hi");
+    assert_ok(&out);
+    assert_eq!(stdout(&out), "hello from fake\n");
+}
+
+#[test]
+fn not_logged_in_is_exit_8_and_keeps_the_message() {
+    let env = Env::fake(
+        r#"cat >/dev/null
+echo '{"type":"result","subtype":"success","is_error":true,"result":"Not logged in · Please run /login"}'
+exit 1"#,
+    );
+    let out = env.turn("a", "c", &[], "remember me");
+    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not logged in"), "{}", stderr(&out));
+    assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+    assert_eq!(user_turns(&env), vec![("remember me".to_string(), "failed".to_string())]);
+}
+
+#[test]
+fn rate_limit_reported_with_exit_zero_is_still_an_error() {
+    let env = Env::fake(
+        r#"cat >/dev/null
+echo '{"type":"result","subtype":"success","is_error":true,"result":"API Error: Rate limit reached"}'
+exit 0"#,
+    );
+    let out = env.turn("a", "c", &[], "hi");
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+}
+
+#[test]
+fn garbage_output_is_a_clear_failure() {
+    let env = Env::fake("cat >/dev/null; echo '<html>502 Bad Gateway</html>'; exit 0");
+    let out = env.turn("a", "c", &[], "hi");
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains("unexpected output"), "{}", stderr(&out));
+}
+
+#[test]
+fn killed_by_a_signal() {
+    let env = Env::fake("cat >/dev/null; kill -SEGV $$");
+    let out = env.turn("a", "c", &[], "hi");
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains("signal 11"), "{}", stderr(&out));
+}
+
+#[test]
+fn max_turns() {
+    let env = Env::fake(
+        r#"cat >/dev/null
+echo '{"type":"result","subtype":"error_max_turns","is_error":true}'
+exit 1"#,
+    );
+    let out = env.turn("a", "c", &[], "hi");
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+}
+
+#[test]
+fn missing_claude_is_exit_5() {
+    let mut env = Env::fake("");
+    env.claude = env.dir.path().join("no/such/claude");
+    let out = env.turn("a", "c", &[], "hi");
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(stderr(&out).contains("could not find claude"), "{}", stderr(&out));
+}
+
+#[test]
+fn hanging_claude_is_killed_with_its_process_group() {
+    let env = Env::fake(
+        r#"cat >/dev/null
+sleep 300 &
+echo $! > "$FAKE_PIDFILE"
+wait"#,
+    );
+    let pidfile = env.dir.path().join("child.pid");
+    let env = env.env("FAKE_PIDFILE", pidfile.to_str().unwrap());
+    let out = env
+        .cmd()
+        .args(["turn", "--agent", "a", "--channel", "c", "--timeout", "2", "hang"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+    assert!(stderr(&out).contains("timed out"), "{}", stderr(&out));
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    let proc = format!("/proc/{}", pid.trim());
+    // The grandchild was in claude's process group, so it is gone too
+    // (allow a moment for the kernel to reap it).
+    for _ in 0..50 {
+        let alive = std::fs::read_to_string(format!("{proc}/stat")).is_ok_and(|s| !s.contains(") Z "));
+        if !alive {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("the hanging claude's child {pid} survived the timeout");
+}
+
+#[test]
+fn already_in_use_means_resume() {
+    // First call with --session-id says "already in use"; the retry must resume.
+    let env = Env::fake(&format!(
+        r#"for a in "$@"; do
+  if [ "$a" = "--session-id" ]; then cat >/dev/null; echo "Error: Session ID x is already in use." >&2; exit 1; fi
+done
+echo "$@" > "$FAKE_ARGS"
+{}"#,
+        fake_success("resumed ok")
+    ));
+    let args = env.dir.path().join("args");
+    let env = env.env("FAKE_ARGS", args.to_str().unwrap());
+    let out = env.turn("a", "c", &["--json"], "hi");
+    assert_ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["reply"], "resumed ok");
+    assert_eq!(v["mode"], "resumed");
+    assert!(std::fs::read_to_string(&args).unwrap().contains("--resume"));
+}
+
+#[test]
+fn empty_and_blank_messages_are_refused_before_anything_is_written() {
+    let env = Env::fake("echo called > \"$HOME/called\"; exit 1");
+    for msg in ["", "   \n\t ", "\u{3000}\u{200b}"] {
+        let out = env.turn("a", "c", &[], msg);
+        assert_eq!(out.status.code(), Some(3), "{msg:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("message is empty"), "{}", stderr(&out));
+    }
+    assert!(!env.db.exists(), "the store was created for an empty message");
+    assert!(!env.home.join("called").exists(), "claude was called for an empty message");
+}
+
+#[test]
+fn invalid_utf8_and_nul_are_refused() {
+    let env = Env::fake("exit 1");
+    let out = env
+        .cmd()
+        .args(["turn", "--agent", "a", "--channel", "c"])
+        .write_stdin(vec![b'h', b'i', 0xff, 0xfe])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(stderr(&out).contains("not valid UTF-8 (at byte 2)"), "{}", stderr(&out));
+    let out = env
+        .cmd()
+        .args(["turn", "--agent", "a", "--channel", "c"])
+        .write_stdin(b"a\0b".to_vec())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(stderr(&out).contains("NUL"), "{}", stderr(&out));
+    assert!(!env.db.exists());
+}
+
+#[test]
+fn oversized_message_is_refused_with_the_limit() {
+    let env = Env::fake("exit 1");
+    let out = env
+        .cmd()
+        .args(["turn", "--agent", "a", "--channel", "c"])
+        .write_stdin(vec![b'x'; 11 * 1024 * 1024])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(stderr(&out).contains("10 MiB limit"), "{}", stderr(&out));
+}
+
+#[test]
+fn missing_agent_or_channel_is_a_usage_error() {
+    let env = Env::fake("exit 1");
+    let out = env.cmd().args(["turn", "--agent", "a", "hi"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = env.cmd().args(["id", "--channel", "c"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn prompt_never_reaches_argv() {
+    let env = Env::fake(&format!("echo \"$@\" > \"$FAKE_ARGS\"\n{}", fake_success("ok")));
+    let args = env.dir.path().join("args");
+    let env = env.env("FAKE_ARGS", args.to_str().unwrap());
+    env.cmd().args(["pin", "set", "--agent", "a", "--channel", "c", "SECRET-PIN-TEXT"]).assert().success();
+    let out = env.turn("a", "c", &["--no-extract"], "-rf SECRET-MESSAGE-TEXT");
+    assert_ok(&out);
+    let argv = std::fs::read_to_string(&args).unwrap();
+    assert!(!argv.contains("SECRET-MESSAGE-TEXT"), "{argv}");
+    assert!(!argv.contains("SECRET-PIN-TEXT"), "{argv}");
+    assert!(argv.contains("--append-system-prompt-file"), "{argv}");
+}
+
+#[test]
+fn corrupt_store_is_refused_and_left_untouched() {
+    let env = Env::fake(&fake_success("ok"));
+    std::fs::create_dir_all(env.db.parent().unwrap()).unwrap();
+    let junk = b"definitely not a sqlite database\n".repeat(200);
+    std::fs::write(&env.db, &junk).unwrap();
+    let out = env.turn("a", "c", &[], "hi");
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("could not open session store"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&env.db).unwrap(), junk);
+}
