@@ -1,1 +1,668 @@
+//! A stand-in for the Anthropic Messages API on 127.0.0.1.
+//!
+//! The `claude` CLI talks to whatever `ANTHROPIC_BASE_URL` names, so tests and
+//! benchmarks point it here instead of at the real service: every request is
+//! recorded byte-exact, and answered the way the test asks ([`Reply`]), with
+//! the same wire shapes as the real API (server-sent events when the request
+//! streams, a JSON message otherwise, the API's error bodies).
+//!
+//! The server runs on its own thread with its own tokio runtime, so plain
+//! synchronous `#[test]`s can start one, run the CLI as a child process, and
+//! read what it sent; dropping the [`StandIn`] stops it.
+//!
+//! Usage it reports is rough but consistent: a request's input is its body
+//! bytes / 4 tokens, split the way the real API splits it between
+//! `input_tokens` (not cached), `cache_read_input_tokens` and
+//! `cache_creation_input_tokens` by a small model of prompt caching (see
+//! [`StandIn::cache_stats`]); output is reply chars / 4 + 1 tokens.
 
+mod cache;
+mod http;
+
+use serde_json::{Value, json};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tokio::io::{AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+
+/// One recorded `POST /v1/messages`.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// The request target as sent, query included (`/v1/messages?beta=true`).
+    pub path: String,
+    /// Headers in the order sent; names lower-cased, values as sent.
+    pub headers: Vec<(String, String)>,
+    /// The body byte-exact (de-chunked if it was sent chunked).
+    pub raw: Vec<u8>,
+    /// The body parsed; `Value::Null` if it was not JSON (then answered 400).
+    pub body: Value,
+    /// The input usage reported for this request (output depends on the reply).
+    pub usage: Usage,
+}
+
+/// Input token accounting of one request; the three parts sum to body bytes / 4.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Tokens neither read from nor written to the cache.
+    pub input_tokens: u64,
+    pub cache_read_input_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+}
+
+/// How to answer one request to `/v1/messages`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// A normal answer; streamed as about three deltas, split on char boundaries.
+    Text(String),
+    /// Like `Text`, but waits `first_delay_ms` before the first byte of the
+    /// response and `chunk_delay_ms` between deltas.
+    Slow {
+        text: String,
+        first_delay_ms: u64,
+        chunk_delay_ms: u64,
+    },
+    /// An API error: `status` with `{"type":"error","error":{"type":kind,"message":message}}`.
+    ///
+    /// The CLI retries errors (401 included) about ten times with growing
+    /// back-off, minutes in all; tests set `CLAUDE_CODE_MAX_RETRIES=0` to see
+    /// the error at once (`is_error: true`, `api_error_status`, the message in
+    /// `result`).
+    Error {
+        status: u16,
+        kind: String,
+        message: String,
+    },
+    /// Reads the request and never answers, until the stand-in is dropped
+    /// (then the connection is closed); for timeout tests. The CLI gives up
+    /// after `API_TIMEOUT_MS` (and retries unless `CLAUDE_CODE_MAX_RETRIES=0`).
+    Hang,
+}
+
+type Handler = dyn Fn(&Recorded) -> Reply + Send + Sync;
+
+/// State shared by the server thread and the [`StandIn`] handle.
+struct Shared {
+    handler: Box<Handler>,
+    requests: Mutex<Vec<Arc<Recorded>>>,
+    cache: Mutex<CacheState>,
+    ids: AtomicU64,
+}
+
+#[derive(Default)]
+struct CacheState {
+    model: cache::PromptCache,
+    read: u64,
+    created: u64,
+    total: u64,
+}
+
+/// A panic in a test's handler must not wedge every later call, so poisoned
+/// locks are used as they are.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A running stand-in; dropping it shuts the server down.
+pub struct StandIn {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl StandIn {
+    /// Starts on a free port, answering every request with `Reply::Text("ok")`.
+    pub fn start() -> StandIn {
+        StandIn::start_with(|_| Reply::Text("ok".into()))
+    }
+
+    /// Starts on a free port; `f` decides the answer to each request to
+    /// `/v1/messages` (it is called after the request is recorded). `f` runs
+    /// on the server's two worker threads, so it should return at once:
+    /// delays belong in [`Reply::Slow`], not in a sleep inside `f`.
+    pub fn start_with<F>(f: F) -> StandIn
+    where
+        F: Fn(&Recorded) -> Reply + Send + Sync + 'static,
+    {
+        StandIn::bind(0, f).expect("standin: cannot listen on 127.0.0.1")
+    }
+
+    /// Starts on 127.0.0.1:`port` (0 = any free port); for the binary, which
+    /// may be asked for a fixed port and must report failure rather than panic.
+    pub fn bind<F>(port: u16, f: F) -> io::Result<StandIn>
+    where
+        F: Fn(&Recorded) -> Reply + Send + Sync + 'static,
+    {
+        // Bind here, not on the server thread, so the port is known (and
+        // connectable: the OS queues connections) before this returns.
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("standin")
+            .enable_all()
+            .build()?;
+        let shared = Arc::new(Shared {
+            handler: Box::new(f),
+            requests: Mutex::new(Vec::new()),
+            cache: Mutex::new(CacheState::default()),
+            ids: AtomicU64::new(0),
+        });
+        let (stop, stopped) = oneshot::channel();
+        let server = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("standin".into())
+            .spawn(move || {
+                runtime.block_on(serve(listener, server, stopped));
+                // Connection tasks still running (a `Hang`, a slow reply, an
+                // idle kept-alive connection) are dropped here, which closes
+                // their sockets.
+                runtime.shutdown_timeout(Duration::from_secs(1));
+            })?;
+        Ok(StandIn {
+            addr,
+            shared,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`, for `ANTHROPIC_BASE_URL`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// The recorded `POST`s to `/v1/messages` (any query), in arrival order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        lock(&self.shared.requests)
+            .iter()
+            .map(|r| (**r).clone())
+            .collect()
+    }
+
+    /// Forgets the recorded requests and zeroes [`cache_stats`](Self::cache_stats).
+    /// The remembered cache prefixes are kept, as the real service keeps its
+    /// cache whatever the client does.
+    pub fn clear(&self) {
+        lock(&self.shared.requests).clear();
+        let mut c = lock(&self.shared.cache);
+        (c.read, c.created, c.total) = (0, 0, 0);
+    }
+
+    /// `(read, created, total input)` tokens summed over all requests since
+    /// start (or [`clear`](Self::clear)).
+    ///
+    /// The stand-in models prompt caching per model: at each block carrying
+    /// `cache_control` it remembers the prefix of the request (tools, system,
+    /// messages, serialised without the markers). A later request reads from
+    /// cache the longest remembered prefix it repeats, checked at each of its
+    /// breakpoints and up to 19 block boundaries before each (the real API
+    /// looks back about 20 blocks, which is how a conversation reuses the
+    /// previous turn once the marker has moved on); what lies between that
+    /// and its last breakpoint is created. Minimum lengths and expiry are not
+    /// modelled. `total` is body bytes / 4, the sum of all three usage parts.
+    pub fn cache_stats(&self) -> (u64, u64, u64) {
+        let c = lock(&self.shared.cache);
+        (c.read, c.created, c.total)
+    }
+}
+
+impl Drop for StandIn {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn serve(
+    listener: std::net::TcpListener,
+    shared: Arc<Shared>,
+    mut stopped: oneshot::Receiver<()>,
+) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("standin: {e}");
+            return;
+        }
+    };
+    loop {
+        tokio::select! {
+            _ = &mut stopped => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    tokio::spawn(connection(stream, Arc::clone(&shared)));
+                }
+                // Out of descriptors and the like: pause rather than spin.
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+        }
+    }
+}
+
+/// Serves requests on one connection until the client closes it, asks to
+/// close it, or sends something unreadable.
+async fn connection(stream: TcpStream, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let (r, mut w) = stream.into_split();
+    let mut r = BufReader::new(r);
+    loop {
+        let head = match http::read_head(&mut r).await {
+            Ok(Some(head)) => head,
+            Ok(None) => return,
+            Err(e) => return refuse(&mut w, &e).await,
+        };
+        if head.expects_continue() && http::write_continue(&mut w).await.is_err() {
+            return;
+        }
+        let body = match http::read_body(&mut r, &head).await {
+            Ok(body) => body,
+            Err(e) => return refuse(&mut w, &e).await,
+        };
+        let keep_alive = head.keep_alive();
+        if respond(&shared, head, body, &mut w, keep_alive)
+            .await
+            .is_err()
+            || !keep_alive
+        {
+            let _ = w.shutdown().await;
+            return;
+        }
+    }
+}
+
+/// Answers an unreadable request with 400 (if the client still listens) and closes.
+async fn refuse<W: AsyncWrite + Unpin>(w: &mut W, e: &io::Error) {
+    if e.kind() == io::ErrorKind::InvalidData {
+        let body = error_body("invalid_request_error", &e.to_string());
+        let _ = http::write_full(w, 400, &json_type(), &body, false, false).await;
+    }
+    let _ = w.shutdown().await;
+}
+
+fn json_type() -> Vec<(&'static str, String)> {
+    vec![("content-type", "application/json".into())]
+}
+
+fn error_body(kind: &str, message: &str) -> Vec<u8> {
+    json!({"type": "error", "error": {"type": kind, "message": message}})
+        .to_string()
+        .into_bytes()
+}
+
+async fn respond<W: AsyncWrite + Unpin>(
+    shared: &Shared,
+    head: http::Head,
+    body: Vec<u8>,
+    w: &mut W,
+    keep_alive: bool,
+) -> io::Result<()> {
+    let head_only = head.method == "HEAD";
+    match (head.method.as_str(), head.path()) {
+        // The CLI's connectivity check before its first request.
+        ("HEAD" | "GET", "/api/hello") => {
+            http::write_full(w, 200, &[], b"", keep_alive, head_only).await
+        }
+        ("POST", "/v1/messages") => messages(shared, head, body, w, keep_alive).await,
+        // Answered rather than 404, so a client that sizes its context this
+        // way gets a plausible number (same bytes / 4 rule); not recorded.
+        ("POST", "/v1/messages/count_tokens") => {
+            let answer = json!({"input_tokens": body.len() / 4}).to_string();
+            http::write_full(w, 200, &json_type(), answer.as_bytes(), keep_alive, false).await
+        }
+        (method, _) => {
+            let message = format!("standin: no route for {method} {}", head.target);
+            let answer = error_body("not_found_error", &message);
+            http::write_full(w, 404, &json_type(), &answer, keep_alive, head_only).await
+        }
+    }
+}
+
+async fn messages<W: AsyncWrite + Unpin>(
+    shared: &Shared,
+    head: http::Head,
+    raw: Vec<u8>,
+    w: &mut W,
+    keep_alive: bool,
+) -> io::Result<()> {
+    let parsed = serde_json::from_slice::<Value>(&raw);
+    let is_json = parsed.is_ok();
+    let mut rec = Recorded {
+        path: head.target,
+        headers: head.headers,
+        raw,
+        body: parsed.unwrap_or(Value::Null),
+        usage: Usage::default(),
+    };
+    rec.usage = account(shared, &rec);
+    let rec = Arc::new(rec);
+    lock(&shared.requests).push(Arc::clone(&rec));
+    if !is_json {
+        let answer = error_body("invalid_request_error", "standin: body is not JSON");
+        return http::write_full(w, 400, &json_type(), &answer, keep_alive, false).await;
+    }
+
+    let (text, first_delay_ms, chunk_delay_ms) = match (shared.handler)(&rec) {
+        Reply::Text(text) => (text, 0, 0),
+        Reply::Slow {
+            text,
+            first_delay_ms,
+            chunk_delay_ms,
+        } => (text, first_delay_ms, chunk_delay_ms),
+        Reply::Error {
+            status,
+            kind,
+            message,
+        } => {
+            let answer = error_body(&kind, &message);
+            return http::write_full(w, status, &json_type(), &answer, keep_alive, false).await;
+        }
+        Reply::Hang => std::future::pending().await,
+    };
+    sleep_ms(first_delay_ms).await;
+
+    let n = shared.ids.fetch_add(1, Ordering::Relaxed) + 1;
+    let id = format!("msg_standin_{n:06}");
+    let extra = |content_type: &str| {
+        vec![
+            ("content-type", content_type.to_string()),
+            ("request-id", format!("req_standin_{n:06}")),
+        ]
+    };
+    let model = match rec.model() {
+        "" => "standin",
+        m => m,
+    };
+    let output_tokens = text.chars().count() as u64 / 4 + 1;
+    let u = rec.usage;
+
+    if !rec.is_stream() {
+        let answer = json!({
+            "id": id, "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {
+                "input_tokens": u.input_tokens,
+                "cache_creation_input_tokens": u.cache_creation_input_tokens,
+                "cache_read_input_tokens": u.cache_read_input_tokens,
+                "output_tokens": output_tokens,
+            },
+        })
+        .to_string();
+        let headers = extra("application/json");
+        return http::write_full(w, 200, &headers, answer.as_bytes(), keep_alive, false).await;
+    }
+
+    let mut headers = extra("text/event-stream");
+    headers.push(("cache-control", "no-cache".into()));
+    let mut out = http::Stream::start(w, &headers, keep_alive).await?;
+    let start = json!({"type": "message_start", "message": {
+        "id": id, "type": "message", "role": "assistant", "model": model,
+        "content": [], "stop_reason": null, "stop_sequence": null,
+        "usage": {
+            "input_tokens": u.input_tokens,
+            "cache_creation_input_tokens": u.cache_creation_input_tokens,
+            "cache_read_input_tokens": u.cache_read_input_tokens,
+            "output_tokens": 1,
+        },
+    }});
+    out.send(&event("message_start", &start)).await?;
+    let block = json!({"type": "content_block_start", "index": 0,
+                       "content_block": {"type": "text", "text": ""}});
+    out.send(&event("content_block_start", &block)).await?;
+    for (i, piece) in split3(&text).into_iter().enumerate() {
+        if i > 0 {
+            sleep_ms(chunk_delay_ms).await;
+        }
+        let delta = json!({"type": "content_block_delta", "index": 0,
+                           "delta": {"type": "text_delta", "text": piece}});
+        out.send(&event("content_block_delta", &delta)).await?;
+    }
+    let stop = json!({"type": "content_block_stop", "index": 0});
+    out.send(&event("content_block_stop", &stop)).await?;
+    let delta = json!({"type": "message_delta",
+                       "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+                       "usage": {"output_tokens": output_tokens}});
+    out.send(&event("message_delta", &delta)).await?;
+    out.send(&event("message_stop", &json!({"type": "message_stop"})))
+        .await?;
+    out.finish().await
+}
+
+/// Runs the cache model on one request and adds it to the totals.
+fn account(shared: &Shared, rec: &Recorded) -> Usage {
+    let total = rec.raw.len() as u64 / 4;
+    let mut c = lock(&shared.cache);
+    let (read, created) = if rec.body.is_null() {
+        (0, 0)
+    } else {
+        c.model.account(&rec.body)
+    };
+    // The re-serialised prefix can differ a little from the body's own bytes;
+    // keep the parts within the total so they always add up.
+    let read = read.min(total);
+    let created = created.min(total - read);
+    c.read += read;
+    c.created += created;
+    c.total += total;
+    Usage {
+        input_tokens: total - read - created,
+        cache_read_input_tokens: read,
+        cache_creation_input_tokens: created,
+    }
+}
+
+async fn sleep_ms(ms: u64) {
+    if ms > 0 {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+}
+
+fn event(name: &str, data: &Value) -> Vec<u8> {
+    format!("event: {name}\ndata: {data}\n\n").into_bytes()
+}
+
+/// Splits `text` into up to three non-empty pieces on char boundaries, so the
+/// client has to join deltas; an empty text gives one empty piece.
+fn split3(text: &str) -> Vec<&str> {
+    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+    let n = bounds.len();
+    let at = |k: usize| if k >= n { text.len() } else { bounds[k] };
+    let (a, b) = (at(n / 3), at(2 * n / 3));
+    let pieces: Vec<&str> = [&text[..a], &text[a..b], &text[b..]]
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect();
+    if pieces.is_empty() { vec![""] } else { pieces }
+}
+
+impl Recorded {
+    /// The value of header `name` (lower-case), if sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn model(&self) -> &str {
+        self.body.get("model").and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// The text of each system block; a string system is one block.
+    pub fn system_blocks(&self) -> Vec<String> {
+        match self.body.get("system") {
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(blocks)) => blocks
+                .iter()
+                .map(|b| {
+                    b.get("text")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The text of the last system block ("" if none).
+    pub fn system_tail(&self) -> String {
+        self.system_blocks().pop().unwrap_or_default()
+    }
+
+    /// All system blocks joined with "\n".
+    pub fn system_text(&self) -> String {
+        self.system_blocks().join("\n")
+    }
+
+    pub fn messages(&self) -> Vec<Value> {
+        self.body
+            .get("messages")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The text of the last `user` message, as [`user_texts`](Self::user_texts) gives it.
+    pub fn last_user_text(&self) -> String {
+        self.user_texts().pop().unwrap_or_default()
+    }
+
+    /// For each `user` message in order: its text blocks joined with "\n",
+    /// without the `<system-reminder>` blocks the CLI injects (they are not
+    /// what the user typed); a string content is taken whole.
+    pub fn user_texts(&self) -> Vec<String> {
+        self.texts_of("user")
+    }
+
+    /// The same as [`user_texts`](Self::user_texts) for `assistant` messages.
+    pub fn assistant_texts(&self) -> Vec<String> {
+        self.texts_of("assistant")
+    }
+
+    fn texts_of(&self, role: &str) -> Vec<String> {
+        self.messages()
+            .iter()
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some(role))
+            .map(|m| match m.get("content") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Array(blocks)) => blocks
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .filter(|t| !t.trim_start().starts_with("<system-reminder>"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => String::new(),
+            })
+            .collect()
+    }
+
+    /// Every text in the system prompt and the messages (system reminders,
+    /// tool results and tool inputs' strings included), joined with "\n";
+    /// for "did this string reach the model at all" checks.
+    pub fn all_text(&self) -> String {
+        let mut out = self.system_blocks();
+        if let Some(messages) = self.body.get("messages") {
+            collect_strings(messages, false, &mut out);
+        }
+        out.join("\n")
+    }
+
+    pub fn is_stream(&self) -> bool {
+        self.body.get("stream").and_then(Value::as_bool) == Some(true)
+    }
+
+    /// Where each `cache_control` marker sits: `tools[i]`, `system[i]`,
+    /// `messages[i].content[j]`.
+    pub fn cache_breakpoints(&self) -> Vec<String> {
+        let marked = |v: &Value| v.get("cache_control").is_some();
+        let mut out = Vec::new();
+        for key in ["tools", "system"] {
+            if let Some(items) = self.body.get(key).and_then(Value::as_array) {
+                for (i, item) in items.iter().enumerate() {
+                    if marked(item) {
+                        out.push(format!("{key}[{i}]"));
+                    }
+                }
+            }
+        }
+        for (i, m) in self.messages().iter().enumerate() {
+            if let Some(blocks) = m.get("content").and_then(Value::as_array) {
+                for (j, block) in blocks.iter().enumerate() {
+                    if marked(block) {
+                        out.push(format!("messages[{i}].content[{j}]"));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Collects the strings under message contents that a reader would call text:
+/// string contents, `text` and `thinking` members, tool results, and every
+/// string inside a tool call's `input`. Identifiers, types, signatures and
+/// image data are left out.
+fn collect_strings(v: &Value, in_input: bool, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|i| collect_strings(i, in_input, out)),
+        Value::Object(o) => {
+            for (k, v) in o {
+                let k = k.as_str();
+                if k == "cache_control" {
+                    continue;
+                }
+                if v.is_string() && !(in_input || matches!(k, "text" | "content" | "thinking")) {
+                    continue;
+                }
+                collect_strings(v, in_input || k == "input", out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The length of the byte-identical prefix of two request bodies: how much of
+/// a request a prompt cache could have reused from the one before.
+pub fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split3_pieces() {
+        assert_eq!(split3(""), vec![""]);
+        assert_eq!(split3("ok"), vec!["o", "k"]);
+        assert_eq!(split3("abcdef"), vec!["ab", "cd", "ef"]);
+        assert_eq!(split3("héllo wörld").concat(), "héllo wörld");
+        assert_eq!(split3("日本語の文").len(), 3);
+    }
+
+    #[test]
+    fn prefix_len() {
+        assert_eq!(common_prefix_len(b"abcd", b"abxd"), 2);
+        assert_eq!(common_prefix_len(b"ab", b"abc"), 2);
+        assert_eq!(common_prefix_len(b"", b"abc"), 0);
+    }
+}
