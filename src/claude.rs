@@ -400,13 +400,13 @@ impl StreamParser {
                     return;
                 }
                 let ev = &event["event"];
-                if ev["type"] == "content_block_delta" && ev["delta"]["type"] == "text_delta" {
-                    if let Some(text) = ev["delta"]["text"].as_str() {
-                        if !text.is_empty() {
-                            self.emitted = true;
-                            on_text(text);
-                        }
-                    }
+                if ev["type"] == "content_block_delta"
+                    && ev["delta"]["type"] == "text_delta"
+                    && let Some(text) = ev["delta"]["text"].as_str()
+                    && !text.is_empty()
+                {
+                    self.emitted = true;
+                    on_text(text);
                 }
             }
             Some("assistant") if event["parent_tool_use_id"].is_null() => {

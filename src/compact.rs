@@ -82,7 +82,7 @@ pub fn maybe_enqueue(store: &mut Store, session: &Session, threshold: usize) -> 
 pub fn apply_summary(store: &mut Store, job: &Job, answer: &str) -> Result<String> {
     let summary = answer.trim();
     let n = summary.chars().count();
-    if n < 20 || n > SUMMARY_MAX_CHARS || summary.eq_ignore_ascii_case("none") {
+    if !(20..=SUMMARY_MAX_CHARS).contains(&n) || summary.eq_ignore_ascii_case("none") {
         return Err(anyhow!("answer of {n} characters is not a usable summary"));
     }
     let upto = job.input["upto"]

@@ -110,13 +110,12 @@ pub fn validate_message(bytes: Vec<u8>) -> Result<String> {
 /// What the installed claude supports, probed once per binary and cached in the store.
 pub async fn capabilities(store: Option<&mut Store>, claude: &Claude) -> Result<Capabilities> {
     let key = format!("claude-caps:{}", claude.fingerprint());
-    if let Some(store) = &store {
-        if let Some(cached) = store
+    if let Some(store) = &store
+        && let Some(cached) = store
             .meta(&key)?
             .and_then(|v| serde_json::from_str(&v).ok())
-        {
-            return Ok(cached);
-        }
+    {
+        return Ok(cached);
     }
     let caps = claude.probe().await?;
     if let Some(store) = store {
@@ -644,14 +643,14 @@ pub async fn dry_run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> 
         }
     });
     let mut argv = main_args(&caps, &handle, resume, append.as_ref(), args);
-    if caps.append_system_prompt_file {
-        if let Some(i) = argv.iter().position(|a| a == "--append-system-prompt=") {
-            argv[i] = "--append-system-prompt-file".into();
-            argv.insert(
-                i + 1,
-                "<a private temp file holding the system text below>".into(),
-            );
-        }
+    if caps.append_system_prompt_file
+        && let Some(i) = argv.iter().position(|a| a == "--append-system-prompt=")
+    {
+        argv[i] = "--append-system-prompt-file".into();
+        argv.insert(
+            i + 1,
+            "<a private temp file holding the system text below>".into(),
+        );
     }
     let mode = if history.is_some() {
         Mode::Replayed

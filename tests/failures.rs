@@ -7,8 +7,13 @@ use common::{Env, assert_ok, fake_success, stderr, stdout};
 
 fn user_turns(env: &Env) -> Vec<(String, String)> {
     let c = env.sqlite();
-    let mut stmt = c.prepare("SELECT content, status FROM turns WHERE role = 'user' ORDER BY id").unwrap();
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+    let mut stmt = c
+        .prepare("SELECT content, status FROM turns WHERE role = 'user' ORDER BY id")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
 }
 
 #[test]
@@ -30,7 +35,10 @@ exit 1"#,
     assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
     assert!(stderr(&out).contains("not logged in"), "{}", stderr(&out));
     assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
-    assert_eq!(user_turns(&env), vec![("remember me".to_string(), "failed".to_string())]);
+    assert_eq!(
+        user_turns(&env),
+        vec![("remember me".to_string(), "failed".to_string())]
+    );
 }
 
 #[test]
@@ -49,7 +57,11 @@ fn garbage_output_is_a_clear_failure() {
     let env = Env::fake("cat >/dev/null; echo '<html>502 Bad Gateway</html>'; exit 0");
     let out = env.turn("a", "c", &[], "hi");
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
-    assert!(stderr(&out).contains("unexpected output"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unexpected output"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -77,7 +89,11 @@ fn missing_claude_is_exit_5() {
     env.claude = env.dir.path().join("no/such/claude");
     let out = env.turn("a", "c", &[], "hi");
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
-    assert!(stderr(&out).contains("could not find claude"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("could not find claude"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -92,7 +108,16 @@ wait"#,
     let env = env.env("FAKE_PIDFILE", pidfile.to_str().unwrap());
     let out = env
         .cmd()
-        .args(["turn", "--agent", "a", "--channel", "c", "--timeout", "2", "hang"])
+        .args([
+            "turn",
+            "--agent",
+            "a",
+            "--channel",
+            "c",
+            "--timeout",
+            "2",
+            "hang",
+        ])
         .timeout(std::time::Duration::from_secs(60))
         .output()
         .unwrap();
@@ -103,7 +128,8 @@ wait"#,
     // The grandchild was in claude's process group, so it is gone too
     // (allow a moment for the kernel to reap it).
     for _ in 0..50 {
-        let alive = std::fs::read_to_string(format!("{proc}/stat")).is_ok_and(|s| !s.contains(") Z "));
+        let alive =
+            std::fs::read_to_string(format!("{proc}/stat")).is_ok_and(|s| !s.contains(") Z "));
         if !alive {
             return;
         }
@@ -139,10 +165,20 @@ fn empty_and_blank_messages_are_refused_before_anything_is_written() {
     for msg in ["", "   \n\t ", "\u{3000}\u{200b}"] {
         let out = env.turn("a", "c", &[], msg);
         assert_eq!(out.status.code(), Some(3), "{msg:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains("message is empty"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("message is empty"),
+            "{}",
+            stderr(&out)
+        );
     }
-    assert!(!env.db.exists(), "the store was created for an empty message");
-    assert!(!env.home.join("called").exists(), "claude was called for an empty message");
+    assert!(
+        !env.db.exists(),
+        "the store was created for an empty message"
+    );
+    assert!(
+        !env.home.join("called").exists(),
+        "claude was called for an empty message"
+    );
 }
 
 #[test]
@@ -155,7 +191,11 @@ fn invalid_utf8_and_nul_are_refused() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
-    assert!(stderr(&out).contains("not valid UTF-8 (at byte 2)"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not valid UTF-8 (at byte 2)"),
+        "{}",
+        stderr(&out)
+    );
     let out = env
         .cmd()
         .args(["turn", "--agent", "a", "--channel", "c"])
@@ -183,7 +223,11 @@ fn oversized_message_is_refused_with_the_limit() {
 #[test]
 fn missing_agent_or_channel_is_a_usage_error() {
     let env = Env::fake("exit 1");
-    let out = env.cmd().args(["turn", "--agent", "a", "hi"]).output().unwrap();
+    let out = env
+        .cmd()
+        .args(["turn", "--agent", "a", "hi"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = env.cmd().args(["id", "--channel", "c"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -191,10 +235,24 @@ fn missing_agent_or_channel_is_a_usage_error() {
 
 #[test]
 fn prompt_never_reaches_argv() {
-    let env = Env::fake(&format!("echo \"$@\" > \"$FAKE_ARGS\"\n{}", fake_success("ok")));
+    let env = Env::fake(&format!(
+        "echo \"$@\" > \"$FAKE_ARGS\"\n{}",
+        fake_success("ok")
+    ));
     let args = env.dir.path().join("args");
     let env = env.env("FAKE_ARGS", args.to_str().unwrap());
-    env.cmd().args(["pin", "set", "--agent", "a", "--channel", "c", "SECRET-PIN-TEXT"]).assert().success();
+    env.cmd()
+        .args([
+            "pin",
+            "set",
+            "--agent",
+            "a",
+            "--channel",
+            "c",
+            "SECRET-PIN-TEXT",
+        ])
+        .assert()
+        .success();
     let out = env.turn("a", "c", &["--no-extract"], "-rf SECRET-MESSAGE-TEXT");
     assert_ok(&out);
     let argv = std::fs::read_to_string(&args).unwrap();
@@ -211,6 +269,10 @@ fn corrupt_store_is_refused_and_left_untouched() {
     std::fs::write(&env.db, &junk).unwrap();
     let out = env.turn("a", "c", &[], "hi");
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
-    assert!(stderr(&out).contains("could not open session store"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("could not open session store"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(std::fs::read(&env.db).unwrap(), junk);
 }

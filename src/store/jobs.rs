@@ -37,6 +37,9 @@ impl JobKind {
     }
 }
 
+/// A job as shown to people: (kind, status, attempts, last error).
+pub type JobRow = (String, String, i64, Option<String>);
+
 #[derive(Debug, Clone)]
 pub struct Job {
     pub id: i64,
@@ -132,7 +135,7 @@ impl Store {
     }
 
     /// Job rows of a session as (kind, status, attempts, last_error), for inspection.
-    pub fn jobs_of(&self, session_id: &str) -> Result<Vec<(String, String, i64, Option<String>)>> {
+    pub fn jobs_of(&self, session_id: &str) -> Result<Vec<JobRow>> {
         let mut stmt = self
             .conn
             .prepare("SELECT kind, status, attempts, last_error FROM jobs WHERE session_id = ?1 ORDER BY id")

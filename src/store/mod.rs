@@ -255,14 +255,15 @@ impl Store {
 /// Create the folder (0700) and the file (0600) before SQLite touches them,
 /// so the store is private from its first byte.
 fn prepare_file(path: &Path) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.exists() {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .with_context(|| format!("could not create store folder: {}", dir.display()))?;
-        }
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+    {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("could not create store folder: {}", dir.display()))?;
     }
     match fs::OpenOptions::new()
         .write(true)

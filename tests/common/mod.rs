@@ -40,7 +40,15 @@ impl Env {
         std::fs::create_dir_all(&home).unwrap();
         std::fs::create_dir_all(&work).unwrap();
         let db = dir.path().join("data/sessions.db");
-        Env { dir, home, db, work, claude, base_url: None, extra_env: Vec::new() }
+        Env {
+            dir,
+            home,
+            db,
+            work,
+            claude,
+            base_url: None,
+            extra_env: Vec::new(),
+        }
     }
 
     /// The real claude, talking to the stand-in at `base_url`.
@@ -79,7 +87,8 @@ impl Env {
             .env("DUDUCLAW_CLAUDE", &self.claude)
             .current_dir(&self.work);
         if let Some(url) = &self.base_url {
-            c.env("ANTHROPIC_BASE_URL", url).env("ANTHROPIC_API_KEY", "test-key");
+            c.env("ANTHROPIC_BASE_URL", url)
+                .env("ANTHROPIC_API_KEY", "test-key");
             // Keep the real CLI from phoning home for updates or telemetry.
             c.env("DISABLE_AUTOUPDATER", "1")
                 .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
@@ -93,22 +102,41 @@ impl Env {
     /// `turn --agent A --channel C [extra] MESSAGE`, with a bounded timeout.
     pub fn turn(&self, agent: &str, channel: &str, extra: &[&str], message: &str) -> Output {
         let mut c = self.cmd();
-        c.args(["turn", "--agent", agent, "--channel", channel, "--timeout", "60", "--side-timeout", "30"])
-            .args(extra)
-            .arg("-")
-            .write_stdin(message.as_bytes().to_vec())
-            .timeout(std::time::Duration::from_secs(120));
+        c.args([
+            "turn",
+            "--agent",
+            agent,
+            "--channel",
+            channel,
+            "--timeout",
+            "60",
+            "--side-timeout",
+            "30",
+        ])
+        .args(extra)
+        .arg("-")
+        .write_stdin(message.as_bytes().to_vec())
+        .timeout(std::time::Duration::from_secs(120));
         c.output().unwrap()
     }
 
     /// Like `turn` with `--json`, asserting success and parsing the object.
-    pub fn turn_json(&self, agent: &str, channel: &str, extra: &[&str], message: &str) -> serde_json::Value {
+    pub fn turn_json(
+        &self,
+        agent: &str,
+        channel: &str,
+        extra: &[&str],
+        message: &str,
+    ) -> serde_json::Value {
         let mut args = vec!["--json"];
         args.extend_from_slice(extra);
         let out = self.turn(agent, channel, &args, message);
         assert_ok(&out);
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!("turn --json printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout))
+            panic!(
+                "turn --json printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
         })
     }
 
@@ -119,7 +147,12 @@ impl Env {
         if let Ok(dirs) = std::fs::read_dir(&root) {
             for d in dirs.flatten() {
                 if let Ok(files) = std::fs::read_dir(d.path()) {
-                    out.extend(files.flatten().map(|f| f.path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl")));
+                    out.extend(
+                        files
+                            .flatten()
+                            .map(|f| f.path())
+                            .filter(|p| p.extension().is_some_and(|e| e == "jsonl")),
+                    );
                 }
             }
         }

@@ -1,0 +1,457 @@
+//! End to end with the real `claude` CLI (the pinned npm package) against
+//! the loopback stand-in: the assertions are on the requests the model would
+//! have received.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::{Env, assert_ok, stderr};
+use standin::{Recorded, Reply, StandIn};
+
+const PIN: &str =
+    "Migrate the React app from CRA to Vite; keep the tests passing; do not touch the auth flow";
+
+fn is_side(r: &Recorded) -> bool {
+    let s = r.system_text();
+    s.contains("You condense the opening message")
+        || s.contains("You extract durable facts")
+        || s.contains("You summarize the earlier part")
+}
+
+/// A scripted model: pins, facts and summaries for side calls; for main
+/// calls an echo of the message's last line, or a question when asked.
+fn model(r: &Recorded) -> Reply {
+    let sys = r.system_text();
+    let user = r.last_user_text();
+    if sys.contains("You condense the opening message") {
+        return Reply::Text(if user.contains("CRA") {
+            PIN.into()
+        } else {
+            "NONE".into()
+        });
+    }
+    if sys.contains("You extract durable facts") {
+        let mut facts = Vec::new();
+        if user.contains("pnpm") {
+            facts.push("Uses pnpm for packages, never npm i");
+        }
+        if user.contains("繁體") {
+            facts.push("使用者偏好繁體中文回覆");
+        }
+        return Reply::Text(if facts.is_empty() {
+            "NONE".into()
+        } else {
+            facts.join("\n")
+        });
+    }
+    if sys.contains("You summarize the earlier part") {
+        return Reply::Text("SUMMARY: the user migrated the app step by step; open item: the auth flow stays as is.".into());
+    }
+    if user.contains("ASK ME") {
+        return Reply::Text("Which Vite version should I target?".into());
+    }
+    let last = user
+        .lines()
+        .last()
+        .unwrap_or("")
+        .chars()
+        .take(60)
+        .collect::<String>();
+    Reply::Text(format!("reply to: {last}"))
+}
+
+fn main_requests(s: &StandIn) -> Vec<Recorded> {
+    s.requests().into_iter().filter(|r| !is_side(r)).collect()
+}
+
+#[test]
+fn second_turn_resumes_natively_with_the_first_in_context() {
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url());
+    let v1 = env.turn_json("a", "c", &["--no-extract"], "first message alpha");
+    assert_eq!(v1["mode"], "new");
+    assert_eq!(v1["reply"], "reply to: first message alpha");
+    let v2 = env.turn_json("a", "c", &["--no-extract"], "second message beta");
+    assert_eq!(v2["mode"], "resumed");
+    assert_eq!(v1["session_id"], v2["session_id"]);
+    let reqs = main_requests(&s);
+    assert_eq!(reqs.len(), 2);
+    let r2 = &reqs[1];
+    assert!(
+        r2.user_texts()
+            .iter()
+            .any(|t| t.contains("first message alpha")),
+        "{:?}",
+        r2.user_texts()
+    );
+    assert!(
+        r2.assistant_texts()
+            .iter()
+            .any(|t| t.contains("reply to: first message alpha"))
+    );
+    assert_eq!(r2.last_user_text().trim_end(), "second message beta");
+}
+
+#[test]
+fn a_lost_transcript_is_replayed_then_resumed_natively() {
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url());
+    let long = format!("HEAD{}TAIL", "x".repeat(992));
+    env.turn_json("a", "c", &["--no-extract"], &long);
+    env.turn_json("a", "c", &["--no-extract"], "second turn");
+    for t in env.transcripts() {
+        std::fs::remove_file(t).unwrap();
+    }
+    let v3 = env.turn_json("a", "c", &["--no-extract"], "third turn after loss");
+    assert_eq!(v3["mode"], "replayed", "{v3}");
+    assert_ne!(
+        v3["handle"], v3["session_id"],
+        "a replay starts the next handle"
+    );
+    let reqs = main_requests(&s);
+    let r3 = reqs.last().unwrap();
+    let text = r3.last_user_text();
+    assert!(text.contains("<conversation_history"), "{text}");
+    assert!(
+        text.contains("[… 500 characters cut …]"),
+        "the long turn is trimmed: {text}"
+    );
+    assert!(text.contains("HEAD") && text.contains("TAIL"));
+    assert!(
+        text.contains("<assistant>\nreply to: second turn\n</assistant>"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<current_message>\nthird turn after loss\n</current_message>"),
+        "{text}"
+    );
+    assert_eq!(r3.user_texts().len(), 1, "the new handle starts fresh");
+
+    let v4 = env.turn_json("a", "c", &["--no-extract"], "fourth turn");
+    assert_eq!(v4["mode"], "resumed", "{v4}");
+    assert_eq!(v4["handle"], v3["handle"]);
+    let reqs = main_requests(&s);
+    let r4 = reqs.last().unwrap();
+    assert_eq!(r4.last_user_text().trim_end(), "fourth turn");
+    assert!(
+        r4.user_texts()[0].contains("<conversation_history"),
+        "the replay is now native history"
+    );
+}
+
+#[test]
+fn dash_leading_and_200kb_messages_arrive_intact() {
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url());
+    let dash = "-rf --help is not a flag";
+    env.turn_json("a", "dash", &["--no-extract"], dash);
+    let big: String = (0..200 * 1024 / 16)
+        .map(|i| format!("line {i:09}\n"))
+        .collect::<String>()
+        + "終わり 🎉";
+    env.turn_json("a", "big", &["--no-extract"], &big);
+    let reqs = main_requests(&s);
+    assert_eq!(reqs[0].last_user_text(), dash);
+    assert_eq!(reqs[1].last_user_text(), big);
+}
+
+#[test]
+fn the_pin_sits_at_the_system_tail_and_the_recap_leads_the_message() {
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url());
+    let v1 = env.turn_json("a", "c", &[], "Please migrate our React app from CRA to Vite. Keep the tests passing and do not touch the auth flow.");
+    assert_eq!(
+        v1["pinned"], PIN,
+        "the pin side call ran and was stored: {v1}"
+    );
+    let v2 = env.turn_json("a", "c", &[], "start with the config");
+    assert_eq!(v2["mode"], "resumed");
+    let r2 = main_requests(&s).pop().unwrap();
+    let tail = r2.system_tail();
+    assert!(
+        tail.ends_with(&format!("{PIN}\n</pinned_task>")),
+        "system tail: …{}",
+        &tail[tail.len().saturating_sub(300)..]
+    );
+    let user = r2.last_user_text();
+    assert!(
+        user.starts_with(&format!(
+            "<task_recap source=\"user\">\n{PIN}\n</task_recap>"
+        )),
+        "{user}"
+    );
+    assert!(user.trim_end().ends_with("start with the config"));
+    // The side call used its own short system prompt, not Claude Code's.
+    let side = s.requests().into_iter().find(is_side).unwrap();
+    let main_len = r2.raw.len();
+    assert!(
+        side.raw.len() * 20 < main_len,
+        "side call {} bytes vs turn {main_len}",
+        side.raw.len()
+    );
+    assert!(!side.system_text().contains("Claude Code"));
+}
+
+#[test]
+fn a_clarification_reaches_the_system_prompt_of_the_resumed_turn() {
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url());
+    env.cmd()
+        .args([
+            "pin",
+            "set",
+            "--agent",
+            "a",
+            "--channel",
+            "c",
+            "Build the site",
+        ])
+        .assert()
+        .success();
+    env.turn_json("a", "c", &["--no-extract"], "ASK ME what you need");
+    env.turn_json(
+        "a",
+        "c",
+        &["--no-extract"],
+        "Vite 6, and keep the service worker",
+    );
+    let r = main_requests(&s).pop().unwrap();
+    assert!(
+        r.system_tail()
+            .ends_with("Build the site\n[+] Vite 6, and keep the service worker\n</pinned_task>"),
+        "the changed pin must reach a resumed turn (snapshot off): …{}",
+        &r.system_tail()[r.system_tail().len().saturating_sub(200)..]
+    );
+    let pin = env
+        .cmd()
+        .args(["pin", "show", "--agent", "a", "--channel", "c"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&pin.stdout),
+        "Build the site\n[+] Vite 6, and keep the service worker\n"
+    );
+}
+
+#[test]
+fn facts_reach_other_sessions_of_the_agent_and_never_other_agents() {
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url());
+    env.turn_json(
+        "a",
+        "one",
+        &[],
+        "We manage this monorepo with pnpm workspaces, so please never suggest npm i.",
+    );
+    let v = env.turn_json(
+        "a",
+        "two",
+        &["--no-extract"],
+        "how do I add a package with pnpm?",
+    );
+    assert_eq!(
+        v["facts_injected"],
+        serde_json::json!(["Uses pnpm for packages, never npm i"])
+    );
+    let r = main_requests(&s).pop().unwrap();
+    assert!(
+        r.last_user_text()
+            .starts_with("<key_facts source=\"memory\">"),
+        "{}",
+        r.last_user_text()
+    );
+    assert!(
+        r.last_user_text()
+            .contains("- Uses pnpm for packages, never npm i\n</key_facts>")
+    );
+
+    let v = env.turn_json(
+        "b",
+        "two",
+        &["--no-extract"],
+        "how do I add a package with pnpm?",
+    );
+    assert_eq!(v["facts_injected"], serde_json::json!([]));
+    let r = main_requests(&s).pop().unwrap();
+    assert!(!r.all_text().contains("never npm i"));
+
+    // The fact was used once; --facts-in system moves it to the system tail.
+    env.turn_json(
+        "a",
+        "three",
+        &["--no-extract", "--facts-in", "system"],
+        "pnpm question again",
+    );
+    let r = main_requests(&s).pop().unwrap();
+    assert!(
+        r.system_tail()
+            .ends_with("- Uses pnpm for packages, never npm i\n</key_facts>")
+    );
+    assert!(!r.last_user_text().contains("key_facts"));
+    let list = env
+        .cmd()
+        .args(["facts", "list", "--agent", "a", "--json"])
+        .output()
+        .unwrap();
+    let facts: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(facts[0]["access_count"], 2);
+}
+
+#[test]
+fn a_failing_side_call_never_fails_the_turn_and_is_retried() {
+    let failures = Arc::new(AtomicUsize::new(0));
+    let f = failures.clone();
+    let s = StandIn::start_with(move |r: &Recorded| {
+        if r.system_text().contains("You condense the opening message")
+            && f.fetch_add(1, Ordering::SeqCst) == 0
+        {
+            return Reply::Error {
+                status: 500,
+                kind: "api_error".into(),
+                message: "side call exploded".into(),
+            };
+        }
+        model(r)
+    });
+    let env = Env::real(&s.base_url()).env("CLAUDE_CODE_MAX_RETRIES", "0");
+    let v1 = env.turn_json(
+        "a",
+        "c",
+        &[],
+        "Please migrate our React app from CRA to Vite, keep the tests green.",
+    );
+    assert!(
+        v1["reply"]
+            .as_str()
+            .unwrap()
+            .starts_with("reply to: Please migrate"),
+        "{v1}"
+    );
+    assert_eq!(
+        v1["pinned"],
+        serde_json::Value::Null,
+        "an error is never stored as a pin"
+    );
+    let v2 = env.turn_json("a", "c", &[], "go on");
+    assert_eq!(
+        v2["pinned"], PIN,
+        "the pin job was retried by the next turn"
+    );
+    env.turn_json("a", "c", &[], "and then?");
+    let r = main_requests(&s).pop().unwrap();
+    assert!(r.system_tail().contains(PIN));
+}
+
+#[test]
+fn the_reply_is_on_stdout_before_a_slow_side_call_finishes() {
+    let s = StandIn::start_with(|r: &Recorded| {
+        if is_side(r) {
+            return Reply::Slow {
+                text: PIN.into(),
+                first_delay_ms: 8000,
+                chunk_delay_ms: 0,
+            };
+        }
+        model(r)
+    });
+    let env = Env::real(&s.base_url());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_duduclaw-session"))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", &env.home)
+        .env("TMPDIR", env.dir.path())
+        .env("DUDUCLAW_DB", &env.db)
+        .env("DUDUCLAW_CLAUDE", &env.claude)
+        .env("ANTHROPIC_BASE_URL", s.base_url())
+        .env("ANTHROPIC_API_KEY", "k")
+        .current_dir(&env.work)
+        .args([
+            "turn",
+            "--agent",
+            "a",
+            "--channel",
+            "c",
+            "Migrate from CRA to Vite please, keep the tests and leave the auth flow alone.",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("reply to: Migrate from CRA"), "{line}");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the process should still be waiting for the side calls"
+    );
+    let side_answered = s.requests().iter().filter(|r| is_side(r)).count();
+    assert!(side_answered >= 1, "the side call was already in flight");
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pin = env
+        .cmd()
+        .args(["pin", "show", "--agent", "a", "--channel", "c"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&pin.stdout).trim(), PIN);
+}
+
+#[test]
+fn dry_run_prints_what_the_turn_sends_and_writes_nothing() {
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url());
+    env.cmd()
+        .args(["pin", "set", "--agent", "a", "--channel", "c", "Ship v2"])
+        .assert()
+        .success();
+    env.turn_json("a", "c", &["--no-extract"], "hello");
+    let before = std::fs::read(&env.db).unwrap();
+    let n = s.requests().len();
+    let out = env
+        .cmd()
+        .args([
+            "prompt",
+            "--agent",
+            "a",
+            "--channel",
+            "c",
+            "--json",
+            "next step",
+        ])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["mode"], "resumed");
+    assert!(
+        v["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "--resume")
+    );
+    assert!(v["system_append"].as_str().unwrap().contains("Ship v2"));
+    assert!(
+        v["user_message"]
+            .as_str()
+            .unwrap()
+            .starts_with("<task_recap")
+    );
+    assert_eq!(s.requests().len(), n, "the dry run called nothing");
+    assert_eq!(
+        std::fs::read(&env.db).unwrap(),
+        before,
+        "the dry run wrote nothing"
+    );
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+}
