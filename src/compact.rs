@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::store::{Job, JobKind, Session, Store, Turn};
 use crate::text::{escape_xml, estimate_tokens};
 
-pub const SUMMARY_SYSTEM: &str = "You summarize the earlier part of a long conversation between a user and an AI assistant \
+pub const SUMMARY_SYSTEM: &str = "Summarize the earlier part of this conversation between a user and an AI assistant \
 so the assistant can continue it without the full transcript. Write plain text, at most 600 words, in the conversation's language: \
 the decisions made and their reasons, what was done and its outcome, open items and next steps, and every fact, name, \
 path, version or preference the rest of the conversation needs. No preamble.";

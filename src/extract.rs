@@ -16,18 +16,15 @@ use crate::pin;
 use crate::store::{Job, JobKind, NewFact, Store};
 use crate::text;
 
-const PIN_SYSTEM: &str = "You condense the opening message of a conversation into its pinned task: \
-the goal, the constraints and the deliverables the user asked for, so the task can be recalled later. \
-Write one to three short lines in the user's own language, at most 400 characters, as plain text with no preamble. \
-Keep names, versions and explicit do/don't instructions. \
-If the message holds no task (a greeting, small talk, a one-off question), answer exactly NONE.";
+// Short on purpose: a side call's whole request should stay within ~5% of a
+// normal turn, and Claude Code adds its own envelope around these.
+pub const PIN_SYSTEM: &str = "Condense the user's opening message into the task to pin: goal, constraints, deliverables. \
+One to three short lines in the user's language, at most 400 characters, no preamble; keep names, versions and do/don't rules. \
+If it holds no task (greeting, small talk), answer NONE.";
 
-const FACTS_SYSTEM: &str = "You extract durable facts about the user, their project or their preferences \
-from one exchange of a conversation, for a memory used in future conversations. \
-Write 2 to 4 facts, one per line, each a short standalone sentence in the user's language \
-(for example: Uses pnpm, never npm i). Only facts that will still matter later: skip small talk, \
-one-off details, the assistant's suggestions unless the user confirmed them, and never include secrets \
-such as passwords, API keys or tokens. If there are none, answer exactly NONE.";
+pub const FACTS_SYSTEM: &str = "Extract 2 to 4 durable facts about the user, their project or preferences from this exchange: \
+one short standalone line each, in the user's language (e.g. Uses pnpm, never npm i). \
+Skip small talk, one-off details, unconfirmed suggestions and secrets. If there are none, answer NONE.";
 
 /// Facts are extracted from user messages at least this big (estimated
 /// tokens): about 40 Latin or 15 CJK characters. Shorter messages ("ok",

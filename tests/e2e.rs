@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Env, assert_ok, stderr};
+use duduclaw_session::compact::SUMMARY_SYSTEM;
+use duduclaw_session::extract::{FACTS_SYSTEM, PIN_SYSTEM};
 use standin::{Recorded, Reply, StandIn};
 
 const PIN: &str =
@@ -17,9 +19,7 @@ const PIN: &str =
 
 fn is_side(r: &Recorded) -> bool {
     let s = r.system_text();
-    s.contains("You condense the opening message")
-        || s.contains("You extract durable facts")
-        || s.contains("You summarize the earlier part")
+    s.contains(PIN_SYSTEM) || s.contains(FACTS_SYSTEM) || s.contains(SUMMARY_SYSTEM)
 }
 
 /// A scripted model: pins, facts and summaries for side calls; for main
@@ -27,14 +27,14 @@ fn is_side(r: &Recorded) -> bool {
 fn model(r: &Recorded) -> Reply {
     let sys = r.system_text();
     let user = r.last_user_text();
-    if sys.contains("You condense the opening message") {
+    if sys.contains(PIN_SYSTEM) {
         return Reply::Text(if user.contains("CRA") {
             PIN.into()
         } else {
             "NONE".into()
         });
     }
-    if sys.contains("You extract durable facts") {
+    if sys.contains(FACTS_SYSTEM) {
         let mut facts = Vec::new();
         if user.contains("pnpm") {
             facts.push("Uses pnpm for packages, never npm i");
@@ -48,7 +48,7 @@ fn model(r: &Recorded) -> Reply {
             facts.join("\n")
         });
     }
-    if sys.contains("You summarize the earlier part") {
+    if sys.contains(SUMMARY_SYSTEM) {
         return Reply::Text("SUMMARY: the user migrated the app step by step; open item: the auth flow stays as is.".into());
     }
     if user.contains("ASK ME") {
@@ -185,15 +185,17 @@ fn the_pin_sits_at_the_system_tail_and_the_recap_leads_the_message() {
         "{user}"
     );
     assert!(user.trim_end().ends_with("start with the config"));
-    // The side call used its own short system prompt, not Claude Code's.
-    let side = s.requests().into_iter().find(is_side).unwrap();
+    // The side calls used their own short system prompt, not Claude Code's:
+    // each is a small fraction of a normal turn (the benchmark reports the ratio).
     let main_len = r2.raw.len();
-    assert!(
-        side.raw.len() * 20 < main_len,
-        "side call {} bytes vs turn {main_len}",
-        side.raw.len()
-    );
-    assert!(!side.system_text().contains("Claude Code"));
+    for side in s.requests().into_iter().filter(is_side) {
+        assert!(
+            side.raw.len() * 10 < main_len,
+            "side call {} bytes vs turn {main_len}",
+            side.raw.len()
+        );
+        assert!(!side.system_text().contains("Claude Code"));
+    }
 }
 
 #[test]
@@ -306,9 +308,7 @@ fn a_failing_side_call_never_fails_the_turn_and_is_retried() {
     let failures = Arc::new(AtomicUsize::new(0));
     let f = failures.clone();
     let s = StandIn::start_with(move |r: &Recorded| {
-        if r.system_text().contains("You condense the opening message")
-            && f.fetch_add(1, Ordering::SeqCst) == 0
-        {
+        if r.system_text().contains(PIN_SYSTEM) && f.fetch_add(1, Ordering::SeqCst) == 0 {
             return Reply::Error {
                 status: 500,
                 kind: "api_error".into(),
@@ -390,8 +390,14 @@ fn the_reply_is_on_stdout_before_a_slow_side_call_finishes() {
         child.try_wait().unwrap().is_none(),
         "the process should still be waiting for the side calls"
     );
-    let side_answered = s.requests().iter().filter(|r| is_side(r)).count();
-    assert!(side_answered >= 1, "the side call was already in flight");
+    let pin_then: Option<String> = env
+        .sqlite()
+        .query_row("SELECT pin FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        pin_then, None,
+        "the reply came before the side call finished"
+    );
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
