@@ -284,6 +284,7 @@ impl Claude {
             }
         })?;
         let pid = child.id();
+        let _registered = LiveGroup::register(pid);
 
         let mut stdin = child.stdin.take().expect("stdin is piped");
         let prompt = call.stdin.clone();
@@ -352,6 +353,47 @@ impl Claude {
         })?;
         let elapsed = started.elapsed().as_millis() as i64;
         parser.finish(status, &stderr, elapsed)
+    }
+}
+
+/// Process groups of the claude children now running, so an interrupt of
+/// this program can take them down: they sit in their own groups and do not
+/// see the terminal's Ctrl-C.
+static LIVE_GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+struct LiveGroup(Option<u32>);
+
+impl LiveGroup {
+    fn register(pid: Option<u32>) -> LiveGroup {
+        if let Some(p) = pid {
+            LIVE_GROUPS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(p);
+        }
+        LiveGroup(pid)
+    }
+}
+
+impl Drop for LiveGroup {
+    fn drop(&mut self) {
+        if let Some(p) = self.0 {
+            LIVE_GROUPS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|&q| q != p);
+        }
+    }
+}
+
+/// Kill every claude child still running (on SIGINT/SIGTERM/SIGHUP).
+pub fn kill_all_children() {
+    let groups = LIVE_GROUPS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    for pid in groups {
+        kill_group(Some(pid));
     }
 }
 

@@ -29,6 +29,8 @@ pub enum Kind {
     SessionLost,
     /// Claude reported the conversation as in use even after we resumed it.
     SessionInUse,
+    /// SIGINT, SIGTERM or SIGHUP arrived during the turn.
+    Interrupted,
 }
 
 impl Kind {
@@ -45,11 +47,12 @@ impl Kind {
             Kind::MaxTurns => 10,
             Kind::SessionLost => 11,
             Kind::SessionInUse => 12,
+            Kind::Interrupted => 130,
         }
     }
 
     /// Every kind, in exit-code order, for documentation and tests.
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::BadInput,
         Kind::Store,
         Kind::ClaudeMissing,
@@ -60,6 +63,7 @@ impl Kind {
         Kind::MaxTurns,
         Kind::SessionLost,
         Kind::SessionInUse,
+        Kind::Interrupted,
     ];
 
     pub const fn describe(self) -> &'static str {
@@ -74,6 +78,7 @@ impl Kind {
             Kind::MaxTurns => "stopped at the max-turns limit",
             Kind::SessionLost => "conversation lost and could not be replayed",
             Kind::SessionInUse => "conversation in use by another claude process",
+            Kind::Interrupted => "interrupted by a signal (the claude child is killed)",
         }
     }
 }

@@ -240,18 +240,90 @@ fn replay_history(store: &Store, session: &Session, before: i64) -> Result<Vec<H
     Ok(prompt::select_replay(turns))
 }
 
+/// Resolves when SIGINT, SIGTERM or SIGHUP arrives. The claude children
+/// run in their own process groups, so without this an interrupted turn
+/// would leave them running.
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => "SIGINT",
+        _ = term.recv() => "SIGTERM",
+        _ = hup.recv() => "SIGHUP",
+    }
+}
+
+/// A spinner on stderr while nothing has arrived yet: only for a person at
+/// a terminal (stderr is a TTY and the reply is streamed, not `--json`).
+struct Spinner {
+    active: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Spinner {
+    fn start() -> Option<Spinner> {
+        use std::io::IsTerminal;
+        use std::sync::atomic::Ordering;
+        if !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let active = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let flag = active.clone();
+        tokio::spawn(async move {
+            let frames = ['|', '/', '-', '\\'];
+            let mut i = 0;
+            while flag.load(Ordering::SeqCst) {
+                eprint!("\r{} waiting for claude", frames[i % frames.len()]);
+                i += 1;
+                tokio::time::sleep(Duration::from_millis(120)).await;
+            }
+        });
+        Some(Spinner { active })
+    }
+
+    /// Stop and erase the line. The runtime is single-threaded, so the
+    /// spinner task cannot write between this and the reply's first byte.
+    fn stop(self) {
+        self.active
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        eprint!("\r\x1b[K");
+    }
+}
+
 /// The reply on stdout as it arrives; a closed pipe stops output, not the turn.
 struct Output {
     json: bool,
     broken: bool,
     last: Option<char>,
+    spinner: Option<Spinner>,
 }
 
 impl Output {
+    fn new(json: bool) -> Output {
+        Output {
+            json,
+            broken: false,
+            last: None,
+            spinner: if json { None } else { Spinner::start() },
+        }
+    }
+
+    fn stop_spinner(&mut self) {
+        if let Some(s) = self.spinner.take() {
+            s.stop();
+        }
+    }
+
     fn text(&mut self, t: &str) {
         if self.json || self.broken || t.is_empty() {
             return;
         }
+        self.stop_spinner();
         let mut out = std::io::stdout().lock();
         if out
             .write_all(t.as_bytes())
@@ -366,6 +438,15 @@ async fn call_with_fallback(
                 resume = false;
                 history = Some(replay_history(store, session, user_turn)?);
             }
+            Err(e) if e.problem == Problem::Timeout => {
+                return Err(fail(
+                    Kind::Timeout,
+                    format!(
+                        "claude timed out after {}s (--timeout) and was killed",
+                        cx.args.timeout
+                    ),
+                ));
+            }
             Err(e) => return Err(e.into_failure()),
         }
     }
@@ -419,8 +500,11 @@ async fn finish_side(store: &mut Store, tasks: Vec<SideTask>, until: Instant) {
     }
 }
 
+/// A side call is killed at `side_timeout` and its process waits for it at
+/// most 5 s more, so past this lease its runner is surely gone (killed or
+/// crashed) and a later turn may take the job over.
 fn lease_secs(args: &TurnArgs) -> i64 {
-    args.side_timeout as i64 + 30
+    args.side_timeout as i64 + 10
 }
 
 /// Queue this turn's side calls: the pin on a session's first message, facts
@@ -457,7 +541,6 @@ pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Resu
     let sid = session_id(&key).to_string();
     let claude = Claude::find(claude_path)?;
     let mut store = Store::open(db)?;
-    let caps = capabilities(Some(&mut store), &claude).await?;
     let deadline = started + Duration::from_secs(args.timeout);
     let lock = SessionLock::acquire(db, &sid, Duration::from_secs(args.timeout)).await?;
 
@@ -466,6 +549,13 @@ pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Resu
         .unwrap_or_else(|_| "/".into());
     let mut session = store.ensure_session(&sid, key.agent, key.channel, key.thread, &cwd)?;
     let user_turn = store.add_user_turn(&sid, &message)?;
+    let caps = match capabilities(Some(&mut store), &claude).await {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = store.fail_user_turn(user_turn, &format!("{e:#}"));
+            return Err(e);
+        }
+    };
 
     let prev = store.last_assistant_before(&sid, user_turn)?;
     if prev
@@ -509,27 +599,24 @@ pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Resu
         facts: &fact_texts,
         facts_in: Some(args.facts_in),
     };
-    let mut out = Output {
-        json: args.json,
-        broken: false,
-        last: None,
+    let mut out = Output::new(args.json);
+    let result = tokio::select! {
+        r = call_with_fallback(&cx, &mut store, &mut session, user_turn, &mem, &message, &mut out) => r,
+        // The kill happens inside the branch's future: select! drops the
+        // call (and with it the registry entry) before running this body.
+        sig = async { let sig = interrupted().await; crate::claude::kill_all_children(); sig } => {
+            Err(fail(Kind::Interrupted, format!("interrupted by {sig}: claude was stopped and the turn left unanswered")))
+        }
     };
-    let result = call_with_fallback(
-        &cx,
-        &mut store,
-        &mut session,
-        user_turn,
-        &mem,
-        &message,
-        &mut out,
-    )
-    .await;
+    out.stop_spinner();
     let reply = match result {
         Ok(r) => r,
         Err(e) => {
             let _ = store.fail_user_turn(user_turn, &format!("{e:#}"));
             drop(lock);
-            finish_side(&mut store, side, side_until).await;
+            if crate::error::exit_code_of(&e) != Kind::Interrupted.exit_code() {
+                finish_side(&mut store, side, side_until).await;
+            }
             return Err(e);
         }
     };

@@ -359,16 +359,8 @@ fn the_reply_is_on_stdout_before_a_slow_side_call_finishes() {
         model(r)
     });
     let env = Env::real(&s.base_url());
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_duduclaw-session"))
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", &env.home)
-        .env("TMPDIR", env.dir.path())
-        .env("DUDUCLAW_DB", &env.db)
-        .env("DUDUCLAW_CLAUDE", &env.claude)
-        .env("ANTHROPIC_BASE_URL", s.base_url())
-        .env("ANTHROPIC_API_KEY", "k")
-        .current_dir(&env.work)
+    let mut child = env
+        .std_cmd()
         .args([
             "turn",
             "--agent",

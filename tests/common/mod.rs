@@ -78,7 +78,13 @@ impl Env {
     /// The program with a clean environment: nothing inherited from the
     /// developer's shell (no DUDUCLAW_*, CLAUDE*, ANTHROPIC_*).
     pub fn cmd(&self) -> Command {
-        let mut c = Command::cargo_bin("duduclaw-session").unwrap();
+        Command::from_std(self.std_cmd())
+    }
+
+    /// The same as a plain `std::process::Command`, for spawning children
+    /// that a test kills or reads while they run.
+    pub fn std_cmd(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_duduclaw-session"));
         c.env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("HOME", &self.home)
