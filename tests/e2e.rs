@@ -453,3 +453,136 @@ fn dry_run_prints_what_the_turn_sends_and_writes_nothing() {
     );
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
 }
+
+fn summary_requests(s: &StandIn) -> usize {
+    s.requests()
+        .iter()
+        .filter(|r| r.system_text().contains(SUMMARY_SYSTEM))
+        .count()
+}
+
+/// The conversation carried by a request (Claude Code's own reminders excluded).
+fn conversation_chars(r: &Recorded) -> usize {
+    r.user_texts()
+        .iter()
+        .chain(r.assistant_texts().iter())
+        .map(|t| t.chars().count())
+        .sum()
+}
+
+#[test]
+fn a_long_session_is_compacted_once_and_continues_on_a_smaller_prompt() {
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url());
+    env.cmd()
+        .args([
+            "pin",
+            "set",
+            "--agent",
+            "a",
+            "--channel",
+            "c",
+            "Write the migration guide",
+        ])
+        .assert()
+        .success();
+    let chunk = |i: usize| format!("section {i}: {}", "lorem ipsum dolor sit amet ".repeat(60));
+    // Each message is ~400 estimated tokens; 2,000 is passed on turn 5.
+    let opts = ["--compact-at", "2000"];
+    for i in 1..=4 {
+        env.turn_json("a", "c", &opts, &chunk(i));
+        assert_eq!(
+            summary_requests(&s),
+            0,
+            "no summary before the threshold (turn {i})"
+        );
+    }
+    let v5 = env.turn_json("a", "c", &opts, &chunk(5));
+    assert_eq!(summary_requests(&s), 1, "exactly one summary call");
+    let before = main_requests(&s).pop().unwrap();
+    let show = env
+        .cmd()
+        .args([
+            "sessions",
+            "show",
+            "--json",
+            v5["session_id"].as_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let show: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(show["generation"], 1);
+    assert!(show["summary"].as_str().unwrap().starts_with("SUMMARY:"));
+
+    let v6 = env.turn_json("a", "c", &opts, "next: the testing section");
+    assert_eq!(
+        v6["mode"], "replayed",
+        "the first turn of the rolled handle replays the recent turns"
+    );
+    let after = main_requests(&s).pop().unwrap();
+    let tail = after.system_tail();
+    assert!(
+        tail.contains("<prior_conversation_summary>")
+            && tail.contains("SUMMARY: the user migrated"),
+        "{tail}"
+    );
+    assert!(tail.ends_with("Write the migration guide\n</pinned_task>"));
+    assert!(
+        conversation_chars(&after) * 2 < conversation_chars(&before),
+        "conversation {} chars after vs {} before",
+        conversation_chars(&after),
+        conversation_chars(&before)
+    );
+    assert!(
+        !after.last_user_text().contains("section 1:"),
+        "summarized turns are not replayed"
+    );
+    assert_eq!(summary_requests(&s), 1);
+    // The stored history is complete.
+    let history = env
+        .cmd()
+        .args(["history", "--agent", "a", "--channel", "c", "--json"])
+        .output()
+        .unwrap();
+    let history: serde_json::Value = serde_json::from_slice(&history.stdout).unwrap();
+    assert_eq!(history.as_array().unwrap().len(), 12);
+    let v7 = env.turn_json("a", "c", &opts, "and then?");
+    assert_eq!(v7["mode"], "resumed");
+}
+
+#[test]
+fn a_failing_summary_leaves_the_session_working_and_whole() {
+    let s = StandIn::start_with(|r: &Recorded| {
+        if r.system_text().contains(SUMMARY_SYSTEM) {
+            return Reply::Error {
+                status: 400,
+                kind: "invalid_request_error".into(),
+                message: "summary refused".into(),
+            };
+        }
+        model(r)
+    });
+    let env = Env::real(&s.base_url()).env("CLAUDE_CODE_MAX_RETRIES", "0");
+    let chunk = |i: usize| format!("part {i}: {}", "words and more words ".repeat(80));
+    let opts = ["--compact-at", "2000"];
+    for i in 1..=7 {
+        let v = env.turn_json("a", "c", &opts, &chunk(i));
+        assert!(v["mode"] == "new" || v["mode"] == "resumed", "{v}");
+    }
+    assert!(summary_requests(&s) >= 1, "a summary was attempted");
+    let sessions = env
+        .cmd()
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    let sessions: serde_json::Value = serde_json::from_slice(&sessions.stdout).unwrap();
+    assert_eq!(
+        sessions[0]["generation"], 0,
+        "no rollover without a summary"
+    );
+    assert_eq!(sessions[0]["summary"], serde_json::Value::Null);
+    assert_eq!(sessions[0]["turns"], 14);
+    // The native history kept every turn.
+    let last = main_requests(&s).pop().unwrap();
+    assert!(last.user_texts().iter().any(|t| t.contains("part 1:")));
+}
