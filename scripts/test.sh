@@ -14,6 +14,18 @@ if ! grep -q "\"version\": \"$CLAUDE_VERSION\"" "$installed" 2>/dev/null; then
   npm install --prefix "$tools" --no-audit --no-fund --no-save --loglevel=error \
     "@anthropic-ai/claude-code@$CLAUDE_VERSION" >&2
 fi
+# The man-page test renders every page with `man -l`.
+if ! command -v man >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing man-db" >&2
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends man-db >&2
+  else
+    echo "the man-page test needs man (Debian: apt-get install man-db)" >&2
+    exit 1
+  fi
+fi
+
 export DUDUCLAW_TEST_CLAUDE="$PWD/$tools/node_modules/.bin/claude"
 "$DUDUCLAW_TEST_CLAUDE" --version >&2
 

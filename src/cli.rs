@@ -20,11 +20,31 @@ Exit codes:
   9   rate limited or overloaded
   10  stopped at the max-turns limit
   11  conversation lost and could not be replayed
-  12  conversation in use by another claude process";
+  12  conversation in use by another claude process
+  130 interrupted (SIGINT, SIGTERM or SIGHUP; the claude child is killed)";
+
+const LONG_ABOUT: &str = "\
+Runs one turn of a conversation with Claude per invocation, through the claude CLI \
+(Claude Code), and gives every conversation a memory that costs almost nothing: the \
+first message is condensed into a pinned task kept at the tail of the system prompt, \
+later messages carry a recap of it, and durable key facts about the user and the \
+project are extracted in the background, the most relevant few injected into each turn.
+
+A session is addressed by --agent, --channel and optionally --thread, which hash to one \
+deterministic session id. All state lives in one SQLite file (--db).
+
+Replies go to stdout, diagnostics to stderr; -v turns on logs (to stderr). NO_COLOR is \
+honoured.";
 
 /// Claude conversations with a cheap, automatic memory: one turn per invocation.
 #[derive(Debug, Parser)]
-#[command(name = "duduclaw-session", version, about, long_about = None, after_long_help = EXIT_CODES)]
+#[command(
+    name = "duduclaw-session",
+    version,
+    about,
+    long_about = LONG_ABOUT,
+    after_long_help = EXIT_CODES
+)]
 pub struct Cli {
     /// The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]
     #[arg(long, global = true, env = "DUDUCLAW_DB", value_name = "PATH")]
@@ -62,7 +82,7 @@ pub enum Command {
     History {
         #[command(flatten)]
         session: SessionArgs,
-        /// Print a JSON array
+        /// Print a JSON array of turns (role, content, status, usage, ...)
         #[arg(long)]
         json: bool,
         /// Show only the last N turns
@@ -84,7 +104,8 @@ pub enum Command {
     },
     /// Print a shell completion script
     Completions {
-        #[arg(value_enum)]
+        /// The shell to complete for
+        #[arg(value_enum, value_name = "SHELL")]
         shell: clap_complete::Shell,
     },
     /// Print the man page (roff)
@@ -111,7 +132,7 @@ pub struct FactScope {
     /// The agent whose facts these are
     #[arg(long, env = "DUDUCLAW_AGENT", value_name = "ID")]
     pub agent: String,
-    /// Scope facts to one person as well as the agent
+    /// One person: reads include their facts with the agent-wide ones; writes store facts for them only
     #[arg(long, env = "DUDUCLAW_USER", value_name = "ID")]
     pub user: Option<String>,
 }
@@ -189,6 +210,14 @@ pub struct TurnArgs {
     )]
     pub compact_at: usize,
 
+    /// Send the turn straight to the Messages API (needs ANTHROPIC_API_KEY)
+    #[arg(long, conflicts_with = "no_direct_api")]
+    pub direct_api: bool,
+
+    /// Never fall back to the Messages API when claude is missing or not logged in
+    #[arg(long)]
+    pub no_direct_api: bool,
+
     /// Where the injected facts go
     #[arg(long, value_enum, default_value_t = FactsIn::Message, value_name = "WHERE")]
     pub facts_in: FactsIn,
@@ -202,16 +231,18 @@ pub struct TurnArgs {
 pub enum PinAction {
     /// Print the pinned task (nothing if there is none)
     Show(SessionArgs),
-    /// Replace the pinned task
+    /// Replace the pinned task (at most 1,000 characters)
     Set {
         #[command(flatten)]
         session: SessionArgs,
+        /// The new pinned task
         text: String,
     },
-    /// Add a `[+]` line to the pinned task
+    /// Add a `[+]` line to the pinned task, shortened to stay within 1,000 characters
     Append {
         #[command(flatten)]
         session: SessionArgs,
+        /// The clarification to add
         text: String,
     },
     /// Remove the pinned task
@@ -220,12 +251,14 @@ pub enum PinAction {
 
 #[derive(Debug, Subcommand)]
 pub enum FactsAction {
-    /// List the facts, most used first
+    /// List the facts (id, uses, person, text), most used first
     List {
         #[command(flatten)]
         scope: FactScope,
+        /// Print a JSON array of objects (id, content, access_count, ...)
         #[arg(long)]
         json: bool,
+        /// Show at most N facts
         #[arg(long, value_name = "N")]
         limit: Option<usize>,
     },
@@ -233,33 +266,39 @@ pub enum FactsAction {
     Search {
         #[command(flatten)]
         scope: FactScope,
+        /// Words to look for (plain text, not FTS syntax)
         query: String,
+        /// Show at most N facts
         #[arg(long, value_name = "N", default_value_t = 10)]
         limit: usize,
+        /// Print a JSON array of objects (id, content, access_count, score, ...)
         #[arg(long)]
         json: bool,
     },
-    /// Add a fact by hand
+    /// Add a fact by hand and print its id
     Add {
         #[command(flatten)]
         scope: FactScope,
+        /// The fact: one line, at most 1,000 characters, no secrets
         text: String,
     },
-    /// Delete facts by id
+    /// Delete facts by id (from `facts list`)
     Forget {
         #[command(flatten)]
         scope: FactScope,
+        /// Ids of the agent's facts to delete
         #[arg(required = true, value_name = "ID")]
         ids: Vec<i64>,
     },
-    /// Import facts from JSON Lines (FILE or `-` for stdin)
+    /// Import facts from JSON Lines; duplicates and secrets are skipped
     Import {
         #[command(flatten)]
         scope: FactScope,
+        /// One JSON object per line with at least "content"; `-` reads stdin
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
-    /// Export facts as JSON Lines
+    /// Export the agent's facts as JSON Lines (with --user: that person's and the agent-wide ones)
     Export {
         #[command(flatten)]
         scope: FactScope,
@@ -268,33 +307,109 @@ pub enum FactsAction {
 
 #[derive(Debug, Subcommand)]
 pub enum SessionsAction {
-    /// List sessions, most recently used first
+    /// List sessions (id, agent, channel, thread, turns, last used), most recently used first
     List {
         /// Only this agent's sessions
         #[arg(long, value_name = "ID")]
         agent: Option<String>,
+        /// Print a JSON array of session objects
         #[arg(long)]
         json: bool,
     },
-    /// Show one session by id (from `id` or `sessions list`)
+    /// Show one session: key, handle, pin, summary, size, pending side calls
     Show {
+        /// The session id (from `id` or `sessions list`)
+        #[arg(value_name = "ID")]
         id: String,
+        /// Print a JSON object
         #[arg(long)]
         json: bool,
     },
     /// Delete sessions (their turns and pending jobs) by id
     Rm {
+        /// Session ids (from `id` or `sessions list`)
         #[arg(required = true, value_name = "ID")]
         ids: Vec<String>,
     },
-    /// Delete sessions not used for longer than DURATION (e.g. 30d, 12h)
+    /// Delete sessions not used for longer than a duration; prints their ids
     Prune {
+        /// How long unused, e.g. 30d, 12h, 1week 2days
         #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
         older_than: std::time::Duration,
         /// Only list what would be deleted
         #[arg(long)]
         dry_run: bool,
     },
+}
+
+/// The program's name, as installed and as the completions name it.
+pub const BIN: &str = "duduclaw-session";
+
+/// The completion script for `shell`, generated from this definition.
+pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), BIN, &mut out);
+    if shell == clap_complete::Shell::Bash {
+        // clap_complete 4.6 names the states of a hyphenated binary's
+        // subcommands two ways (clap-rs/clap#6421), so nothing after the
+        // first word would complete. Spell them the way its loop does; once
+        // fixed upstream this replaces nothing.
+        let text = String::from_utf8_lossy(&out)
+            .replace(&BIN.replace('-', "__subcmd__"), &BIN.replace('-', "__"));
+        out = text.into_bytes();
+    }
+    out
+}
+
+/// The man page (roff) of `cmd` (the program or one of its subcommands):
+/// clap_mangen's sections, with the exit codes as an EXIT STATUS list
+/// rather than its generic EXTRA paragraph.
+pub fn man_page(mut cmd: clap::Command) -> std::io::Result<Vec<u8>> {
+    use clap_mangen::roff::{Roff, bold, roman};
+    cmd.build();
+    let has_args = cmd.get_arguments().any(|a| !a.is_hide_set());
+    let has_subcommands = cmd.get_subcommands().any(|s| !s.is_hide_set());
+    let has_version = cmd.get_version().is_some();
+    let after = cmd.get_after_long_help().map(ToString::to_string);
+    let man = clap_mangen::Man::new(cmd).source(format!("{BIN} {}", env!("CARGO_PKG_VERSION")));
+    let mut out = Vec::new();
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    if has_args {
+        man.render_options_section(&mut out)?;
+    }
+    if has_subcommands {
+        man.render_subcommands_section(&mut out)?;
+    }
+    match after
+        .as_deref()
+        .and_then(|a| a.strip_prefix("Exit codes:\n"))
+    {
+        Some(codes) => {
+            let mut roff = Roff::new();
+            roff.control("SH", ["EXIT STATUS"]);
+            roff.control("PD", ["0"]);
+            for (code, what) in codes
+                .lines()
+                .filter_map(|l| l.trim().split_once(char::is_whitespace))
+            {
+                roff.control("TP", []);
+                roff.text([bold(code)]);
+                roff.text([roman(what.trim())]);
+            }
+            roff.control("PD", []);
+            roff.to_writer(&mut out)?;
+        }
+        None if after.is_some() => man.render_extra_section(&mut out)?,
+        None => {}
+    }
+    if has_version {
+        man.render_version_section(&mut out)?;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{Result, anyhow};
 use serde_json::{Value, json};
 
+use crate::api::ApiConfig;
 use crate::claude::{Call, Capabilities, Claude};
 use crate::fact_text;
 use crate::pin;
@@ -101,26 +102,43 @@ fn job_prompt(job: &Job) -> (&'static str, String) {
     }
 }
 
+/// Where side calls go: the claude CLI, or the Messages API directly when
+/// claude cannot be used.
+#[derive(Clone)]
+pub enum Backend {
+    Cli(Claude, Capabilities),
+    Api(ApiConfig),
+}
+
 /// Run one side call and return its raw answer text.
 pub async fn run_job(
-    claude: Claude,
-    caps: Capabilities,
+    backend: Backend,
     model: String,
     job: Job,
     timeout: Duration,
 ) -> (Job, Result<String>) {
     let (system, input) = job_prompt(&job);
-    let call = Call {
-        args: side_args(&caps, &model, system),
-        stdin: input,
-        cwd: None,
-        timeout,
+    let answer = match backend {
+        Backend::Cli(claude, caps) => {
+            let call = Call {
+                args: side_args(&caps, &model, system),
+                stdin: input,
+                cwd: None,
+                timeout,
+            };
+            claude
+                .run(&call, |_| {})
+                .await
+                .map(|o| o.text)
+                .map_err(|e| anyhow!("side call failed: {e}"))
+        }
+        Backend::Api(cfg) => {
+            let cfg = ApiConfig { timeout, ..cfg };
+            crate::api::side_call(&cfg, &crate::api::model_id(&model), system, &input)
+                .await
+                .map_err(|e| anyhow!("side call failed: {e:#}"))
+        }
     };
-    let answer = claude
-        .run(&call, |_| {})
-        .await
-        .map(|o| o.text)
-        .map_err(|e| anyhow!("side call failed: {e}"));
     (job, answer)
 }
 

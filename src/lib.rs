@@ -4,6 +4,7 @@
 //! The binary is a thin `main` over this library, so benchmarks and tests
 //! can reach the same code paths.
 
+pub mod api;
 pub mod claude;
 pub mod cli;
 pub mod cmd;

@@ -193,4 +193,32 @@ mod tests {
         let sel = select_replay(big);
         assert!(sel.iter().map(|t| t.1.len()).sum::<usize>() <= REPLAY_MAX_CHARS + 700);
     }
+
+    proptest::proptest! {
+        /// Whatever the stored turns, pin and message hold, the assembled
+        /// prompt has exactly our elements: stored text cannot open or close one.
+        #[test]
+        fn no_text_can_forge_or_close_our_elements(
+            turns in proptest::collection::vec((proptest::bool::ANY, ".{0,300}"), 0..8),
+            pin in ".{0,200}",
+            fact in ".{0,100}",
+            message in ".{1,300}",
+        ) {
+            let facts = vec![fact];
+            let mem = Memory { pin: Some(&pin), summary: Some(&pin), facts: &facts, facts_in: Some(FactsIn::Message) };
+            let msg = user_message(&mem, Some(&turns), &message);
+            for tag in ["conversation_history", "current_message", "task_recap", "key_facts"] {
+                let opens = msg.matches(&format!("<{tag}")).count();
+                let closes = msg.matches(&format!("</{tag}>")).count();
+                proptest::prop_assert!(opens <= 1 && closes == opens, "{tag}: {opens}/{closes}");
+            }
+            let users = turns.iter().filter(|t| t.0).count();
+            proptest::prop_assert_eq!(msg.matches("<user>").count(), users);
+            proptest::prop_assert_eq!(msg.matches("</assistant>").count(), turns.len() - users);
+            if let Some(sys) = system_append(&mem) {
+                proptest::prop_assert!(sys.matches("</pinned_task>").count() <= 1);
+                proptest::prop_assert!(sys.matches("</prior_conversation_summary>").count() <= 1);
+            }
+        }
+    }
 }

@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
+use crate::api::ApiConfig;
 use crate::claude::{Call, Capabilities, Claude, Outcome, Problem};
 use crate::cli::{FactsIn, SessionArgs, TurnArgs};
 use crate::error::{Kind, ResultExt, fail};
@@ -343,8 +344,10 @@ impl Output {
 }
 
 struct Ctx<'a> {
-    claude: &'a Claude,
-    caps: &'a Capabilities,
+    /// Present unless the turn goes to the API only.
+    cli: Option<(&'a Claude, &'a Capabilities)>,
+    /// The direct Messages API, when a key is set and it is not forbidden.
+    api: Option<&'a ApiConfig>,
     args: &'a TurnArgs,
     key: SessionKey<'a>,
     deadline: Instant,
@@ -354,7 +357,13 @@ struct Reply {
     outcome: Outcome,
     mode: Mode,
     handle: String,
+    /// "cli" or "api".
+    path: &'static str,
 }
+
+/// Turns answered by the API are recorded under this handle name, so they
+/// never count as turns of a claude handle.
+const API_HANDLE: &str = "api";
 
 /// The main call with its recoveries: "already in use" means resume; a lost
 /// conversation (or an unknown failure before any text) on resume means a
@@ -368,7 +377,8 @@ async fn call_with_fallback(
     message: &str,
     out: &mut Output,
 ) -> Result<Reply> {
-    let append = AppendArg::new(cx.caps, prompt::system_append(mem)).kind(Kind::BadInput)?;
+    let (claude, caps) = cx.cli.expect("the CLI path has a claude");
+    let append = AppendArg::new(caps, prompt::system_append(mem)).kind(Kind::BadInput)?;
     let cwd = Some(PathBuf::from(&session.cwd)).filter(|p| p.is_dir());
     let mut resume = session.handle_turns > 0;
     let mut history = if resume {
@@ -388,12 +398,12 @@ async fn call_with_fallback(
             ));
         }
         let call = Call {
-            args: main_args(cx.caps, &session.handle, resume, append.as_ref(), cx.args),
+            args: main_args(caps, &session.handle, resume, append.as_ref(), cx.args),
             stdin,
             cwd: cwd.clone(),
             timeout: remaining,
         };
-        match cx.claude.run(&call, |t| out.text(t)).await {
+        match claude.run(&call, |t| out.text(t)).await {
             Ok(outcome) => {
                 let mode = if replayed {
                     Mode::Replayed
@@ -406,6 +416,7 @@ async fn call_with_fallback(
                     outcome,
                     mode,
                     handle: session.handle.clone(),
+                    path: "cli",
                 });
             }
             Err(e) if e.problem == Problem::AlreadyInUse && !resume => {
@@ -456,15 +467,112 @@ async fn call_with_fallback(
     ))
 }
 
+/// The turn on the direct Messages API: the same system text and user
+/// message, with the stored history sent as real messages.
+async fn call_api(
+    cx: &Ctx<'_>,
+    store: &mut Store,
+    session: &mut Session,
+    user_turn: i64,
+    mem: &Memory<'_>,
+    message: &str,
+    out: &mut Output,
+) -> Result<Reply> {
+    let cfg = cx.api.expect("the API path has a config");
+    let after = session.summary_upto.unwrap_or(0);
+    let history: Vec<HistoryTurn> = store
+        .turns(&session.id, None)?
+        .into_iter()
+        .filter(|t| {
+            t.id > after && t.id < user_turn && (t.role == "assistant" || t.status == "answered")
+        })
+        .map(|t| (t.role == "user", t.content))
+        .collect();
+    let system = prompt::system_append(mem);
+    let user = prompt::user_message(mem, None, message);
+    let model = crate::api::model_id(
+        cx.args
+            .model
+            .as_deref()
+            .unwrap_or(crate::api::DEFAULT_MODEL),
+    );
+    let turn = crate::api::ApiTurn {
+        model: &model,
+        system: system.as_deref(),
+        history: &history,
+        user: &user,
+        max_tokens: crate::api::DEFAULT_MAX_TOKENS,
+    };
+    let remaining = cx.deadline.saturating_duration_since(Instant::now());
+    let cfg = ApiConfig {
+        timeout: remaining,
+        ..cfg.clone()
+    };
+    let outcome = crate::api::send(&cfg, &turn, |t| out.text(t)).await?;
+    // The claude handle has not seen this exchange: move the session to a
+    // fresh handle so the next claude turn replays the history, this turn included.
+    if session.handle_turns > 0 {
+        let next = session.generation + 1;
+        let handle = handle_id(&cx.key, next).to_string();
+        store.roll_handle(&session.id, next, &handle)?;
+        session.generation = next;
+        session.handle = handle;
+        session.handle_turns = 0;
+    }
+    let mode = if history.is_empty() {
+        Mode::New
+    } else {
+        Mode::Replayed
+    };
+    Ok(Reply {
+        outcome,
+        mode,
+        handle: API_HANDLE.to_string(),
+        path: "api",
+    })
+}
+
+/// The main call on the CLI, falling back to the API when claude turns out
+/// not to be logged in and a key is set; or on the API alone.
+async fn main_call(
+    cx: &Ctx<'_>,
+    store: &mut Store,
+    session: &mut Session,
+    user_turn: i64,
+    mem: &Memory<'_>,
+    message: &str,
+    out: &mut Output,
+) -> Result<Reply> {
+    if cx.cli.is_none() {
+        return call_api(cx, store, session, user_turn, mem, message, out).await;
+    }
+    match call_with_fallback(cx, store, session, user_turn, mem, message, out).await {
+        Err(e)
+            if cx.api.is_some()
+                && crate::error::exit_code_of(&e) == Kind::NotLoggedIn.exit_code() =>
+        {
+            eprintln!(
+                "duduclaw-session: {e:#}; using the Messages API directly (ANTHROPIC_API_KEY)"
+            );
+            call_api(cx, store, session, user_turn, mem, message, out).await
+        }
+        r => r,
+    }
+}
+
 type SideTask = JoinHandle<(Job, Result<String>)>;
 
 fn spawn_jobs(cx: &Ctx<'_>, jobs: Vec<Job>) -> Vec<SideTask> {
     let timeout = Duration::from_secs(cx.args.side_timeout);
+    let backend = match (cx.cli, cx.api) {
+        (Some((claude, caps)), _) => extract::Backend::Cli(claude.clone(), caps.clone()),
+        (None, Some(cfg)) => extract::Backend::Api(cfg.clone()),
+        (None, None) => return Vec::new(),
+    };
     jobs.into_iter()
         .map(|job| {
             tokio::spawn(extract::run_job(
-                cx.claude.clone(),
-                cx.caps.clone(),
+                backend.clone(),
                 cx.args.extract_model.clone(),
                 job,
                 timeout,
@@ -539,7 +647,26 @@ pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Resu
     let message = read_message(args.message.as_deref())?;
     let key = key_of(&args.session);
     let sid = session_id(&key).to_string();
-    let claude = Claude::find(claude_path)?;
+    let api =
+        ApiConfig::from_env(Duration::from_secs(args.timeout)).filter(|_| !args.no_direct_api);
+    if args.direct_api && api.is_none() {
+        return Err(fail(
+            Kind::NotLoggedIn,
+            "--direct-api needs ANTHROPIC_API_KEY to be set",
+        ));
+    }
+    let claude = if args.direct_api {
+        None
+    } else {
+        match Claude::find(claude_path) {
+            Ok(c) => Some(c),
+            Err(e) if api.is_some() => {
+                tracing::info!("{e:#}: using the Messages API directly");
+                None
+            }
+            Err(e) => return Err(e),
+        }
+    };
     let mut store = Store::open(db)?;
     let deadline = started + Duration::from_secs(args.timeout);
     let lock = SessionLock::acquire(db, &sid, Duration::from_secs(args.timeout)).await?;
@@ -549,12 +676,15 @@ pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Resu
         .unwrap_or_else(|_| "/".into());
     let mut session = store.ensure_session(&sid, key.agent, key.channel, key.thread, &cwd)?;
     let user_turn = store.add_user_turn(&sid, &message)?;
-    let caps = match capabilities(Some(&mut store), &claude).await {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = store.fail_user_turn(user_turn, &format!("{e:#}"));
-            return Err(e);
-        }
+    let caps = match &claude {
+        None => None,
+        Some(c) => match capabilities(Some(&mut store), c).await {
+            Ok(caps) => Some(caps),
+            Err(e) => {
+                let _ = store.fail_user_turn(user_turn, &format!("{e:#}"));
+                return Err(e);
+            }
+        },
     };
 
     let prev = store.last_assistant_before(&sid, user_turn)?;
@@ -571,8 +701,8 @@ pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Resu
     let fact_texts: Vec<String> = facts.iter().map(|f| f.fact.content.clone()).collect();
 
     let cx = Ctx {
-        claude: &claude,
-        caps: &caps,
+        cli: claude.as_ref().zip(caps.as_ref()),
+        api: api.as_ref(),
         args,
         key,
         deadline,
@@ -601,7 +731,7 @@ pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Resu
     };
     let mut out = Output::new(args.json);
     let result = tokio::select! {
-        r = call_with_fallback(&cx, &mut store, &mut session, user_turn, &mem, &message, &mut out) => r,
+        r = main_call(&cx, &mut store, &mut session, user_turn, &mem, &message, &mut out) => r,
         // The kill happens inside the branch's future: select! drops the
         // call (and with it the registry entry) before running this body.
         sig = async { let sig = interrupted().await; crate::claude::kill_all_children(); sig } => {
@@ -657,6 +787,7 @@ pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Resu
             "session_id": sid,
             "handle": reply.handle,
             "mode": reply.mode.as_str(),
+            "path": reply.path,
             "reply": reply.outcome.text,
             "pinned": pinned,
             "facts_injected": fact_texts,

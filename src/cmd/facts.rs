@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{FactScope, FactsAction};
 use crate::error::{Kind, ResultExt, fail};
-use crate::fact_text::looks_like_secret;
+use crate::fact_text::{looks_like_secret, normalize};
 use crate::store::{Fact, NewFact, Store};
 
 /// Facts are one line of prose; longer "facts" are documents.
@@ -27,21 +27,35 @@ fn fact_json(f: &Fact) -> Value {
     })
 }
 
-fn print_facts(facts: &[Fact], json: bool) {
-    let mut out = std::io::stdout().lock();
-    if json {
-        let arr: Vec<Value> = facts.iter().map(fact_json).collect();
-        let _ = writeln!(out, "{}", Value::Array(arr));
-        return;
+/// A fact is one line: control characters (newlines, tabs) become single
+/// spaces, so plain-text listings keep one fact per line and their columns.
+fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for part in s.split(char::is_control).map(str::trim) {
+        if part.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(part);
     }
+    out
+}
+
+/// Plain text, tab-separated: id, uses, person (`-` for agent-wide), text.
+fn write_facts(out: &mut impl Write, facts: &[Fact]) -> std::io::Result<()> {
     for f in facts {
-        let who = f
-            .user
-            .as_deref()
-            .map(|u| format!(" @{u}"))
-            .unwrap_or_default();
-        let _ = writeln!(out, "{}\t{}{who}\t{}", f.id, f.access_count, f.content);
+        writeln!(
+            out,
+            "{}\t{}\t{}\t{}",
+            f.id,
+            f.access_count,
+            f.user.as_deref().map_or_else(|| "-".into(), one_line),
+            one_line(&f.content)
+        )?;
     }
+    Ok(())
 }
 
 fn check_fact(text: &str) -> Result<()> {
@@ -53,6 +67,9 @@ fn check_fact(text: &str) -> Result<()> {
             Kind::BadInput,
             format!("fact is over {FACT_MAX_CHARS} characters"),
         ));
+    }
+    if normalize(text).is_empty() {
+        return Err(fail(Kind::BadInput, "fact has no words"));
     }
     if looks_like_secret(text) {
         return Err(fail(
@@ -74,6 +91,7 @@ pub fn run(db: &Path, action: &FactsAction) -> Result<()> {
     };
     let agent = scope.agent.as_str();
     let user = scope.user.as_deref();
+    let mut out = std::io::stdout().lock();
     match action {
         FactsAction::List { json, limit, .. } => {
             let facts = if db.exists() {
@@ -81,7 +99,12 @@ pub fn run(db: &Path, action: &FactsAction) -> Result<()> {
             } else {
                 Vec::new()
             };
-            print_facts(&facts, *json);
+            if *json {
+                let arr: Vec<Value> = facts.iter().map(fact_json).collect();
+                writeln!(out, "{}", Value::Array(arr))?;
+            } else {
+                write_facts(&mut out, &facts)?;
+            }
         }
         FactsAction::Search {
             query, limit, json, ..
@@ -100,53 +123,103 @@ pub fn run(db: &Path, action: &FactsAction) -> Result<()> {
                         v
                     })
                     .collect();
-                println!("{}", Value::Array(arr));
+                writeln!(out, "{}", Value::Array(arr))?;
             } else {
                 let facts: Vec<Fact> = hits.into_iter().map(|h| h.fact).collect();
-                print_facts(&facts, false);
+                write_facts(&mut out, &facts)?;
             }
         }
         FactsAction::Add { text, .. } => {
-            check_fact(text)?;
+            let text = one_line(text);
+            check_fact(&text)?;
             let mut store = Store::open(db)?;
-            match store.add_facts(&[NewFact::new(agent, user, text.trim())])?[0] {
-                Some(id) => println!("{id}"),
-                None => eprintln!("duduclaw-session: the same fact is already stored"),
+            if let Some(id) = store.add_facts(&[NewFact::new(agent, user, &text)])?[0] {
+                writeln!(out, "{id}")?;
+            } else {
+                // Print the stored twin's id, so adding is idempotent for scripts.
+                let norm = normalize(&text);
+                let twin = store
+                    .list_facts(agent, user, None)?
+                    .into_iter()
+                    .find(|f| f.user.as_deref() == user && normalize(&f.content) == norm);
+                eprintln!("duduclaw-session: the same fact is already stored");
+                if let Some(f) = twin {
+                    writeln!(out, "{}", f.id)?;
+                }
             }
         }
-        FactsAction::Forget { ids, .. } => {
-            let mut store = Store::open(db)?;
-            let n = store.forget_facts(agent, ids)?;
-            if n < ids.len() {
-                return Err(fail(
-                    Kind::BadInput,
-                    format!(
-                        "forgot {n} of {} facts: the others are not facts of agent {agent}",
-                        ids.len()
-                    ),
-                ));
-            }
-        }
+        FactsAction::Forget { ids, .. } => forget(db, agent, ids)?,
         FactsAction::Import { file, .. } => import(db, agent, user, file)?,
         FactsAction::Export { .. } => {
             if !db.exists() {
                 return Ok(());
             }
             let store = Store::open_existing(db)?;
-            let mut out = std::io::stdout().lock();
-            for f in store.all_facts(agent, user)? {
-                if writeln!(out, "{}", fact_json(&f)).is_err() {
-                    break;
+            let facts = match user {
+                None => store.all_facts(agent, None)?,
+                Some(_) => {
+                    let mut facts = store.list_facts(agent, user, None)?;
+                    facts.sort_by_key(|f| f.id);
+                    facts
                 }
+            };
+            for f in &facts {
+                writeln!(out, "{}", fact_json(f))?;
             }
         }
     }
     Ok(())
 }
 
+/// Delete the agent's facts by id; ids that are not the agent's facts are
+/// named in the error (the others are still deleted).
+fn forget(db: &Path, agent: &str, ids: &[i64]) -> Result<()> {
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut missing = Vec::new();
+    if db.exists() {
+        let mut store = Store::open(db)?;
+        for &id in &ids {
+            if store.forget_facts(agent, &[id])? == 0 {
+                missing.push(id);
+            }
+        }
+    } else {
+        missing.clone_from(&ids);
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = missing.iter().map(i64::to_string).collect();
+    let others = if missing.len() < ids.len() {
+        " (the others were deleted)"
+    } else {
+        ""
+    };
+    Err(fail(
+        Kind::BadInput,
+        format!("no fact {} for agent {agent}{others}", list.join(", ")),
+    ))
+}
+
+/// An optional string field of an import line: absent means "use the
+/// command line's", null means "none".
+fn field<'a>(v: &'a Value, name: &str, line: usize) -> Result<Option<Option<&'a str>>> {
+    match v.get(name) {
+        None => Ok(None),
+        Some(Value::Null) => Ok(Some(None)),
+        Some(Value::String(s)) if !crate::text::is_blank(s) => Ok(Some(Some(s))),
+        Some(_) => Err(fail(
+            Kind::BadInput,
+            format!("line {line}: \"{name}\" is not a non-empty string or null"),
+        )),
+    }
+}
+
 /// JSON Lines in, one fact per line; `agent`/`user` fields override the
-/// command line's scope. The whole file is checked before anything is
-/// written, so a bad line imports nothing.
+/// command line's scope (`"user": null` is an agent-wide fact). The whole
+/// file is checked before anything is written, so a bad line imports nothing.
 fn import(db: &Path, agent: &str, user: Option<&str>, file: &Path) -> Result<()> {
     let reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
         Box::new(std::io::stdin().lock())
@@ -168,36 +241,42 @@ fn import(db: &Path, agent: &str, user: Option<&str>, file: &Path) -> Result<()>
     let mut rows = Vec::new();
     let mut skipped_secrets = 0;
     for (i, line) in reader.split(b'\n').enumerate() {
+        let n = i + 1;
         let line = line
             .context("could not read the import")
             .kind(Kind::BadInput)?;
         let line = String::from_utf8(line)
-            .map_err(|_| fail(Kind::BadInput, format!("line {}: not valid UTF-8", i + 1)))?;
+            .map_err(|_| fail(Kind::BadInput, format!("line {n}: not valid UTF-8")))?;
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(&line).map_err(|e| {
-            fail(
-                Kind::BadInput,
-                format!("line {}: not a JSON object: {e}", i + 1),
-            )
-        })?;
-        let content = v["content"].as_str().ok_or_else(|| {
-            fail(
-                Kind::BadInput,
-                format!("line {}: no \"content\" string", i + 1),
-            )
-        })?;
-        if looks_like_secret(content) {
+        let v: Value = serde_json::from_str(&line)
+            .map_err(|e| fail(Kind::BadInput, format!("line {n}: not a JSON object: {e}")))?;
+        if !v.is_object() {
+            return Err(fail(Kind::BadInput, format!("line {n}: not a JSON object")));
+        }
+        let content = v["content"]
+            .as_str()
+            .ok_or_else(|| fail(Kind::BadInput, format!("line {n}: no \"content\" string")))?;
+        let content = one_line(content);
+        if looks_like_secret(&content) {
             skipped_secrets += 1;
             continue;
         }
-        check_fact(content).map_err(|e| fail(Kind::BadInput, format!("line {}: {e}", i + 1)))?;
+        check_fact(&content).map_err(|e| fail(Kind::BadInput, format!("line {n}: {e}")))?;
+        let line_agent = match field(&v, "agent", n)? {
+            None | Some(None) => agent,
+            Some(Some(a)) => a,
+        };
+        let line_user = match field(&v, "user", n)? {
+            None => user,
+            Some(u) => u,
+        };
         rows.push(Row {
-            agent: v["agent"].as_str().unwrap_or(agent).to_string(),
-            user: v["user"].as_str().or(user).map(str::to_string),
-            content: content.trim().to_string(),
-            access_count: v["access_count"].as_i64().unwrap_or(0),
+            agent: line_agent.to_string(),
+            user: line_user.map(str::to_string),
+            content,
+            access_count: v["access_count"].as_i64().unwrap_or(0).max(0),
             created_at: v["created_at"].as_i64(),
             last_used_at: v["last_used_at"].as_i64(),
         });
@@ -222,4 +301,16 @@ fn import(db: &Path, agent: &str, user: Option<&str>, file: &Path) -> Result<()>
         rows.len() - added
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_joins_lines_and_drops_tabs() {
+        assert_eq!(one_line("  a\tb\n\n c \r\n"), "a b c");
+        assert_eq!(one_line("使用者偏好\n繁體中文"), "使用者偏好 繁體中文");
+        assert_eq!(one_line("\n\t"), "");
+    }
 }

@@ -28,7 +28,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Turn(args) => turn::run(&db()?, claude, args).await,
         Command::Prompt(args) => turn::dry_run(&db()?, claude, args).await,
         Command::Id(s) => {
-            println!("{}", session_id(&key_of(s)));
+            writeln!(std::io::stdout(), "{}", session_id(&key_of(s)))?;
             Ok(())
         }
         Command::Pin { action } => pin(&db()?, action),
@@ -41,14 +41,11 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Sessions { action } => sessions::run(&db()?, action),
         Command::Doctor { json } => doctor::run(&db()?, claude, *json).await,
         Command::Completions { shell } => {
-            let mut cmd = Cli::command();
-            clap_complete::generate(*shell, &mut cmd, "duduclaw-session", &mut std::io::stdout());
+            std::io::stdout().write_all(&crate::cli::completions(*shell))?;
             Ok(())
         }
         Command::Man => {
-            let mut out = Vec::new();
-            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
-            std::io::stdout().write_all(&out)?;
+            std::io::stdout().write_all(&crate::cli::man_page(Cli::command())?)?;
             Ok(())
         }
     }
@@ -67,7 +64,7 @@ fn pin(db: &std::path::Path, action: &PinAction) -> Result<()> {
         }
         let store = Store::open_existing(db)?;
         if let Some(p) = store.session(&sid)?.and_then(|s| s.pin) {
-            println!("{p}");
+            writeln!(std::io::stdout(), "{p}")?;
         }
         return Ok(());
     }

@@ -1,14 +1,17 @@
 //! `history` and `sessions`: inspect and remove stored conversations.
 
+use std::fs::{File, TryLockError};
 use std::io::Write;
 use std::path::Path;
+use std::time::{Duration, UNIX_EPOCH};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use crate::cli::{SessionArgs, SessionsAction};
 use crate::compact;
-use crate::error::{Kind, fail};
+use crate::error::{Kind, ResultExt, fail};
+use crate::lock::lock_dir;
 use crate::session_id::session_id;
 use crate::store::{Session, Store};
 use crate::turn::key_of;
@@ -22,20 +25,30 @@ pub fn history(db: &Path, s: &SessionArgs, json: bool, limit: Option<usize>) -> 
     };
     let mut out = std::io::stdout().lock();
     if json {
-        let _ = writeln!(out, "{}", serde_json::to_string(&turns)?);
+        writeln!(out, "{}", serde_json::to_string(&turns)?)?;
         return Ok(());
     }
     for t in turns {
-        let status = if t.role == "user" && t.status != "answered" {
-            format!(" ({})", t.status)
-        } else {
-            String::new()
+        let status = match (&t.error, t.role == "user" && t.status != "answered") {
+            (Some(e), _) => format!(" ({}: {e})", t.status),
+            (None, true) => format!(" ({})", t.status),
+            (None, false) => String::new(),
         };
-        if writeln!(out, "## {}{status}\n{}\n", t.role, t.content).is_err() {
-            break;
-        }
+        writeln!(out, "## {}{status}\n{}\n", t.role, t.content)?;
     }
     Ok(())
+}
+
+/// Seconds since the epoch as RFC 3339 (UTC), the one time format shown.
+fn time(secs: i64) -> String {
+    let t = UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).unwrap_or(0));
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// A session id as the store spells it (lowercase, hyphenated), or `None`
+/// when the text is no UUID and so names no session.
+fn canonical_id(id: &str) -> Option<String> {
+    uuid::Uuid::parse_str(id.trim()).ok().map(|u| u.to_string())
 }
 
 fn session_json(store: &Store, s: &Session) -> Result<Value> {
@@ -52,6 +65,7 @@ fn session_json(store: &Store, s: &Session) -> Result<Value> {
         "thread": s.thread,
         "generation": s.generation,
         "handle": s.handle,
+        "handle_turns": s.handle_turns,
         "cwd": s.cwd,
         "pin": s.pin,
         "summary": s.summary,
@@ -64,76 +78,170 @@ fn session_json(store: &Store, s: &Session) -> Result<Value> {
     }))
 }
 
-pub fn run(db: &Path, action: &SessionsAction) -> Result<()> {
-    if !db.exists() {
-        return match action {
-            SessionsAction::List { json: true, .. } => {
-                println!("[]");
-                Ok(())
-            }
-            SessionsAction::Show { id, .. } => {
-                Err(fail(Kind::BadInput, format!("no session {id}")))
-            }
-            _ => Ok(()),
-        };
+/// `name: value`, continuation lines of a multi-line value indented under it.
+fn field(out: &mut impl Write, name: &str, value: &str) -> std::io::Result<()> {
+    let label = format!("{name}:");
+    let mut lines = value.lines();
+    writeln!(out, "{label:<11}{}", lines.next().unwrap_or(""))?;
+    for line in lines {
+        writeln!(out, "{:<11}{line}", "")?;
     }
+    Ok(())
+}
+
+fn show(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
+    let text = |k: &str| v[k].as_str().unwrap_or("-").to_string();
+    field(out, "id", &text("id"))?;
+    field(out, "agent", &text("agent"))?;
+    field(out, "channel", &text("channel"))?;
+    field(out, "thread", &text("thread"))?;
+    field(
+        out,
+        "handle",
+        &format!("{} (generation {})", text("handle"), v["generation"]),
+    )?;
+    field(out, "cwd", &text("cwd"))?;
+    field(
+        out,
+        "turns",
+        &format!(
+            "{} (about {} tokens in context)",
+            v["turns"], v["estimated_tokens"]
+        ),
+    )?;
+    field(out, "pin", &text("pin"))?;
+    field(out, "summary", &text("summary"))?;
+    let jobs: Vec<String> = v["jobs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|j| {
+            let mut s = format!(
+                "{} {} ({} attempts)",
+                j["kind"].as_str().unwrap_or("?"),
+                j["status"].as_str().unwrap_or("?"),
+                j["attempts"]
+            );
+            if let Some(e) = j["last_error"].as_str() {
+                s.push_str(&format!(": {e}"));
+            }
+            s
+        })
+        .collect();
+    field(
+        out,
+        "jobs",
+        &if jobs.is_empty() {
+            "-".into()
+        } else {
+            jobs.join("\n")
+        },
+    )?;
+    field(out, "created", &time(v["created_at"].as_i64().unwrap_or(0)))?;
+    field(
+        out,
+        "last used",
+        &time(v["updated_at"].as_i64().unwrap_or(0)),
+    )
+}
+
+/// Holds a session's turn lock while it is deleted, so a running turn never
+/// loses its session underneath it.
+enum Held {
+    Free { _lock: Option<File> },
+    Busy,
+}
+
+fn hold(db: &Path, id: &str) -> Result<Held> {
+    let path = lock_dir(db).join(format!("{id}.lock"));
+    let file = match File::options().write(true).open(&path) {
+        Ok(f) => f,
+        // No lock file: no turn of this session ever ran with this store.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Held::Free { _lock: None });
+        }
+        Err(e) => {
+            return Err(e)
+                .with_context(|| format!("could not open lock file: {}", path.display()))
+                .kind(Kind::Store);
+        }
+    };
+    match file.try_lock() {
+        Ok(()) => Ok(Held::Free { _lock: Some(file) }),
+        Err(TryLockError::WouldBlock) => Ok(Held::Busy),
+        Err(TryLockError::Error(e)) => Err(e)
+            .with_context(|| format!("could not lock {}", path.display()))
+            .kind(Kind::Store),
+    }
+}
+
+pub fn run(db: &Path, action: &SessionsAction) -> Result<()> {
+    let mut out = std::io::stdout().lock();
     match action {
         SessionsAction::List { agent, json } => {
-            let store = Store::open_existing(db)?;
+            let Some(store) = db.exists().then(|| Store::open_existing(db)).transpose()? else {
+                if *json {
+                    writeln!(out, "[]")?;
+                }
+                return Ok(());
+            };
             let sessions = store.sessions(agent.as_deref())?;
-            let mut out = std::io::stdout().lock();
             if *json {
                 let arr = sessions
                     .iter()
                     .map(|s| session_json(&store, s))
                     .collect::<Result<Vec<_>>>()?;
-                let _ = writeln!(out, "{}", Value::Array(arr));
+                writeln!(out, "{}", Value::Array(arr))?;
                 return Ok(());
             }
             for s in sessions {
-                let thread = s
-                    .thread
-                    .as_deref()
-                    .map(|t| format!("/{t}"))
-                    .unwrap_or_default();
-                let line = format!(
-                    "{}\t{}\t{}{thread}\t{} turns",
+                writeln!(
+                    out,
+                    "{}\t{}\t{}\t{}\t{}\t{}",
                     s.id,
                     s.agent,
                     s.channel,
-                    store.turn_count(&s.id)?
-                );
-                if writeln!(out, "{line}").is_err() {
-                    break;
-                }
+                    s.thread.as_deref().unwrap_or("-"),
+                    store.turn_count(&s.id)?,
+                    time(s.updated_at)
+                )?;
             }
         }
         SessionsAction::Show { id, json } => {
+            let no_session = || fail(Kind::BadInput, format!("no session {id}"));
+            let cid = canonical_id(id).ok_or_else(no_session)?;
+            if !db.exists() {
+                return Err(no_session());
+            }
             let store = Store::open_existing(db)?;
-            let s = store
-                .session(id)?
-                .ok_or_else(|| fail(Kind::BadInput, format!("no session {id}")))?;
+            let s = store.session(&cid)?.ok_or_else(no_session)?;
             let v = session_json(&store, &s)?;
             if *json {
-                println!("{v}");
+                writeln!(out, "{v}")?;
             } else {
-                let mut out = std::io::stdout().lock();
-                for (k, val) in v.as_object().expect("object") {
-                    let shown = match val {
-                        Value::String(s) => s.clone(),
-                        Value::Null => "-".into(),
-                        other => other.to_string(),
-                    };
-                    let _ = writeln!(out, "{k}: {shown}");
-                }
+                show(&mut out, &v)?;
             }
         }
         SessionsAction::Rm { ids } => {
-            let mut store = Store::open(db)?;
             let mut missing = Vec::new();
+            let mut busy = Vec::new();
+            let mut store = if db.exists() {
+                Some(Store::open(db)?)
+            } else {
+                None
+            };
             for id in ids {
-                if !store.delete_session(id)? {
+                let (Some(cid), Some(store)) = (canonical_id(id), store.as_mut()) else {
                     missing.push(id.as_str());
+                    continue;
+                };
+                match hold(db, &cid)? {
+                    Held::Busy => busy.push(id.as_str()),
+                    Held::Free { _lock } => {
+                        if !store.delete_session(&cid)? {
+                            missing.push(id.as_str());
+                        }
+                    }
                 }
             }
             if !missing.is_empty() {
@@ -142,24 +250,55 @@ pub fn run(db: &Path, action: &SessionsAction) -> Result<()> {
                     format!("no such session: {}", missing.join(", ")),
                 ));
             }
+            if !busy.is_empty() {
+                return Err(fail(
+                    Kind::SessionInUse,
+                    format!(
+                        "a turn is running in session {}: not deleted, try again when it ends",
+                        busy.join(", ")
+                    ),
+                ));
+            }
         }
         SessionsAction::Prune {
             older_than,
             dry_run,
         } => {
-            let mut store = Store::open(db)?;
-            let before = crate::store::now() - older_than.as_secs() as i64;
-            let stale = store.stale_sessions(before)?;
-            for s in &stale {
-                if !dry_run {
-                    store.delete_session(&s.id)?;
-                }
-                println!("{}", s.id);
+            if !db.exists() {
+                eprintln!("duduclaw-session: no session store at {}", db.display());
+                return Ok(());
             }
+            let mut store = if *dry_run {
+                Store::open_existing(db)?
+            } else {
+                Store::open(db)?
+            };
+            let age = i64::try_from(older_than.as_secs()).unwrap_or(i64::MAX);
+            let before = crate::store::now().saturating_sub(age);
+            let (mut done, mut busy) = (0, 0);
+            for s in store.stale_sessions(before)? {
+                if !*dry_run {
+                    match hold(db, &s.id)? {
+                        Held::Busy => {
+                            busy += 1;
+                            continue;
+                        }
+                        Held::Free { _lock } => {
+                            store.delete_session(&s.id)?;
+                        }
+                    }
+                }
+                done += 1;
+                writeln!(out, "{}", s.id)?;
+            }
+            let busy = if busy > 0 {
+                format!(" ({busy} skipped: a turn is running)")
+            } else {
+                String::new()
+            };
             eprintln!(
-                "duduclaw-session: {} {} sessions",
+                "duduclaw-session: {} {done} sessions{busy}",
                 if *dry_run { "would delete" } else { "deleted" },
-                stale.len()
             );
         }
     }

@@ -336,4 +336,70 @@ mod tests {
         let hits = s.search_facts("a", None, "beta", 3).unwrap();
         assert!(hits.is_empty());
     }
+
+    /// The right fact surfaces among a few hundred unrelated ones, in
+    /// English (with stemming) and in Traditional Chinese (bigrams).
+    #[test]
+    fn retrieval_among_hundreds_of_unrelated_facts() {
+        let (_d, mut s) = store();
+        let topics = [
+            "garden",
+            "violin",
+            "marathon",
+            "sourdough",
+            "astronomy",
+            "chess",
+            "kayak",
+            "pottery",
+        ];
+        let zh = [
+            "喜歡園藝",
+            "練習小提琴",
+            "準備馬拉松",
+            "烘焙酸種麵包",
+            "觀察星空",
+            "下西洋棋",
+        ];
+        let mut filler = Vec::new();
+        for i in 0..300 {
+            filler.push(format!(
+                "Note {i}: the user once mentioned {} on day {}",
+                topics[i % topics.len()],
+                i * 7
+            ));
+            filler.push(format!("備註{i}：使用者{}第{}天", zh[i % zh.len()], i));
+        }
+        let mut facts: Vec<NewFact> = filler.iter().map(|f| NewFact::new("a", None, f)).collect();
+        facts.push(NewFact::new(
+            "a",
+            None,
+            "Deploys the API with Kubernetes on GKE, never by hand",
+        ));
+        facts.push(NewFact::new(
+            "a",
+            None,
+            "使用者的專案用 pnpm 管理套件，不要用 npm",
+        ));
+        facts.push(NewFact::new("a", None, "回覆請一律使用繁體中文"));
+        s.add_facts(&facts).unwrap();
+        assert_eq!(s.list_facts("a", None, None).unwrap().len(), 603);
+
+        let top = |q: &str| {
+            s.search_facts("a", None, q, 3)
+                .unwrap()
+                .into_iter()
+                .map(|f| f.fact.content)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            top("how are we deploying the new api?")[0],
+            "Deploys the API with Kubernetes on GKE, never by hand"
+        );
+        assert_eq!(
+            top("幫我安裝套件")[0],
+            "使用者的專案用 pnpm 管理套件，不要用 npm"
+        );
+        assert_eq!(top("請用繁體中文回答")[0], "回覆請一律使用繁體中文");
+        assert!(top("quantum chromodynamics").is_empty());
+    }
 }

@@ -1,0 +1,795 @@
+//! End-to-end costs with the real `claude` CLI against the in-process
+//! stand-in: this tool's wall time next to the bare claude call it wraps,
+//! the reply's latency with a slow side call, the side calls' request
+//! sizes, the tokens the memory injects, prompt-prefix reuse, and the
+//! `facts import` / `facts search` commands at 100k facts.
+//!
+//! ```text
+//! cargo bench --bench e2e                      # medians over 7 runs
+//! BENCH_RUNS=15 cargo bench --bench e2e        # more runs
+//! DUDUCLAW_BIN=target/release/duduclaw-session cargo bench --bench e2e
+//! BENCH_ONLY=1,5 BENCH_DUMP=/tmp/reqs cargo bench --bench e2e  # parts 1 and 5, keep the requests
+//! ```
+//!
+//! Needs the pinned Claude Code (scripts/test.sh installs it under .tools/,
+//! or set DUDUCLAW_TEST_CLAUDE); without it this prints how to get it and
+//! exits 0, so `cargo bench --no-run` and plain `cargo bench` stay green.
+//! A harness-less bench: `cargo test --all-targets` runs it without
+//! `--bench`, and then it does nothing.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use duduclaw_session::compact::SUMMARY_SYSTEM;
+use duduclaw_session::extract::{FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::text::estimate_tokens;
+use standin::{Recorded, Reply, StandIn, common_prefix_len};
+use tempfile::TempDir;
+
+const PIN_ANSWER: &str =
+    "Migrate the React app from CRA to Vite; keep the tests passing; do not touch the auth flow";
+/// How long the stand-in sits on a side call's answer in the latency run.
+const SIDE_DELAY_MS: u64 = 3_000;
+const FACTS_BIG: usize = 100_000;
+const FACTS_SMALL: usize = 1_000;
+
+fn is_side(r: &Recorded) -> bool {
+    let s = r.system_text();
+    s.contains(PIN_SYSTEM) || s.contains(FACTS_SYSTEM) || s.contains(SUMMARY_SYSTEM)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|a| a == "--bench") {
+        println!("e2e: not run without --bench (use `cargo bench --bench e2e`)");
+        return;
+    }
+    let Some(claude) = find_claude() else {
+        println!(
+            "e2e: the pinned Claude Code is not installed (looked at $DUDUCLAW_TEST_CLAUDE and \
+             .tools/claude/node_modules/.bin/claude).\n\
+             Install it with `scripts/test.sh` (npm install --prefix .tools/claude \
+             @anthropic-ai/claude-code@2.1.328), or point DUDUCLAW_TEST_CLAUDE at a claude \
+             binary, then run `cargo bench --bench e2e` again. Skipping."
+        );
+        return;
+    };
+    let bin = find_bin(&args);
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(7);
+    let import_runs: usize = std::env::var("BENCH_IMPORT_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(3);
+
+    let b = Bench::new(claude, bin);
+    println!("# duduclaw-session end-to-end benchmark\n");
+    println!("- machine: {}", machine());
+    println!("- claude: {} ({})", b.claude_version(), b.claude.display());
+    println!("- duduclaw-session: {}", b.bin.display());
+    println!(
+        "- runs per measure: {runs} (BENCH_RUNS), imports: {import_runs} (BENCH_IMPORT_RUNS)\n"
+    );
+
+    // BENCH_ONLY=1,5 runs only those parts (numbered as in the output).
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    let part = |n: &str| only.is_empty() || only.split(',').any(|p| p.trim() == n);
+    let mut rows = Vec::new();
+    if part("1") {
+        overhead(&b, runs, &mut rows);
+    }
+    if part("2") {
+        side_latency(&b, runs, &mut rows);
+    }
+    if part("3") {
+        side_sizes(&b, &mut rows);
+    }
+    if part("4") || part("5") {
+        memory_sessions(&b, runs, &mut rows);
+    }
+    if part("6") {
+        facts_commands(&b, runs, import_runs, &mut rows);
+    }
+    b.dump();
+
+    println!("\n## Summary (medians over {runs} runs)\n");
+    println!("| measure | duduclaw-session | baseline | ratio / share | target | met |");
+    println!("|---|---|---|---|---|---|");
+    for r in &rows {
+        println!(
+            "| {} | {} | {} | {} | {} | {} |",
+            r.measure,
+            r.ours,
+            r.base,
+            r.ratio,
+            r.target,
+            if r.met { "yes" } else { "**no**" }
+        );
+    }
+}
+
+struct Row {
+    measure: String,
+    ours: String,
+    base: String,
+    ratio: String,
+    target: String,
+    met: bool,
+}
+
+fn row(measure: &str, ours: String, base: String, ratio: String, target: &str, met: bool) -> Row {
+    Row {
+        measure: measure.into(),
+        ours,
+        base,
+        ratio,
+        target: target.into(),
+        met,
+    }
+}
+
+fn find_claude() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("DUDUCLAW_TEST_CLAUDE") {
+        return Some(PathBuf::from(p)).filter(|p| p.exists());
+    }
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/claude/node_modules/.bin/claude");
+    p.exists().then_some(p)
+}
+
+/// `--bin PATH`, else `$DUDUCLAW_BIN`, else the binary cargo built for this bench.
+fn find_bin(args: &[String]) -> PathBuf {
+    if let Some(i) = args.iter().position(|a| a == "--bin")
+        && let Some(p) = args.get(i + 1)
+    {
+        return PathBuf::from(p);
+    }
+    if let Some(p) = std::env::var_os("DUDUCLAW_BIN") {
+        return PathBuf::from(p);
+    }
+    PathBuf::from(env!("CARGO_BIN_EXE_duduclaw-session"))
+}
+
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|l| l.trim_start_matches([' ', '\t', ':']).trim().to_string())
+        .unwrap_or_else(|| "unknown CPU".into());
+    let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())
+        })
+        .map_or_else(String::new, |kb| format!(", {} GiB RAM", kb / 1024 / 1024));
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!(
+        "{nproc} CPUs (nproc), {model}{mem}, Linux {}",
+        kernel.trim()
+    )
+}
+
+/// One process run: when its first line reached stdout, when it exited.
+struct Timed {
+    first_line: Duration,
+    total: Duration,
+    stdout: String,
+}
+
+struct Bench {
+    claude: PathBuf,
+    bin: PathBuf,
+    standin: StandIn,
+    side_delay: Arc<AtomicU64>,
+    dir: TempDir,
+    home: PathBuf,
+    work: PathBuf,
+    db: PathBuf,
+}
+
+impl Bench {
+    fn new(claude: PathBuf, bin: PathBuf) -> Bench {
+        let side_delay = Arc::new(AtomicU64::new(0));
+        let delay = Arc::clone(&side_delay);
+        let standin = StandIn::start_with(move |r: &Recorded| {
+            if is_side(r) {
+                let text = if r.system_text().contains(PIN_SYSTEM) {
+                    PIN_ANSWER
+                } else {
+                    "NONE"
+                };
+                return Reply::Slow {
+                    text: text.into(),
+                    first_delay_ms: delay.load(Ordering::SeqCst),
+                    chunk_delay_ms: 0,
+                };
+            }
+            let user = r.last_user_text();
+            let last: String = user.lines().last().unwrap_or("").chars().take(60).collect();
+            Reply::Text(format!(
+                "On \"{last}\": I checked the config and the tests; the change is small and \
+                 safe. Next I will apply it, run the suite, and report what changed and what \
+                 is left to do."
+            ))
+        });
+        let dir = tempfile::tempdir().expect("temp dir");
+        let home = dir.path().join("home");
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        let db = dir.path().join("data/sessions.db");
+        Bench {
+            claude,
+            bin,
+            standin,
+            side_delay,
+            dir,
+            home,
+            work,
+            db,
+        }
+    }
+
+    /// A clean environment, as a user's shell would give: HOME, PATH, the
+    /// stand-in as the API.
+    fn command(&self, program: &Path) -> Command {
+        let mut c = Command::new(program);
+        c.env_clear()
+            .env(
+                "PATH",
+                std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
+            )
+            .env("HOME", &self.home)
+            .env("TMPDIR", self.dir.path())
+            .env("ANTHROPIC_BASE_URL", self.standin.base_url())
+            .env("ANTHROPIC_API_KEY", "x")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .current_dir(&self.work);
+        c
+    }
+
+    fn ours(&self) -> Command {
+        let mut c = self.command(&self.bin);
+        c.env("DUDUCLAW_DB", &self.db)
+            .env("DUDUCLAW_CLAUDE", &self.claude);
+        c
+    }
+
+    fn turn(&self, channel: &str, extra: &[&str]) -> Command {
+        self.agent_turn("bench", channel, extra)
+    }
+
+    fn agent_turn(&self, agent: &str, channel: &str, extra: &[&str]) -> Command {
+        let mut c = self.ours();
+        c.args(["turn", "--agent", agent, "--channel", channel])
+            .args(extra)
+            .arg("-");
+        c
+    }
+
+    /// The bare call `turn` makes on a resumed session without memory.
+    fn bare(&self, handle: &str) -> Command {
+        let mut c = self.command(&self.claude);
+        c.args([
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+            "--resume",
+            handle,
+        ]);
+        c
+    }
+
+    fn claude_version(&self) -> String {
+        let out = self
+            .command(&self.claude)
+            .arg("--version")
+            .output()
+            .expect("run claude --version");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    fn requests_since(&self, n: usize) -> Vec<Recorded> {
+        self.standin.requests().split_off(n)
+    }
+
+    /// With `BENCH_DUMP=DIR`, writes every request recorded so far to
+    /// DIR/NNNN-main.json or DIR/NNNN-side.json, byte-exact, for inspection.
+    fn dump(&self) {
+        let Some(dir) = std::env::var_os("BENCH_DUMP") else {
+            return;
+        };
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).expect("create BENCH_DUMP dir");
+        for (i, r) in self.standin.requests().iter().enumerate() {
+            let kind = if is_side(r) { "side" } else { "main" };
+            std::fs::write(dir.join(format!("{:04}-{kind}.json", i + 1)), &r.raw)
+                .expect("write request");
+        }
+        println!("requests written to {}", dir.display());
+    }
+
+    fn count(&self) -> usize {
+        self.standin.requests().len()
+    }
+}
+
+/// Runs `c` with `stdin`, timing the first stdout line and the exit; panics
+/// (with its stderr) if it fails.
+fn timed(c: &mut Command, stdin: &str) -> Timed {
+    let start = Instant::now();
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {c:?}: {e}"));
+    let mut stdin_pipe = child.stdin.take().unwrap();
+    let input = stdin.to_string();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin_pipe.write_all(input.as_bytes());
+    });
+    let mut err_pipe = child.stderr.take().unwrap();
+    let errors = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err_pipe.read_to_string(&mut s);
+        s
+    });
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut stdout = String::new();
+    out.read_line(&mut stdout).unwrap();
+    let first_line = start.elapsed();
+    out.read_to_string(&mut stdout).unwrap();
+    let status = child.wait().unwrap();
+    let total = start.elapsed();
+    writer.join().unwrap();
+    let stderr = errors.join().unwrap();
+    assert!(
+        status.success(),
+        "{c:?} failed ({status}):\nstdout: {stdout}\nstderr: {stderr}"
+    );
+    Timed {
+        first_line,
+        total,
+        stdout,
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+fn max(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}
+
+/// 1. `turn --no-extract` (resumed) vs the bare `claude -p --resume` it wraps,
+///    alternating which goes first.
+fn overhead(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
+    println!("## 1. Wall time: `turn --no-extract` (resumed) vs bare `claude -p --resume`\n");
+    let msg = "Summarize the last step in one sentence.";
+    let first = timed(&mut b.turn("overhead", &["--no-extract", "--json"]), msg);
+    let v: serde_json::Value = serde_json::from_str(&first.stdout).expect("turn --json");
+    let handle = v["handle"].as_str().expect("handle").to_string();
+    // Warm both paths (page cache, capability probe cached in the store).
+    timed(&mut b.turn("overhead", &["--no-extract"]), msg);
+    timed(&mut b.bare(&handle), msg);
+
+    let (mut ours, mut bare, mut diff) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..runs {
+        let run_ours = || ms(timed(&mut b.turn("overhead", &["--no-extract"]), msg).total);
+        let run_bare = || ms(timed(&mut b.bare(&handle), msg).total);
+        let (o, w) = if i % 2 == 0 {
+            let o = run_ours();
+            (o, run_bare())
+        } else {
+            let w = run_bare();
+            (run_ours(), w)
+        };
+        println!("run {i}: duduclaw-session {o:.0} ms, bare claude {w:.0} ms");
+        ours.push(o);
+        bare.push(w);
+        diff.push(o - w);
+    }
+    let (o, w, d) = (median(&ours), median(&bare), median(&diff));
+    let ratio = o / w;
+    println!(
+        "median: {o:.0} ms vs {w:.0} ms, ratio {ratio:.3}; median paired difference {d:+.0} ms\n"
+    );
+    rows.push(row(
+        "wall time, resumed turn `--no-extract` vs bare `claude -p --resume`",
+        format!("{o:.0} ms"),
+        format!("{w:.0} ms"),
+        format!("{ratio:.3} (paired diff {d:+.0} ms)"),
+        "ratio ≤ 1.05",
+        ratio <= 1.05,
+    ));
+}
+
+/// 2. Time until the reply is on stdout with a slow side call, vs `--no-extract`.
+fn side_latency(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
+    println!("## 2. Reply on stdout: side calls delayed {SIDE_DELAY_MS} ms vs `--no-extract`\n");
+    // Substantive, so every turn queues a fact-extraction side call.
+    let msg = "We deploy the billing service to staging with Argo CD and run the Playwright suite before every release.";
+    timed(&mut b.turn("latency", &["--no-extract"]), msg);
+    timed(&mut b.turn("latency", &["--no-extract"]), msg);
+    b.side_delay.store(SIDE_DELAY_MS, Ordering::SeqCst);
+    let (mut with_first, mut with_total, mut without_first, mut without_total) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for i in 0..runs {
+        let run_with = || timed(&mut b.turn("latency", &[]), msg);
+        let run_without = || timed(&mut b.turn("latency", &["--no-extract"]), msg);
+        let (w, n) = if i % 2 == 0 {
+            let w = run_with();
+            (w, run_without())
+        } else {
+            let n = run_without();
+            (run_with(), n)
+        };
+        println!(
+            "run {i}: with side call: reply at {:.0} ms, exit at {:.0} ms; --no-extract: reply at {:.0} ms, exit at {:.0} ms",
+            ms(w.first_line),
+            ms(w.total),
+            ms(n.first_line),
+            ms(n.total)
+        );
+        with_first.push(ms(w.first_line));
+        with_total.push(ms(w.total));
+        without_first.push(ms(n.first_line));
+        without_total.push(ms(n.total));
+    }
+    b.side_delay.store(0, Ordering::SeqCst);
+    let (wf, nf) = (median(&with_first), median(&without_first));
+    // "Noise": the spread of the --no-extract runs themselves.
+    let noise = max(&without_first) - min(&without_first);
+    println!(
+        "median reply at {wf:.0} ms with a slow side call vs {nf:.0} ms without (difference {:+.0} ms; \
+         spread of the runs without: {noise:.0} ms); exit at {:.0} ms vs {:.0} ms\n",
+        wf - nf,
+        median(&with_total),
+        median(&without_total)
+    );
+    rows.push(row(
+        &format!("time to reply on stdout, side call delayed {SIDE_DELAY_MS} ms vs `--no-extract`"),
+        format!("{wf:.0} ms"),
+        format!("{nf:.0} ms"),
+        format!("{:+.0} ms (runs spread {noise:.0} ms)", wf - nf),
+        "no difference beyond noise",
+        (wf - nf).abs() <= noise.max(0.05 * nf),
+    ));
+    rows.push(row(
+        "process exit, side call delayed vs `--no-extract` (informational)",
+        format!("{:.0} ms", median(&with_total)),
+        format!("{:.0} ms", median(&without_total)),
+        format!("{:+.0} ms", median(&with_total) - median(&without_total)),
+        "side calls finish after the reply",
+        true,
+    ));
+}
+
+/// 3. Request bytes of the side calls vs a normal turn's.
+fn side_sizes(b: &Bench, rows: &mut Vec<Row>) {
+    println!("## 3. Request bytes: side calls vs a normal turn\n");
+    let n0 = b.count();
+    let first = "Please migrate our React app from CRA to Vite. Keep the tests passing, we use pnpm, and do not touch the auth flow.";
+    timed(&mut b.turn("sizes", &[]), first);
+    let reqs = b.requests_since(n0);
+    let main1 = reqs.iter().find(|r| !is_side(r)).expect("main request");
+    let pin = reqs
+        .iter()
+        .find(|r| r.system_text().contains(PIN_SYSTEM))
+        .expect("pin side call");
+    let facts1 = reqs
+        .iter()
+        .find(|r| r.system_text().contains(FACTS_SYSTEM))
+        .expect("facts side call");
+    let n1 = b.count();
+    timed(
+        &mut b.turn("sizes", &[]),
+        "Start with the Vite config, then move the env variables over to import.meta.env.",
+    );
+    let reqs = b.requests_since(n1);
+    let main2 = reqs.iter().find(|r| !is_side(r)).expect("main request");
+    let facts2 = reqs
+        .iter()
+        .find(|r| r.system_text().contains(FACTS_SYSTEM))
+        .expect("facts side call");
+    let (m1, m2) = (main1.raw.len() as f64, main2.raw.len() as f64);
+    for (name, r) in [
+        ("pin side call (turn 1)", pin),
+        ("facts side call (turn 1)", facts1),
+        ("facts side call (turn 2, with the previous reply)", facts2),
+    ] {
+        let bytes = r.raw.len() as f64;
+        println!(
+            "{name}: {bytes:.0} bytes = {:.2}% of turn 1's main request ({m1:.0} bytes), {:.2}% of turn 2's ({m2:.0} bytes); model {}",
+            100.0 * bytes / m1,
+            100.0 * bytes / m2,
+            r.model()
+        );
+        rows.push(row(
+            &format!("request bytes, {name} vs the same turn's main request"),
+            format!("{bytes:.0} B"),
+            format!("{:.0} B", if name.contains("turn 2") { m2 } else { m1 }),
+            format!(
+                "{:.2}%",
+                100.0 * bytes / if name.contains("turn 2") { m2 } else { m1 }
+            ),
+            "≤ 5%",
+            bytes / if name.contains("turn 2") { m2 } else { m1 } <= 0.05,
+        ));
+    }
+    println!();
+}
+
+/// What the memory added to one main request.
+struct Injected {
+    pin: usize,
+    user_part: usize,
+    message: usize,
+    request: usize,
+}
+
+fn injected(r: &Recorded, message: &str) -> Injected {
+    let system = r.system_text();
+    let sys_part = ["<prior_conversation_summary", "<pinned_task", "<key_facts"]
+        .iter()
+        .filter_map(|tag| system.find(tag))
+        .min()
+        .map_or("", |i| &system[i..]);
+    let user = r.last_user_text();
+    let user_part = user
+        .trim_end()
+        .strip_suffix(message.trim_end())
+        .unwrap_or_else(|| panic!("message not at the end of: {user}"));
+    Injected {
+        pin: estimate_tokens(sys_part),
+        user_part: estimate_tokens(user_part),
+        message: estimate_tokens(message),
+        // The stand-in's own accounting: body bytes / 4.
+        request: r.raw.len() / 4,
+    }
+}
+
+/// A session of `turns` turns with a pin and 1,000 facts in the agent's store;
+/// returns its main requests and messages.
+fn memory_session(b: &Bench, agent: &str, turns: usize, facts_in: &str) -> Vec<(Recorded, String)> {
+    let file = b.dir.path().join(format!("{agent}-facts.jsonl"));
+    std::fs::write(&file, common::jsonl(&common::facts(FACTS_SMALL, 42))).unwrap();
+    let mut c = b.ours();
+    c.args(["facts", "import", "--agent", agent]).arg(&file);
+    timed(&mut c, "");
+    let mut c = b.ours();
+    c.args([
+        "pin",
+        "set",
+        "--agent",
+        agent,
+        "--channel",
+        "mem",
+        PIN_ANSWER,
+    ]);
+    timed(&mut c, "");
+    let mut out = Vec::new();
+    for i in 0..turns {
+        let msg = common::MESSAGES[i % common::MESSAGES.len()];
+        let n = b.count();
+        timed(
+            &mut b.agent_turn(agent, "mem", &["--no-extract", "--facts-in", facts_in]),
+            msg,
+        );
+        let mut main: Vec<Recorded> = b
+            .requests_since(n)
+            .into_iter()
+            .filter(|r| !is_side(r))
+            .collect();
+        assert_eq!(main.len(), 1, "one main request per turn");
+        out.push((main.remove(0), msg.to_string()));
+    }
+    out
+}
+
+/// Prefix reuse between consecutive requests, and the stand-in's cache-read share.
+fn reuse(session: &[(Recorded, String)]) -> (Vec<f64>, Vec<f64>) {
+    let mut prefix = Vec::new();
+    let mut cached = Vec::new();
+    for pair in session.windows(2) {
+        let (a, b) = (&pair[0].0, &pair[1].0);
+        prefix.push(common_prefix_len(&a.raw, &b.raw) as f64 / b.raw.len() as f64);
+        let u = b.usage;
+        let total = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
+        cached.push(u.cache_read_input_tokens as f64 / total.max(1) as f64);
+    }
+    (prefix, cached)
+}
+
+/// 4 and 5. Injected tokens per turn, and prefix reuse with facts in the
+/// message (default) vs in the system prompt.
+fn memory_sessions(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
+    println!("## 4. Injected tokens per turn (pin + recap + facts)\n");
+    let turns = runs + 1;
+    let default = memory_session(b, "mem-message", turns, "message");
+    let (mut inj, mut msg, mut share, mut pins, mut users) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, (r, m)) in default.iter().enumerate() {
+        let x = injected(r, m);
+        let total = x.pin + x.user_part;
+        println!(
+            "turn {i}: pin (system tail) {} + recap and facts (message head) {} = {total} tokens injected; \
+             message {} tokens; request {} tokens ({:.2}%)",
+            x.pin,
+            x.user_part,
+            x.message,
+            x.request,
+            100.0 * total as f64 / x.request as f64
+        );
+        inj.push(total as f64);
+        msg.push(x.message as f64);
+        pins.push(x.pin as f64);
+        users.push(x.user_part as f64);
+        share.push(total as f64 / x.request as f64);
+    }
+    let (i, m, s) = (median(&inj), median(&msg), median(&share));
+    println!(
+        "median: {i:.0} tokens injected (pin {:.0}, recap + facts {:.0}; max {:.0}) next to a {m:.0}-token message, \
+         {:.2}% of the request\n",
+        median(&pins),
+        median(&users),
+        max(&inj),
+        100.0 * s
+    );
+    rows.push(row(
+        "injected tokens per turn (pin + recap + 3 facts) vs the message alone",
+        format!("{i:.0} tokens (max {:.0})", max(&inj)),
+        format!("{m:.0} tokens"),
+        format!("{:.2}% of the request", 100.0 * s),
+        "(reported; the design says ~100–150 for facts)",
+        true,
+    ));
+
+    println!("## 5. Prefix reuse between consecutive main requests (unchanged pin)\n");
+    let system = memory_session(b, "mem-system", turns, "system");
+    let (pd, cd) = reuse(&default);
+    let (ps, cs) = reuse(&system);
+    for (name, p, c) in [
+        ("--facts-in message (default)", &pd, &cd),
+        ("--facts-in system", &ps, &cs),
+    ] {
+        let list: Vec<String> = p.iter().map(|x| format!("{:.2}%", 100.0 * x)).collect();
+        println!(
+            "{name}: common prefix / later request = median {:.2}%, min {:.2}% [{}]; \
+             stand-in cache-read share median {:.2}%",
+            100.0 * median(p),
+            100.0 * min(p),
+            list.join(", "),
+            100.0 * median(c)
+        );
+    }
+    println!();
+    rows.push(row(
+        "prefix reuse, consecutive requests: facts in message (default) vs `--facts-in system`",
+        format!("{:.2}% (min {:.2}%)", 100.0 * median(&pd), 100.0 * min(&pd)),
+        format!("{:.2}% (min {:.2}%)", 100.0 * median(&ps), 100.0 * min(&ps)),
+        format!(
+            "cache-read share {:.2}% vs {:.2}%",
+            100.0 * median(&cd),
+            100.0 * median(&cs)
+        ),
+        "≥ 99% for the default",
+        median(&pd) >= 0.99,
+    ));
+}
+
+/// 6. `facts import` of 100k facts, and `facts search` at 100k vs 1k.
+fn facts_commands(b: &Bench, runs: usize, import_runs: usize, rows: &mut Vec<Row>) {
+    println!(
+        "## 6. `facts import` of {FACTS_BIG} facts and `facts search` at {FACTS_BIG} vs {FACTS_SMALL}\n"
+    );
+    let big = b.dir.path().join("big.jsonl");
+    let small = b.dir.path().join("small.jsonl");
+    std::fs::write(&big, common::jsonl(&common::facts(FACTS_BIG, 100))).unwrap();
+    std::fs::write(&small, common::jsonl(&common::facts(FACTS_SMALL, 100))).unwrap();
+    println!(
+        "JSON Lines: {} bytes for {FACTS_BIG} facts",
+        std::fs::metadata(&big).unwrap().len()
+    );
+    let import = |file: &Path, db: &Path| {
+        let _ = std::fs::remove_file(db);
+        let mut c = b.ours();
+        c.env("DUDUCLAW_DB", db)
+            .args(["facts", "import", "--agent", "facts"])
+            .arg(file);
+        ms(timed(&mut c, "").total)
+    };
+    let big_db = b.dir.path().join("big.db");
+    let small_db = b.dir.path().join("small.db");
+    let mut imports = Vec::new();
+    for i in 0..import_runs {
+        let t = import(&big, &big_db);
+        println!("import run {i}: {t:.0} ms");
+        imports.push(t);
+    }
+    import(&small, &small_db);
+    let imp = median(&imports);
+    rows.push(row(
+        &format!("`facts import` of {FACTS_BIG} facts (JSON Lines, fresh store)"),
+        format!("{:.1} s", imp / 1000.0),
+        "-".into(),
+        format!("median of {import_runs}"),
+        "well under 60 s (< 20 s)",
+        imp < 20_000.0,
+    ));
+
+    let search = |db: &Path, q: &str| {
+        let mut c = b.ours();
+        c.env("DUDUCLAW_DB", db)
+            .args(["facts", "search", "--agent", "facts", "--limit", "3", q]);
+        let t = timed(&mut c, "");
+        assert!(!t.stdout.trim().is_empty(), "search found nothing for {q}");
+        ms(t.total)
+    };
+    for (lang, q) in [("en", common::QUERY_EN), ("zh", common::QUERY_ZH)] {
+        // Warm the page cache for both files.
+        search(&big_db, q);
+        search(&small_db, q);
+        let (mut at_big, mut at_small) = (Vec::new(), Vec::new());
+        for i in 0..runs {
+            if i % 2 == 0 {
+                at_big.push(search(&big_db, q));
+                at_small.push(search(&small_db, q));
+            } else {
+                at_small.push(search(&small_db, q));
+                at_big.push(search(&big_db, q));
+            }
+        }
+        let (g, s) = (median(&at_big), median(&at_small));
+        println!(
+            "facts search ({lang}): {g:.1} ms at {FACTS_BIG} facts vs {s:.1} ms at {FACTS_SMALL} ({:.2}x)",
+            g / s
+        );
+        rows.push(row(
+            &format!(
+                "`facts search` process wall time ({lang}), {FACTS_BIG} vs {FACTS_SMALL} facts"
+            ),
+            format!("{g:.1} ms"),
+            format!("{s:.1} ms"),
+            format!("{:.2}x", g / s),
+            "≤ 3x",
+            g / s <= 3.0,
+        ));
+    }
+}

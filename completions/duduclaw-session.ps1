@@ -1,0 +1,534 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'duduclaw-session'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'duduclaw-session' {
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('turn', 'turn', [CompletionResultType]::ParameterValue, 'Run one turn: send MESSAGE (or stdin) and print the reply as it arrives')
+            [CompletionResult]::new('id', 'id', [CompletionResultType]::ParameterValue, 'Print the session''s deterministic id')
+            [CompletionResult]::new('pin', 'pin', [CompletionResultType]::ParameterValue, 'Read or edit the session''s pinned task')
+            [CompletionResult]::new('facts', 'facts', [CompletionResultType]::ParameterValue, 'List, search and edit an agent''s key facts')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Show a session''s stored turns')
+            [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'Inspect and remove stored sessions')
+            [CompletionResult]::new('prompt', 'prompt', [CompletionResultType]::ParameterValue, 'Dry run: print exactly what `turn` would send, without calling or writing anything')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check claude and the store, and say what is wrong')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'duduclaw-session;turn' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (bot, persona) this conversation belongs to')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation')
+            [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model for the main call (passed to claude --model)')
+            [CompletionResult]::new('--extract-model', '--extract-model', [CompletionResultType]::ParameterName, 'Model for the side calls that extract the pin and facts')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Give up on the main call after SECS seconds (its process group is killed)')
+            [CompletionResult]::new('--side-timeout', '--side-timeout', [CompletionResultType]::ParameterName, 'Bound on each side call, in seconds')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'Scope facts to one person as well as the agent')
+            [CompletionResult]::new('--compact-at', '--compact-at', [CompletionResultType]::ParameterName, 'Compact the session when its context passes this many estimated tokens')
+            [CompletionResult]::new('--facts-in', '--facts-in', [CompletionResultType]::ParameterName, 'Where the injected facts go')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object instead of streaming the reply')
+            [CompletionResult]::new('--no-extract', '--no-extract', [CompletionResultType]::ParameterName, 'Skip the side calls (pin and fact extraction)')
+            [CompletionResult]::new('--light', '--light', [CompletionResultType]::ParameterName, 'Run the main call on the lightweight flags (no tools, one model turn)')
+            [CompletionResult]::new('--direct-api', '--direct-api', [CompletionResultType]::ParameterName, 'Send the turn straight to the Messages API (needs ANTHROPIC_API_KEY)')
+            [CompletionResult]::new('--no-direct-api', '--no-direct-api', [CompletionResultType]::ParameterName, 'Never fall back to the Messages API when claude is missing or not logged in')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'duduclaw-session;id' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (bot, persona) this conversation belongs to')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation')
+            [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;pin' {
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Print the pinned task (nothing if there is none)')
+            [CompletionResult]::new('set', 'set', [CompletionResultType]::ParameterValue, 'Replace the pinned task (at most 1,000 characters)')
+            [CompletionResult]::new('append', 'append', [CompletionResultType]::ParameterValue, 'Add a `[+]` line to the pinned task, shortened to stay within 1,000 characters')
+            [CompletionResult]::new('clear', 'clear', [CompletionResultType]::ParameterValue, 'Remove the pinned task')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'duduclaw-session;pin;show' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (bot, persona) this conversation belongs to')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation')
+            [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;pin;set' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (bot, persona) this conversation belongs to')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation')
+            [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;pin;append' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (bot, persona) this conversation belongs to')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation')
+            [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;pin;clear' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (bot, persona) this conversation belongs to')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation')
+            [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;pin;help' {
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Print the pinned task (nothing if there is none)')
+            [CompletionResult]::new('set', 'set', [CompletionResultType]::ParameterValue, 'Replace the pinned task (at most 1,000 characters)')
+            [CompletionResult]::new('append', 'append', [CompletionResultType]::ParameterValue, 'Add a `[+]` line to the pinned task, shortened to stay within 1,000 characters')
+            [CompletionResult]::new('clear', 'clear', [CompletionResultType]::ParameterValue, 'Remove the pinned task')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'duduclaw-session;pin;help;show' {
+            break
+        }
+        'duduclaw-session;pin;help;set' {
+            break
+        }
+        'duduclaw-session;pin;help;append' {
+            break
+        }
+        'duduclaw-session;pin;help;clear' {
+            break
+        }
+        'duduclaw-session;pin;help;help' {
+            break
+        }
+        'duduclaw-session;facts' {
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts (id, uses, person, text), most used first')
+            [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Rank facts against a query, as a turn would')
+            [CompletionResult]::new('add', 'add', [CompletionResultType]::ParameterValue, 'Add a fact by hand and print its id')
+            [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete facts by id (from `facts list`)')
+            [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Import facts from JSON Lines; duplicates and secrets are skipped')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Export the agent''s facts as JSON Lines (with --user: that person''s and the agent-wide ones)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'duduclaw-session;facts;list' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Show at most N facts')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of objects (id, content, access_count, ...)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;facts;search' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Show at most N facts')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of objects (id, content, access_count, score, ...)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;facts;add' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;facts;forget' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;facts;import' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;facts;export' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;facts;help' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts (id, uses, person, text), most used first')
+            [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Rank facts against a query, as a turn would')
+            [CompletionResult]::new('add', 'add', [CompletionResultType]::ParameterValue, 'Add a fact by hand and print its id')
+            [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete facts by id (from `facts list`)')
+            [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Import facts from JSON Lines; duplicates and secrets are skipped')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Export the agent''s facts as JSON Lines (with --user: that person''s and the agent-wide ones)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'duduclaw-session;facts;help;list' {
+            break
+        }
+        'duduclaw-session;facts;help;search' {
+            break
+        }
+        'duduclaw-session;facts;help;add' {
+            break
+        }
+        'duduclaw-session;facts;help;forget' {
+            break
+        }
+        'duduclaw-session;facts;help;import' {
+            break
+        }
+        'duduclaw-session;facts;help;export' {
+            break
+        }
+        'duduclaw-session;facts;help;help' {
+            break
+        }
+        'duduclaw-session;history' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (bot, persona) this conversation belongs to')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation')
+            [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Show only the last N turns')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of turns (role, content, status, usage, ...)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;sessions' {
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List sessions (id, agent, channel, thread, turns, last used), most recently used first')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session: key, handle, pin, summary, size, pending side calls')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Delete sessions (their turns and pending jobs) by id')
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete sessions not used for longer than a duration; prints their ids')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'duduclaw-session;sessions;list' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Only this agent''s sessions')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of session objects')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;sessions;show' {
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON object')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;sessions;rm' {
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;sessions;prune' {
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'How long unused, e.g. 30d, 12h, 1week 2days')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Only list what would be deleted')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;sessions;help' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List sessions (id, agent, channel, thread, turns, last used), most recently used first')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session: key, handle, pin, summary, size, pending side calls')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Delete sessions (their turns and pending jobs) by id')
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete sessions not used for longer than a duration; prints their ids')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'duduclaw-session;sessions;help;list' {
+            break
+        }
+        'duduclaw-session;sessions;help;show' {
+            break
+        }
+        'duduclaw-session;sessions;help;rm' {
+            break
+        }
+        'duduclaw-session;sessions;help;prune' {
+            break
+        }
+        'duduclaw-session;sessions;help;help' {
+            break
+        }
+        'duduclaw-session;prompt' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (bot, persona) this conversation belongs to')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation')
+            [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model for the main call (passed to claude --model)')
+            [CompletionResult]::new('--extract-model', '--extract-model', [CompletionResultType]::ParameterName, 'Model for the side calls that extract the pin and facts')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Give up on the main call after SECS seconds (its process group is killed)')
+            [CompletionResult]::new('--side-timeout', '--side-timeout', [CompletionResultType]::ParameterName, 'Bound on each side call, in seconds')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'Scope facts to one person as well as the agent')
+            [CompletionResult]::new('--compact-at', '--compact-at', [CompletionResultType]::ParameterName, 'Compact the session when its context passes this many estimated tokens')
+            [CompletionResult]::new('--facts-in', '--facts-in', [CompletionResultType]::ParameterName, 'Where the injected facts go')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object instead of streaming the reply')
+            [CompletionResult]::new('--no-extract', '--no-extract', [CompletionResultType]::ParameterName, 'Skip the side calls (pin and fact extraction)')
+            [CompletionResult]::new('--light', '--light', [CompletionResultType]::ParameterName, 'Run the main call on the lightweight flags (no tools, one model turn)')
+            [CompletionResult]::new('--direct-api', '--direct-api', [CompletionResultType]::ParameterName, 'Send the turn straight to the Messages API (needs ANTHROPIC_API_KEY)')
+            [CompletionResult]::new('--no-direct-api', '--no-direct-api', [CompletionResultType]::ParameterName, 'Never fall back to the Messages API when claude is missing or not logged in')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'duduclaw-session;doctor' {
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON object')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;completions' {
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;man' {
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;help' {
+            [CompletionResult]::new('turn', 'turn', [CompletionResultType]::ParameterValue, 'Run one turn: send MESSAGE (or stdin) and print the reply as it arrives')
+            [CompletionResult]::new('id', 'id', [CompletionResultType]::ParameterValue, 'Print the session''s deterministic id')
+            [CompletionResult]::new('pin', 'pin', [CompletionResultType]::ParameterValue, 'Read or edit the session''s pinned task')
+            [CompletionResult]::new('facts', 'facts', [CompletionResultType]::ParameterValue, 'List, search and edit an agent''s key facts')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Show a session''s stored turns')
+            [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'Inspect and remove stored sessions')
+            [CompletionResult]::new('prompt', 'prompt', [CompletionResultType]::ParameterValue, 'Dry run: print exactly what `turn` would send, without calling or writing anything')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check claude and the store, and say what is wrong')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'duduclaw-session;help;turn' {
+            break
+        }
+        'duduclaw-session;help;id' {
+            break
+        }
+        'duduclaw-session;help;pin' {
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Print the pinned task (nothing if there is none)')
+            [CompletionResult]::new('set', 'set', [CompletionResultType]::ParameterValue, 'Replace the pinned task (at most 1,000 characters)')
+            [CompletionResult]::new('append', 'append', [CompletionResultType]::ParameterValue, 'Add a `[+]` line to the pinned task, shortened to stay within 1,000 characters')
+            [CompletionResult]::new('clear', 'clear', [CompletionResultType]::ParameterValue, 'Remove the pinned task')
+            break
+        }
+        'duduclaw-session;help;pin;show' {
+            break
+        }
+        'duduclaw-session;help;pin;set' {
+            break
+        }
+        'duduclaw-session;help;pin;append' {
+            break
+        }
+        'duduclaw-session;help;pin;clear' {
+            break
+        }
+        'duduclaw-session;help;facts' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts (id, uses, person, text), most used first')
+            [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Rank facts against a query, as a turn would')
+            [CompletionResult]::new('add', 'add', [CompletionResultType]::ParameterValue, 'Add a fact by hand and print its id')
+            [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete facts by id (from `facts list`)')
+            [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Import facts from JSON Lines; duplicates and secrets are skipped')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Export the agent''s facts as JSON Lines (with --user: that person''s and the agent-wide ones)')
+            break
+        }
+        'duduclaw-session;help;facts;list' {
+            break
+        }
+        'duduclaw-session;help;facts;search' {
+            break
+        }
+        'duduclaw-session;help;facts;add' {
+            break
+        }
+        'duduclaw-session;help;facts;forget' {
+            break
+        }
+        'duduclaw-session;help;facts;import' {
+            break
+        }
+        'duduclaw-session;help;facts;export' {
+            break
+        }
+        'duduclaw-session;help;history' {
+            break
+        }
+        'duduclaw-session;help;sessions' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List sessions (id, agent, channel, thread, turns, last used), most recently used first')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session: key, handle, pin, summary, size, pending side calls')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Delete sessions (their turns and pending jobs) by id')
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete sessions not used for longer than a duration; prints their ids')
+            break
+        }
+        'duduclaw-session;help;sessions;list' {
+            break
+        }
+        'duduclaw-session;help;sessions;show' {
+            break
+        }
+        'duduclaw-session;help;sessions;rm' {
+            break
+        }
+        'duduclaw-session;help;sessions;prune' {
+            break
+        }
+        'duduclaw-session;help;prompt' {
+            break
+        }
+        'duduclaw-session;help;doctor' {
+            break
+        }
+        'duduclaw-session;help;completions' {
+            break
+        }
+        'duduclaw-session;help;man' {
+            break
+        }
+        'duduclaw-session;help;help' {
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

@@ -1,0 +1,1112 @@
+#compdef duduclaw-session
+
+autoload -U is-at-least
+
+_duduclaw-session() {
+    typeset -A opt_args
+    typeset -a _arguments_options
+    local ret=1
+
+    if is-at-least 5.2; then
+        _arguments_options=(-s -S -C)
+    else
+        _arguments_options=(-s -C)
+    fi
+
+    local context curcontext="$curcontext" state line
+    _arguments "${_arguments_options[@]}" : \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'-V[Print version]' \
+'--version[Print version]' \
+":: :_duduclaw-session_commands" \
+"*::: :->duduclaw-session" \
+&& ret=0
+    case $state in
+    (duduclaw-session)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-command-$line[1]:"
+        case $line[1] in
+            (turn)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
+'--thread=[An optional thread inside the channel]:ID:_default' \
+'--model=[Model for the main call (passed to claude --model)]:MODEL:_default' \
+'--extract-model=[Model for the side calls that extract the pin and facts]:MODEL:_default' \
+'--timeout=[Give up on the main call after SECS seconds (its process group is killed)]:SECS:_default' \
+'--side-timeout=[Bound on each side call, in seconds]:SECS:_default' \
+'--user=[Scope facts to one person as well as the agent]:ID:_default' \
+'--compact-at=[Compact the session when its context passes this many estimated tokens]:TOKENS:_default' \
+'--facts-in=[Where the injected facts go]:WHERE:((message\:"At the head of the user message, after the recap (keeps the system prompt byte-stable)"
+system\:"At the tail of the system prompt, after the pin"))' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--json[Print one JSON object instead of streaming the reply]' \
+'--no-extract[Skip the side calls (pin and fact extraction)]' \
+'--light[Run the main call on the lightweight flags (no tools, one model turn)]' \
+'(--no-direct-api)--direct-api[Send the turn straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
+'--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'::message -- The message; absent or `-` reads stdin to EOF:_default' \
+'*::claude_args -- Extra arguments passed to claude for the main call:_default' \
+&& ret=0
+;;
+(id)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
+'--thread=[An optional thread inside the channel]:ID:_default' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(pin)
+_arguments "${_arguments_options[@]}" : \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+":: :_duduclaw-session__subcmd__pin_commands" \
+"*::: :->pin" \
+&& ret=0
+
+    case $state in
+    (pin)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-pin-command-$line[1]:"
+        case $line[1] in
+            (show)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
+'--thread=[An optional thread inside the channel]:ID:_default' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(set)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
+'--thread=[An optional thread inside the channel]:ID:_default' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':text -- The new pinned task:_default' \
+&& ret=0
+;;
+(append)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
+'--thread=[An optional thread inside the channel]:ID:_default' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':text -- The clarification to add:_default' \
+&& ret=0
+;;
+(clear)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
+'--thread=[An optional thread inside the channel]:ID:_default' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_duduclaw-session__subcmd__pin__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-pin-help-command-$line[1]:"
+        case $line[1] in
+            (show)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(set)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(append)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(clear)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+;;
+(facts)
+_arguments "${_arguments_options[@]}" : \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+":: :_duduclaw-session__subcmd__facts_commands" \
+"*::: :->facts" \
+&& ret=0
+
+    case $state in
+    (facts)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-facts-command-$line[1]:"
+        case $line[1] in
+            (list)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent whose facts these are]:ID:_default' \
+'--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
+'--limit=[Show at most N facts]:N:_default' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--json[Print a JSON array of objects (id, content, access_count, ...)]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(search)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent whose facts these are]:ID:_default' \
+'--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
+'--limit=[Show at most N facts]:N:_default' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--json[Print a JSON array of objects (id, content, access_count, score, ...)]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':query -- Words to look for (plain text, not FTS syntax):_default' \
+&& ret=0
+;;
+(add)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent whose facts these are]:ID:_default' \
+'--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':text -- The fact\: one line, at most 1,000 characters, no secrets:_default' \
+&& ret=0
+;;
+(forget)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent whose facts these are]:ID:_default' \
+'--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'*::ids -- Ids of the agent'\''s facts to delete:_default' \
+&& ret=0
+;;
+(import)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent whose facts these are]:ID:_default' \
+'--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':file -- One JSON object per line with at least "content"; `-` reads stdin:_files' \
+&& ret=0
+;;
+(export)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent whose facts these are]:ID:_default' \
+'--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_duduclaw-session__subcmd__facts__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-facts-help-command-$line[1]:"
+        case $line[1] in
+            (list)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(search)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(add)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(forget)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(import)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(export)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+;;
+(history)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
+'--thread=[An optional thread inside the channel]:ID:_default' \
+'--limit=[Show only the last N turns]:N:_default' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--json[Print a JSON array of turns (role, content, status, usage, ...)]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(sessions)
+_arguments "${_arguments_options[@]}" : \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+":: :_duduclaw-session__subcmd__sessions_commands" \
+"*::: :->sessions" \
+&& ret=0
+
+    case $state in
+    (sessions)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-sessions-command-$line[1]:"
+        case $line[1] in
+            (list)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[Only this agent'\''s sessions]:ID:_default' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--json[Print a JSON array of session objects]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(show)
+_arguments "${_arguments_options[@]}" : \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--json[Print a JSON object]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':id -- The session id (from `id` or `sessions list`):_default' \
+&& ret=0
+;;
+(rm)
+_arguments "${_arguments_options[@]}" : \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'*::ids -- Session ids (from `id` or `sessions list`):_default' \
+&& ret=0
+;;
+(prune)
+_arguments "${_arguments_options[@]}" : \
+'--older-than=[How long unused, e.g. 30d, 12h, 1week 2days]:DURATION:_default' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--dry-run[Only list what would be deleted]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_duduclaw-session__subcmd__sessions__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-sessions-help-command-$line[1]:"
+        case $line[1] in
+            (list)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(show)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(rm)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(prune)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+;;
+(prompt)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
+'--thread=[An optional thread inside the channel]:ID:_default' \
+'--model=[Model for the main call (passed to claude --model)]:MODEL:_default' \
+'--extract-model=[Model for the side calls that extract the pin and facts]:MODEL:_default' \
+'--timeout=[Give up on the main call after SECS seconds (its process group is killed)]:SECS:_default' \
+'--side-timeout=[Bound on each side call, in seconds]:SECS:_default' \
+'--user=[Scope facts to one person as well as the agent]:ID:_default' \
+'--compact-at=[Compact the session when its context passes this many estimated tokens]:TOKENS:_default' \
+'--facts-in=[Where the injected facts go]:WHERE:((message\:"At the head of the user message, after the recap (keeps the system prompt byte-stable)"
+system\:"At the tail of the system prompt, after the pin"))' \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--json[Print one JSON object instead of streaming the reply]' \
+'--no-extract[Skip the side calls (pin and fact extraction)]' \
+'--light[Run the main call on the lightweight flags (no tools, one model turn)]' \
+'(--no-direct-api)--direct-api[Send the turn straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
+'--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'::message -- The message; absent or `-` reads stdin to EOF:_default' \
+'*::claude_args -- Extra arguments passed to claude for the main call:_default' \
+&& ret=0
+;;
+(doctor)
+_arguments "${_arguments_options[@]}" : \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--json[Print a JSON object]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(completions)
+_arguments "${_arguments_options[@]}" : \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':shell -- The shell to complete for:(bash elvish fish powershell zsh)' \
+&& ret=0
+;;
+(man)
+_arguments "${_arguments_options[@]}" : \
+'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_duduclaw-session__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-help-command-$line[1]:"
+        case $line[1] in
+            (turn)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(id)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(pin)
+_arguments "${_arguments_options[@]}" : \
+":: :_duduclaw-session__subcmd__help__subcmd__pin_commands" \
+"*::: :->pin" \
+&& ret=0
+
+    case $state in
+    (pin)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-help-pin-command-$line[1]:"
+        case $line[1] in
+            (show)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(set)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(append)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(clear)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+(facts)
+_arguments "${_arguments_options[@]}" : \
+":: :_duduclaw-session__subcmd__help__subcmd__facts_commands" \
+"*::: :->facts" \
+&& ret=0
+
+    case $state in
+    (facts)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-help-facts-command-$line[1]:"
+        case $line[1] in
+            (list)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(search)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(add)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(forget)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(import)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(export)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+(history)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(sessions)
+_arguments "${_arguments_options[@]}" : \
+":: :_duduclaw-session__subcmd__help__subcmd__sessions_commands" \
+"*::: :->sessions" \
+&& ret=0
+
+    case $state in
+    (sessions)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-help-sessions-command-$line[1]:"
+        case $line[1] in
+            (list)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(show)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(rm)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(prune)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+(prompt)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(doctor)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(completions)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(man)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+}
+
+(( $+functions[_duduclaw-session_commands] )) ||
+_duduclaw-session_commands() {
+    local commands; commands=(
+'turn:Run one turn\: send MESSAGE (or stdin) and print the reply as it arrives' \
+'id:Print the session'\''s deterministic id' \
+'pin:Read or edit the session'\''s pinned task' \
+'facts:List, search and edit an agent'\''s key facts' \
+'history:Show a session'\''s stored turns' \
+'sessions:Inspect and remove stored sessions' \
+'prompt:Dry run\: print exactly what \`turn\` would send, without calling or writing anything' \
+'doctor:Check claude and the store, and say what is wrong' \
+'completions:Print a shell completion script' \
+'man:Print the man page (roff)' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'duduclaw-session commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__completions_commands] )) ||
+_duduclaw-session__subcmd__completions_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session completions commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__doctor_commands] )) ||
+_duduclaw-session__subcmd__doctor_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session doctor commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts_commands] )) ||
+_duduclaw-session__subcmd__facts_commands() {
+    local commands; commands=(
+'list:List the facts (id, uses, person, text), most used first' \
+'search:Rank facts against a query, as a turn would' \
+'add:Add a fact by hand and print its id' \
+'forget:Delete facts by id (from \`facts list\`)' \
+'import:Import facts from JSON Lines; duplicates and secrets are skipped' \
+'export:Export the agent'\''s facts as JSON Lines (with --user\: that person'\''s and the agent-wide ones)' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'duduclaw-session facts commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__add_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__add_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts add commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__export_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__export_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts export commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__forget_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__forget_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts forget commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__help_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__help_commands() {
+    local commands; commands=(
+'list:List the facts (id, uses, person, text), most used first' \
+'search:Rank facts against a query, as a turn would' \
+'add:Add a fact by hand and print its id' \
+'forget:Delete facts by id (from \`facts list\`)' \
+'import:Import facts from JSON Lines; duplicates and secrets are skipped' \
+'export:Export the agent'\''s facts as JSON Lines (with --user\: that person'\''s and the agent-wide ones)' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'duduclaw-session facts help commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__help__subcmd__add_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__help__subcmd__add_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts help add commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__help__subcmd__export_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__help__subcmd__export_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts help export commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__help__subcmd__forget_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__help__subcmd__forget_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts help forget commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__help__subcmd__help_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts help help commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__help__subcmd__import_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__help__subcmd__import_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts help import commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__help__subcmd__list_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__help__subcmd__list_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts help list commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__help__subcmd__search_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__help__subcmd__search_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts help search commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__import_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__import_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts import commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__list_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__list_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts list commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__search_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__search_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts search commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help_commands] )) ||
+_duduclaw-session__subcmd__help_commands() {
+    local commands; commands=(
+'turn:Run one turn\: send MESSAGE (or stdin) and print the reply as it arrives' \
+'id:Print the session'\''s deterministic id' \
+'pin:Read or edit the session'\''s pinned task' \
+'facts:List, search and edit an agent'\''s key facts' \
+'history:Show a session'\''s stored turns' \
+'sessions:Inspect and remove stored sessions' \
+'prompt:Dry run\: print exactly what \`turn\` would send, without calling or writing anything' \
+'doctor:Check claude and the store, and say what is wrong' \
+'completions:Print a shell completion script' \
+'man:Print the man page (roff)' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'duduclaw-session help commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__completions_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__completions_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help completions commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__doctor_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__doctor_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help doctor commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__facts_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__facts_commands() {
+    local commands; commands=(
+'list:List the facts (id, uses, person, text), most used first' \
+'search:Rank facts against a query, as a turn would' \
+'add:Add a fact by hand and print its id' \
+'forget:Delete facts by id (from \`facts list\`)' \
+'import:Import facts from JSON Lines; duplicates and secrets are skipped' \
+'export:Export the agent'\''s facts as JSON Lines (with --user\: that person'\''s and the agent-wide ones)' \
+    )
+    _describe -t commands 'duduclaw-session help facts commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__facts__subcmd__add_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__facts__subcmd__add_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help facts add commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__facts__subcmd__export_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__facts__subcmd__export_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help facts export commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__facts__subcmd__forget_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__facts__subcmd__forget_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help facts forget commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__facts__subcmd__import_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__facts__subcmd__import_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help facts import commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__facts__subcmd__list_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__facts__subcmd__list_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help facts list commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__facts__subcmd__search_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__facts__subcmd__search_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help facts search commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__help_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help help commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__history_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__history_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help history commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__id_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__id_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help id commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__man_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__man_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help man commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__pin_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__pin_commands() {
+    local commands; commands=(
+'show:Print the pinned task (nothing if there is none)' \
+'set:Replace the pinned task (at most 1,000 characters)' \
+'append:Add a \`\[+\]\` line to the pinned task, shortened to stay within 1,000 characters' \
+'clear:Remove the pinned task' \
+    )
+    _describe -t commands 'duduclaw-session help pin commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__pin__subcmd__append_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__pin__subcmd__append_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help pin append commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__pin__subcmd__clear_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__pin__subcmd__clear_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help pin clear commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__pin__subcmd__set_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__pin__subcmd__set_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help pin set commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__pin__subcmd__show_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__pin__subcmd__show_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help pin show commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__prompt_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__prompt_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help prompt commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__sessions_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__sessions_commands() {
+    local commands; commands=(
+'list:List sessions (id, agent, channel, thread, turns, last used), most recently used first' \
+'show:Show one session\: key, handle, pin, summary, size, pending side calls' \
+'rm:Delete sessions (their turns and pending jobs) by id' \
+'prune:Delete sessions not used for longer than a duration; prints their ids' \
+    )
+    _describe -t commands 'duduclaw-session help sessions commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__sessions__subcmd__list_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__sessions__subcmd__list_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help sessions list commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__sessions__subcmd__prune_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__sessions__subcmd__prune_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help sessions prune commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__sessions__subcmd__rm_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__sessions__subcmd__rm_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help sessions rm commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__sessions__subcmd__show_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__sessions__subcmd__show_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help sessions show commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__turn_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__turn_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help turn commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__history_commands] )) ||
+_duduclaw-session__subcmd__history_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session history commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__id_commands] )) ||
+_duduclaw-session__subcmd__id_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session id commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__man_commands] )) ||
+_duduclaw-session__subcmd__man_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session man commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__pin_commands] )) ||
+_duduclaw-session__subcmd__pin_commands() {
+    local commands; commands=(
+'show:Print the pinned task (nothing if there is none)' \
+'set:Replace the pinned task (at most 1,000 characters)' \
+'append:Add a \`\[+\]\` line to the pinned task, shortened to stay within 1,000 characters' \
+'clear:Remove the pinned task' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'duduclaw-session pin commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__pin__subcmd__append_commands] )) ||
+_duduclaw-session__subcmd__pin__subcmd__append_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session pin append commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__pin__subcmd__clear_commands] )) ||
+_duduclaw-session__subcmd__pin__subcmd__clear_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session pin clear commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__pin__subcmd__help_commands] )) ||
+_duduclaw-session__subcmd__pin__subcmd__help_commands() {
+    local commands; commands=(
+'show:Print the pinned task (nothing if there is none)' \
+'set:Replace the pinned task (at most 1,000 characters)' \
+'append:Add a \`\[+\]\` line to the pinned task, shortened to stay within 1,000 characters' \
+'clear:Remove the pinned task' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'duduclaw-session pin help commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__pin__subcmd__help__subcmd__append_commands] )) ||
+_duduclaw-session__subcmd__pin__subcmd__help__subcmd__append_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session pin help append commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__pin__subcmd__help__subcmd__clear_commands] )) ||
+_duduclaw-session__subcmd__pin__subcmd__help__subcmd__clear_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session pin help clear commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__pin__subcmd__help__subcmd__help_commands] )) ||
+_duduclaw-session__subcmd__pin__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session pin help help commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__pin__subcmd__help__subcmd__set_commands] )) ||
+_duduclaw-session__subcmd__pin__subcmd__help__subcmd__set_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session pin help set commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__pin__subcmd__help__subcmd__show_commands] )) ||
+_duduclaw-session__subcmd__pin__subcmd__help__subcmd__show_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session pin help show commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__pin__subcmd__set_commands] )) ||
+_duduclaw-session__subcmd__pin__subcmd__set_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session pin set commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__pin__subcmd__show_commands] )) ||
+_duduclaw-session__subcmd__pin__subcmd__show_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session pin show commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__prompt_commands] )) ||
+_duduclaw-session__subcmd__prompt_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session prompt commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__sessions_commands] )) ||
+_duduclaw-session__subcmd__sessions_commands() {
+    local commands; commands=(
+'list:List sessions (id, agent, channel, thread, turns, last used), most recently used first' \
+'show:Show one session\: key, handle, pin, summary, size, pending side calls' \
+'rm:Delete sessions (their turns and pending jobs) by id' \
+'prune:Delete sessions not used for longer than a duration; prints their ids' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'duduclaw-session sessions commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__sessions__subcmd__help_commands] )) ||
+_duduclaw-session__subcmd__sessions__subcmd__help_commands() {
+    local commands; commands=(
+'list:List sessions (id, agent, channel, thread, turns, last used), most recently used first' \
+'show:Show one session\: key, handle, pin, summary, size, pending side calls' \
+'rm:Delete sessions (their turns and pending jobs) by id' \
+'prune:Delete sessions not used for longer than a duration; prints their ids' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'duduclaw-session sessions help commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__sessions__subcmd__help__subcmd__help_commands] )) ||
+_duduclaw-session__subcmd__sessions__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session sessions help help commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__sessions__subcmd__help__subcmd__list_commands] )) ||
+_duduclaw-session__subcmd__sessions__subcmd__help__subcmd__list_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session sessions help list commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__sessions__subcmd__help__subcmd__prune_commands] )) ||
+_duduclaw-session__subcmd__sessions__subcmd__help__subcmd__prune_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session sessions help prune commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__sessions__subcmd__help__subcmd__rm_commands] )) ||
+_duduclaw-session__subcmd__sessions__subcmd__help__subcmd__rm_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session sessions help rm commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__sessions__subcmd__help__subcmd__show_commands] )) ||
+_duduclaw-session__subcmd__sessions__subcmd__help__subcmd__show_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session sessions help show commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__sessions__subcmd__list_commands] )) ||
+_duduclaw-session__subcmd__sessions__subcmd__list_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session sessions list commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__sessions__subcmd__prune_commands] )) ||
+_duduclaw-session__subcmd__sessions__subcmd__prune_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session sessions prune commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__sessions__subcmd__rm_commands] )) ||
+_duduclaw-session__subcmd__sessions__subcmd__rm_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session sessions rm commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__sessions__subcmd__show_commands] )) ||
+_duduclaw-session__subcmd__sessions__subcmd__show_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session sessions show commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__turn_commands] )) ||
+_duduclaw-session__subcmd__turn_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session turn commands' commands "$@"
+}
+
+if [ "$funcstack[1]" = "_duduclaw-session" ]; then
+    _duduclaw-session "$@"
+else
+    compdef _duduclaw-session duduclaw-session
+fi

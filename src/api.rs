@@ -1,0 +1,1164 @@
+//! The direct Messages API path, used when `claude` is unavailable and
+//! `ANTHROPIC_API_KEY` is set: the same assembled prompt and history as the
+//! CLI path, sent as one streamed `POST /v1/messages`, with prompt-cache
+//! breakpoints on the system prompt and on the third-most-recent assistant
+//! turn ("system_and_3"), so a long conversation reads most of its prefix
+//! from the cache.
+//!
+//! Failures carry the same [`Kind`]s as the CLI path: a rejected key is
+//! [`Kind::NotLoggedIn`], overload and rate limits are retried with
+//! exponential back-off within the timeout and then [`Kind::RateLimited`],
+//! the timeout is [`Kind::Timeout`], everything else [`Kind::ClaudeFailed`].
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::time::Duration;
+
+use anyhow::Result;
+use serde_json::{Map, Value, json};
+use tokio::time::Instant;
+
+use crate::claude::Outcome;
+use crate::error::{Kind, fail};
+use crate::prompt::HistoryTurn;
+
+/// Where requests go without `ANTHROPIC_BASE_URL`.
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The `anthropic-version` header.
+pub const API_VERSION: &str = "2023-06-01";
+/// The first system block of every main call. Kept byte-stable: it opens the
+/// cached prefix, so changing it invalidates every conversation's cache.
+pub const BASE_SYSTEM: &str = "You are Claude, a helpful assistant.";
+/// Output limit of a [`side_call`].
+pub const SIDE_MAX_TOKENS: u32 = 1024;
+/// The main call's model when `--model` is not given.
+pub const DEFAULT_MODEL: &str = "sonnet";
+/// The main call's output bound: long enough for a full chat answer.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+/// The history breakpoint sits on this assistant turn counting back from
+/// the newest (1 = the newest).
+pub const HISTORY_BREAKPOINT_BACK: usize = 3;
+
+/// First pause between retries; doubled each time up to [`BACKOFF_MAX`].
+const BACKOFF_FIRST: Duration = Duration::from_millis(500);
+const BACKOFF_MAX: Duration = Duration::from_secs(8);
+/// Connecting may take at most this long (within the overall timeout).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Error details are cut to this many characters.
+const DETAIL_MAX: usize = 300;
+
+/// Where and how to reach the API.
+#[derive(Clone)]
+pub struct ApiConfig {
+    /// `ANTHROPIC_BASE_URL`, or [`DEFAULT_BASE_URL`]; without `/v1`.
+    pub base_url: String,
+    pub api_key: String,
+    /// Bounds a whole call, retries and streaming included.
+    pub timeout: Duration,
+}
+
+impl fmt::Debug for ApiConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &"<redacted>")
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl ApiConfig {
+    /// From `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`; `None` without a key.
+    pub fn from_env(timeout: Duration) -> Option<ApiConfig> {
+        ApiConfig::from_vars(
+            std::env::var("ANTHROPIC_API_KEY").ok(),
+            std::env::var("ANTHROPIC_BASE_URL").ok(),
+            timeout,
+        )
+    }
+
+    /// [`from_env`](Self::from_env) on given values: a blank key is no key,
+    /// a blank base URL is the default one.
+    pub fn from_vars(
+        api_key: Option<String>,
+        base_url: Option<String>,
+        timeout: Duration,
+    ) -> Option<ApiConfig> {
+        let api_key = api_key?.trim().to_string();
+        if api_key.is_empty() {
+            return None;
+        }
+        let base_url = base_url
+            .map(|b| b.trim().trim_end_matches('/').to_string())
+            .filter(|b| !b.is_empty())
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+        Some(ApiConfig {
+            base_url,
+            api_key,
+            timeout,
+        })
+    }
+
+    /// `{base}/v1/messages`.
+    pub fn messages_url(&self) -> String {
+        format!("{}/v1/messages", self.base_url.trim_end_matches('/'))
+    }
+}
+
+/// The model id sent to the API for a model name as the CLI takes it.
+///
+/// `haiku`, `sonnet` and `opus` are the `claude` CLI's aliases; the API
+/// does not know them, so we map them here to the current models of each
+/// family (our mapping, updated by hand when a new model ships). Anything
+/// else is taken for a full model id and passes through unchanged.
+pub fn model_id(alias: &str) -> String {
+    let alias = alias.trim();
+    match alias.to_ascii_lowercase().as_str() {
+        "haiku" => "claude-haiku-4-5".to_string(),
+        "sonnet" => "claude-sonnet-4-6".to_string(),
+        "opus" => "claude-opus-4-6".to_string(),
+        _ => alias.to_string(),
+    }
+}
+
+/// One main call.
+#[derive(Debug, Clone, Copy)]
+pub struct ApiTurn<'a> {
+    /// An alias or a full model id (see [`model_id`]).
+    pub model: &'a str,
+    /// Our text for the system prompt (summary, pin), after [`BASE_SYSTEM`].
+    pub system: Option<&'a str>,
+    /// Earlier turns, oldest first: (is_user, text).
+    pub history: &'a [HistoryTurn],
+    /// The assembled last user message (recap, facts, the message).
+    pub user: &'a str,
+    pub max_tokens: u32,
+}
+
+fn text_block(text: &str) -> Value {
+    json!({"type": "text", "text": text})
+}
+
+fn mark(block: &mut Value) {
+    if let Some(o) = block.as_object_mut() {
+        o.insert("cache_control".into(), json!({"type": "ephemeral"}));
+    }
+}
+
+/// The request body of a main call.
+///
+/// * `system`: [`BASE_SYSTEM`], then `turn.system` as a second block; the
+///   last block carries a cache breakpoint.
+/// * `messages`: the history with consecutive turns of one role merged into
+///   one message (one text block per turn, so earlier blocks stay
+///   byte-identical from request to request), blank turns and leading
+///   assistant turns dropped; then the last user message, as a block of its
+///   own (appended to a trailing user message of the history, if any). The
+///   last block of the [`HISTORY_BREAKPOINT_BACK`]th assistant message from
+///   the end carries the second breakpoint; the last user message never
+///   does, as it changes every turn.
+pub fn request_body(turn: &ApiTurn, stream: bool) -> Value {
+    let mut system = vec![text_block(BASE_SYSTEM)];
+    if let Some(s) = turn.system.filter(|s| !s.trim().is_empty()) {
+        system.push(text_block(s));
+    }
+    if let Some(last) = system.last_mut() {
+        mark(last);
+    }
+
+    let mut messages: Vec<(bool, Vec<Value>)> = Vec::new();
+    for (is_user, text) in turn.history {
+        if text.trim().is_empty() || (messages.is_empty() && !is_user) {
+            continue;
+        }
+        match messages.last_mut() {
+            Some((role, blocks)) if role == is_user => blocks.push(text_block(text)),
+            _ => messages.push((*is_user, vec![text_block(text)])),
+        }
+    }
+    if let Some((_, blocks)) = messages
+        .iter_mut()
+        .rev()
+        .filter(|(is_user, _)| !is_user)
+        .nth(HISTORY_BREAKPOINT_BACK - 1)
+        && let Some(last) = blocks.last_mut()
+    {
+        mark(last);
+    }
+    match messages.last_mut() {
+        Some((true, blocks)) => blocks.push(text_block(turn.user)),
+        _ => messages.push((true, vec![text_block(turn.user)])),
+    }
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|(is_user, content)| {
+            json!({"role": if is_user { "user" } else { "assistant" }, "content": content})
+        })
+        .collect();
+
+    let mut body = json!({
+        "model": model_id(turn.model),
+        "max_tokens": turn.max_tokens,
+        "system": system,
+        "messages": messages,
+    });
+    if stream {
+        body["stream"] = Value::Bool(true);
+    }
+    body
+}
+
+/// The request body of a [`side_call`]: no base line, the side prompt as
+/// the one (cached) system block, `input` as the one user message.
+pub fn side_body(model: &str, system: &str, input: &str) -> Value {
+    let mut block = text_block(system);
+    mark(&mut block);
+    json!({
+        "model": model_id(model),
+        "max_tokens": SIDE_MAX_TOKENS,
+        "system": [block],
+        "messages": [{"role": "user", "content": [text_block(input)]}],
+    })
+}
+
+/// Run a main call, streaming reply text to `on_text` as it arrives.
+///
+/// The [`Outcome`] has the full text, the usage as the API reported it
+/// (`message_start` merged with `message_delta`), a cost estimated by
+/// [`estimate_cost`], no session id, and `streamed` set.
+pub async fn send(
+    cfg: &ApiConfig,
+    turn: &ApiTurn<'_>,
+    mut on_text: impl FnMut(&str),
+) -> Result<Outcome> {
+    let started = std::time::Instant::now();
+    let body = request_body(turn, true);
+    let model = body["model"].as_str().unwrap_or_default().to_string();
+    let client = client()?;
+    let mut retry = Retry::new(cfg);
+    loop {
+        let attempt = stream_once(&client, cfg, &body, &mut on_text);
+        let failed = match tokio::time::timeout_at(retry.deadline, attempt).await {
+            Err(_) => return Err(timed_out(cfg)),
+            Ok(Ok(reply)) => {
+                let usage = (!reply.usage.is_empty()).then_some(Value::Object(reply.usage));
+                let cost_usd = usage.as_ref().and_then(|u| estimate_cost(&model, u));
+                if reply.stop_reason.as_deref() == Some("max_tokens") {
+                    tracing::warn!("the reply stopped at max_tokens ({})", turn.max_tokens);
+                }
+                return Ok(Outcome {
+                    text: reply.text,
+                    session_id: None,
+                    usage,
+                    cost_usd,
+                    duration_ms: started.elapsed().as_millis() as i64,
+                    streamed: true,
+                });
+            }
+            Ok(Err(failed)) => failed,
+        };
+        retry.wait(failed).await?;
+    }
+}
+
+/// One non-streaming call with `system` and one user message (the pin and
+/// fact extraction, the summary); returns the reply text.
+pub async fn side_call(cfg: &ApiConfig, model: &str, system: &str, input: &str) -> Result<String> {
+    let body = side_body(model, system, input);
+    let client = client()?;
+    let mut retry = Retry::new(cfg);
+    loop {
+        let attempt = async {
+            let resp = post(&client, cfg, &body).await?;
+            let message = read_json(resp).await?;
+            Ok::<_, Failed>(message_text(&message))
+        };
+        let failed = match tokio::time::timeout_at(retry.deadline, attempt).await {
+            Err(_) => return Err(timed_out(cfg)),
+            Ok(Ok(text)) => return Ok(text),
+            Ok(Err(failed)) => failed,
+        };
+        retry.wait(failed).await?;
+    }
+}
+
+/// A rough cost in USD from `usage`, at list prices per million tokens for
+/// the model's family (cache writes at 1.25 times the input price, reads at
+/// 0.1 times); `None` for models we have no price for. An estimate for the
+/// record, like the CLI's own `total_cost_usd`; not a bill.
+pub fn estimate_cost(model: &str, usage: &Value) -> Option<f64> {
+    let m = model.to_ascii_lowercase();
+    let (input, output) = if m.contains("opus") {
+        if ["opus-4-0", "opus-4-1", "opus-4-2025", "3-opus"]
+            .iter()
+            .any(|old| m.contains(old))
+        {
+            (15.0, 75.0)
+        } else {
+            (5.0, 25.0)
+        }
+    } else if m.contains("sonnet") {
+        (3.0, 15.0)
+    } else if m.contains("3-5-haiku") {
+        (0.8, 4.0)
+    } else if m.contains("3-haiku") {
+        (0.25, 1.25)
+    } else if m.contains("haiku") {
+        (1.0, 5.0)
+    } else {
+        return None;
+    };
+    let n = |key: &str| usage.get(key).and_then(Value::as_f64).unwrap_or(0.0);
+    let dollars = n("input_tokens") * input
+        + n("cache_creation_input_tokens") * input * 1.25
+        + n("cache_read_input_tokens") * input * 0.1
+        + n("output_tokens") * output;
+    Some(dollars / 1e6)
+}
+
+/// Why one attempt failed.
+#[derive(Debug)]
+enum Failed {
+    /// Worth another attempt (overload, rate limit, a server error, a
+    /// stream cut before any text); `kind` and `message` if none is left.
+    Transient {
+        kind: Kind,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    Fatal(anyhow::Error),
+}
+
+impl Failed {
+    fn transient(kind: Kind, message: String) -> Failed {
+        Failed::Transient {
+            kind,
+            message,
+            retry_after: None,
+        }
+    }
+
+    fn fatal(kind: Kind, message: String) -> Failed {
+        Failed::Fatal(fail(kind, message))
+    }
+}
+
+/// The deadline of a call and its retries so far.
+struct Retry {
+    deadline: Instant,
+    attempts: u32,
+}
+
+impl Retry {
+    fn new(cfg: &ApiConfig) -> Retry {
+        Retry {
+            deadline: Instant::now() + cfg.timeout,
+            attempts: 0,
+        }
+    }
+
+    /// Sleep before the next attempt, or give up when `failed` is fatal or
+    /// the pause would end past the deadline.
+    async fn wait(&mut self, failed: Failed) -> Result<()> {
+        let (kind, message, retry_after) = match failed {
+            Failed::Fatal(e) => return Err(e),
+            Failed::Transient {
+                kind,
+                message,
+                retry_after,
+            } => (kind, message, retry_after),
+        };
+        self.attempts += 1;
+        let pause = backoff(self.attempts).max(retry_after.unwrap_or_default());
+        if Instant::now() + pause >= self.deadline {
+            let tries = match self.attempts {
+                1 => "1 attempt".to_string(),
+                n => format!("{n} attempts"),
+            };
+            return Err(fail(kind, format!("{message} (gave up after {tries})")));
+        }
+        tracing::info!(
+            "{message}; retrying in {}",
+            humantime::format_duration(pause)
+        );
+        tokio::time::sleep(pause).await;
+        Ok(())
+    }
+}
+
+/// The pause after the `n`th failed attempt (n >= 1): 0.5s, 1s, 2s, ... 8s.
+fn backoff(n: u32) -> Duration {
+    BACKOFF_FIRST
+        .saturating_mul(1 << n.saturating_sub(1).min(16))
+        .min(BACKOFF_MAX)
+}
+
+fn timed_out(cfg: &ApiConfig) -> anyhow::Error {
+    let t = Duration::from_millis(cfg.timeout.as_millis() as u64);
+    fail(
+        Kind::Timeout,
+        format!(
+            "the API call timed out after {}",
+            humantime::format_duration(t)
+        ),
+    )
+}
+
+fn client() -> Result<reqwest::Client> {
+    // reqwest is built without a default crypto provider (its default one
+    // needs aws-lc's C build); install ring's, unless one is already set.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .user_agent(concat!("duduclaw-session/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| {
+            fail(
+                Kind::ClaudeFailed,
+                format!("could not set up the HTTP client: {}", chain(&e)),
+            )
+        })
+}
+
+/// POST `body`; a non-2xx answer is turned into its [`Failed`].
+async fn post(
+    client: &reqwest::Client,
+    cfg: &ApiConfig,
+    body: &Value,
+) -> Result<reqwest::Response, Failed> {
+    let url = cfg.messages_url();
+    let resp = client
+        .post(&url)
+        .header("x-api-key", &cfg.api_key)
+        .header("anthropic-version", API_VERSION)
+        .json(body)
+        .send()
+        .await
+        .map_err(|e| {
+            let what = if e.is_connect() {
+                "could not connect to the API at"
+            } else {
+                "the request to the API failed at"
+            };
+            Failed::fatal(Kind::ClaudeFailed, format!("{what} {url}: {}", chain(&e)))
+        })?;
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    let headers = resp.headers();
+    let retry_after = retry_after(headers);
+    let should_retry = headers
+        .get("x-should-retry")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim() != "false");
+    let text = resp.text().await.unwrap_or_default();
+    Err(http_failure(
+        status.as_u16(),
+        &text,
+        retry_after,
+        should_retry,
+    ))
+}
+
+/// `retry-after-ms`, else `retry-after` in seconds (an HTTP date is ignored).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let num = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|n| n.is_finite() && *n >= 0.0)
+    };
+    num("retry-after-ms")
+        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+        .or_else(|| num("retry-after").map(Duration::from_secs_f64))
+}
+
+/// The API's `{"type":"error","error":{"type":..,"message":..}}` as
+/// (type, "type: message"); a body that is not one, cut to a line.
+fn error_detail(body: &str) -> (String, String) {
+    let parsed = serde_json::from_str::<Value>(body).ok();
+    let err = parsed.as_ref().map(|v| &v["error"]);
+    let kind = err
+        .and_then(|e| e["type"].as_str())
+        .unwrap_or("")
+        .to_string();
+    let message = err.and_then(|e| e["message"].as_str()).unwrap_or("");
+    let detail = match (kind.as_str(), message) {
+        ("", "") if parsed.is_some() || body.trim().is_empty() => "no error message".to_string(),
+        ("", "") => body.to_string(),
+        (k, "") => k.to_string(),
+        ("", m) => m.to_string(),
+        (k, m) => format!("{k}: {m}"),
+    };
+    (kind, crate::text::shorten(&detail, DETAIL_MAX))
+}
+
+/// Classify an error answer.
+fn http_failure(
+    status: u16,
+    body: &str,
+    retry_after: Option<Duration>,
+    should_retry: Option<bool>,
+) -> Failed {
+    let (kind, detail) = error_detail(body);
+    let failed = match status {
+        401 | 403 => Failed::fatal(
+            Kind::NotLoggedIn,
+            format!("the API rejected the key ({status}): {detail}; check ANTHROPIC_API_KEY"),
+        ),
+        _ if status == 429
+            || status == 503
+            || status == 529
+            || kind == "overloaded_error"
+            || kind == "rate_limit_error" =>
+        {
+            Failed::Transient {
+                kind: Kind::RateLimited,
+                message: format!("the API is rate limited or overloaded ({status}): {detail}"),
+                retry_after,
+            }
+        }
+        500 | 502 | 504 => Failed::Transient {
+            kind: Kind::ClaudeFailed,
+            message: format!("the API failed ({status}): {detail}"),
+            retry_after,
+        },
+        400..=499 if detail.to_lowercase().contains("credit balance") => Failed::fatal(
+            Kind::NotLoggedIn,
+            format!("the API refused the key's account ({status}): {detail}"),
+        ),
+        400..=499 => Failed::fatal(
+            Kind::ClaudeFailed,
+            format!("the API refused the request ({status}): {detail}"),
+        ),
+        _ => Failed::fatal(
+            Kind::ClaudeFailed,
+            format!("the API answered with status {status}: {detail}"),
+        ),
+    };
+    match failed {
+        Failed::Transient { kind, message, .. } if should_retry == Some(false) => {
+            Failed::fatal(kind, message)
+        }
+        other => other,
+    }
+}
+
+/// Read a whole JSON answer.
+async fn read_json(resp: reqwest::Response) -> Result<Value, Failed> {
+    let bytes = resp.bytes().await.map_err(|e| {
+        Failed::transient(
+            Kind::ClaudeFailed,
+            format!("the API answer broke off: {}", chain(&e)),
+        )
+    })?;
+    serde_json::from_slice(&bytes).map_err(|_| {
+        Failed::fatal(
+            Kind::ClaudeFailed,
+            format!(
+                "the API answered with something that is not JSON: {}",
+                crate::text::shorten(&String::from_utf8_lossy(&bytes), 120)
+            ),
+        )
+    })
+}
+
+/// The text blocks of a message, joined.
+fn message_text(message: &Value) -> String {
+    message["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter(|b| b["type"] == "text")
+                .filter_map(|b| b["text"].as_str())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A streamed reply, put together.
+#[derive(Debug, Default)]
+struct Streamed {
+    text: String,
+    usage: Map<String, Value>,
+    stop_reason: Option<String>,
+    /// `message_stop` arrived.
+    complete: bool,
+}
+
+impl Streamed {
+    fn merge_usage(&mut self, usage: &Value) {
+        if let Some(u) = usage.as_object() {
+            for (k, v) in u {
+                if !v.is_null() {
+                    self.usage.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+
+    /// Take one server-sent event.
+    fn event(
+        &mut self,
+        name: &str,
+        data: &str,
+        on_text: &mut impl FnMut(&str),
+    ) -> Result<(), Failed> {
+        let Ok(v) = serde_json::from_str::<Value>(data) else {
+            if name == "error" {
+                return Err(Failed::fatal(
+                    Kind::ClaudeFailed,
+                    format!(
+                        "the API stream failed: {}",
+                        crate::text::shorten(data, DETAIL_MAX)
+                    ),
+                ));
+            }
+            tracing::debug!(event = name, "skipping an unreadable event");
+            return Ok(());
+        };
+        match v["type"].as_str().unwrap_or(name) {
+            "message_start" => self.merge_usage(&v["message"]["usage"]),
+            "content_block_delta" if v["delta"]["type"] == "text_delta" => {
+                if let Some(text) = v["delta"]["text"].as_str().filter(|t| !t.is_empty()) {
+                    self.text.push_str(text);
+                    on_text(text);
+                }
+            }
+            "message_delta" => {
+                self.merge_usage(&v["usage"]);
+                if let Some(r) = v["delta"]["stop_reason"].as_str() {
+                    self.stop_reason = Some(r.to_string());
+                }
+            }
+            "message_stop" => self.complete = true,
+            "error" => {
+                let (kind, detail) = error_detail(data);
+                let message = format!("the API stream failed: {detail}");
+                let load = kind == "overloaded_error" || kind == "rate_limit_error";
+                let kind = if load {
+                    Kind::RateLimited
+                } else {
+                    Kind::ClaudeFailed
+                };
+                // Before any text a retry is invisible to the reader.
+                return Err(if self.text.is_empty() {
+                    Failed::transient(kind, message)
+                } else {
+                    Failed::fatal(kind, message)
+                });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The stream ended (or broke off with `broke`).
+    fn finish(self, broke: Option<String>) -> Result<Streamed, Failed> {
+        if self.complete {
+            return Ok(self);
+        }
+        let message = match broke {
+            Some(e) => format!("the API stream broke off: {e}"),
+            None => "the API stream ended before the reply was complete".to_string(),
+        };
+        Err(if self.text.is_empty() {
+            Failed::transient(Kind::ClaudeFailed, message)
+        } else {
+            Failed::fatal(Kind::ClaudeFailed, message)
+        })
+    }
+}
+
+/// One streamed attempt.
+async fn stream_once(
+    client: &reqwest::Client,
+    cfg: &ApiConfig,
+    body: &Value,
+    on_text: &mut impl FnMut(&str),
+) -> Result<Streamed, Failed> {
+    let mut resp = post(client, cfg, body).await?;
+    let is_sse = resp
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.trim_start().starts_with("text/event-stream"));
+    if !is_sse {
+        // A proxy that does not stream: take the whole message.
+        let message = read_json(resp).await?;
+        let mut reply = Streamed {
+            text: message_text(&message),
+            stop_reason: message["stop_reason"].as_str().map(str::to_string),
+            complete: true,
+            ..Streamed::default()
+        };
+        reply.merge_usage(&message["usage"]);
+        if !reply.text.is_empty() {
+            on_text(&reply.text);
+        }
+        return Ok(reply);
+    }
+    let mut sse = Sse::default();
+    let mut reply = Streamed::default();
+    let mut events = Vec::new();
+    loop {
+        let chunk = match resp.chunk().await {
+            Ok(chunk) => chunk,
+            Err(e) => return reply.finish(Some(chain(&e))),
+        };
+        let done = chunk.is_none();
+        match chunk {
+            Some(bytes) => sse.feed(&bytes, &mut events),
+            None => sse.finish(&mut events),
+        }
+        for (name, data) in events.drain(..) {
+            reply.event(&name, &data, on_text)?;
+        }
+        if done || reply.complete {
+            return reply.finish(None);
+        }
+    }
+}
+
+/// A minimal server-sent events reader: `event:` and `data:` fields, events
+/// ending at a blank line, `:` comments ignored, LF or CRLF line ends.
+#[derive(Debug, Default)]
+struct Sse {
+    buf: Vec<u8>,
+    event: String,
+    data: String,
+    has_data: bool,
+}
+
+impl Sse {
+    /// Feed bytes; complete events are pushed to `out` as (event, data).
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<(String, String)>) {
+        self.buf.extend_from_slice(bytes);
+        let mut start = 0;
+        while let Some(nl) = self.buf[start..].iter().position(|&b| b == b'\n') {
+            let end = start + nl;
+            let mut line = &self.buf[start..end];
+            if line.last() == Some(&b'\r') {
+                line = &line[..line.len() - 1];
+            }
+            let line = String::from_utf8_lossy(line).into_owned();
+            self.line(&line, out);
+            start = end + 1;
+        }
+        self.buf.drain(..start);
+    }
+
+    /// The stream ended: take a last line and event without their ends.
+    fn finish(&mut self, out: &mut Vec<(String, String)>) {
+        if !self.buf.is_empty() {
+            let line = String::from_utf8_lossy(&self.buf).into_owned();
+            self.buf.clear();
+            self.line(line.trim_end_matches('\r'), out);
+        }
+        self.line("", out);
+    }
+
+    fn line(&mut self, line: &str, out: &mut Vec<(String, String)>) {
+        if line.is_empty() {
+            if self.has_data {
+                out.push((
+                    std::mem::take(&mut self.event),
+                    std::mem::take(&mut self.data),
+                ));
+            }
+            self.event.clear();
+            self.has_data = false;
+            return;
+        }
+        if line.starts_with(':') {
+            return;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line, ""),
+        };
+        match field {
+            "event" => self.event = value.to_string(),
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// An error and its sources on one line, repeats left out.
+fn chain(e: &dyn StdError) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur: Option<&dyn StdError> = Some(e);
+    while let Some(err) = cur {
+        let s = err.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+        cur = err.source();
+    }
+    crate::text::shorten(&parts.join(": "), DETAIL_MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn history(assistant_turns: usize) -> Vec<HistoryTurn> {
+        (0..assistant_turns)
+            .flat_map(|i| {
+                [
+                    (true, format!("question {i}")),
+                    (false, format!("answer {i}")),
+                ]
+            })
+            .collect()
+    }
+
+    fn turn<'a>(history: &'a [HistoryTurn], system: Option<&'a str>) -> ApiTurn<'a> {
+        ApiTurn {
+            model: "sonnet",
+            system,
+            history,
+            user: "recap\nnow?",
+            max_tokens: 4096,
+        }
+    }
+
+    /// Where `cache_control` sits, as the stand-in names it.
+    fn breakpoints(body: &Value) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, b) in body["system"].as_array().unwrap().iter().enumerate() {
+            if b.get("cache_control").is_some() {
+                out.push(format!("system[{i}]"));
+            }
+        }
+        for (i, m) in body["messages"].as_array().unwrap().iter().enumerate() {
+            for (j, b) in m["content"].as_array().unwrap().iter().enumerate() {
+                if b.get("cache_control").is_some() {
+                    out.push(format!("messages[{i}].content[{j}]"));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn breakpoints_sit_on_system_and_third_newest_assistant_turn() {
+        let cases: [(usize, &[&str]); 5] = [
+            (0, &["system[1]"]),
+            (1, &["system[1]"]),
+            (2, &["system[1]"]),
+            (3, &["system[1]", "messages[1].content[0]"]),
+            (5, &["system[1]", "messages[5].content[0]"]),
+        ];
+        for (n, want) in cases {
+            let h = history(n);
+            let body = request_body(&turn(&h, Some("<pinned_task>x</pinned_task>")), true);
+            assert_eq!(breakpoints(&body), want, "{n} assistant turns");
+            let messages = body["messages"].as_array().unwrap();
+            assert_eq!(messages.len(), 2 * n + 1);
+            let last = messages.last().unwrap();
+            assert_eq!(last["role"], "user");
+            assert_eq!(last["content"][0]["text"], "recap\nnow?");
+            assert!(last["content"][0].get("cache_control").is_none());
+        }
+    }
+
+    #[test]
+    fn system_is_base_line_then_ours() {
+        let body = request_body(&turn(&[], Some("pin")), false);
+        assert_eq!(body["system"][0]["text"], BASE_SYSTEM);
+        assert_eq!(body["system"][1]["text"], "pin");
+        assert!(body.get("stream").is_none());
+        assert_eq!(body["model"], "claude-sonnet-4-6");
+        assert_eq!(body["max_tokens"], 4096);
+        let body = request_body(&turn(&[], Some("  ")), true);
+        assert_eq!(body["system"].as_array().unwrap().len(), 1);
+        assert_eq!(breakpoints(&body), ["system[0]"]);
+        assert_eq!(body["stream"], true);
+    }
+
+    #[test]
+    fn roles_alternate() {
+        let h: Vec<HistoryTurn> = vec![
+            (false, "stray greeting".into()),
+            (true, "a".into()),
+            (true, "b".into()),
+            (false, "".into()),
+            (false, "c".into()),
+            (false, "d".into()),
+            (true, "e".into()),
+        ];
+        let body = request_body(&turn(&h, None), true);
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "user"]);
+        let texts = |i: usize| -> Vec<String> {
+            body["messages"][i]["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b["text"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(texts(0), ["a", "b"]);
+        assert_eq!(texts(1), ["c", "d"]);
+        // A trailing user turn of the history keeps its block; ours follows.
+        assert_eq!(texts(2), ["e", "recap\nnow?"]);
+    }
+
+    #[test]
+    fn history_prefix_is_stable_from_turn_to_turn() {
+        // The blocks of earlier turns must not change when a turn is added,
+        // or the cache can never be read.
+        let h5 = history(5);
+        let h6 = history(6);
+        let strip = |body: Value| -> Vec<Value> {
+            body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    let mut m = m.clone();
+                    for b in m["content"].as_array_mut().unwrap() {
+                        b.as_object_mut().unwrap().remove("cache_control");
+                    }
+                    m
+                })
+                .collect()
+        };
+        let a = strip(request_body(&turn(&h5, Some("pin")), true));
+        let b = strip(request_body(&turn(&h6, Some("pin")), true));
+        assert_eq!(a[..10], b[..10]);
+    }
+
+    #[test]
+    fn aliases_map_and_ids_pass_through() {
+        assert_eq!(model_id("haiku"), "claude-haiku-4-5");
+        assert_eq!(model_id("Sonnet"), "claude-sonnet-4-6");
+        assert_eq!(model_id("opus"), "claude-opus-4-6");
+        assert_eq!(
+            model_id("claude-3-5-haiku-20241022"),
+            "claude-3-5-haiku-20241022"
+        );
+    }
+
+    #[test]
+    fn config_needs_a_key() {
+        let t = Duration::from_secs(5);
+        assert!(ApiConfig::from_vars(None, None, t).is_none());
+        assert!(ApiConfig::from_vars(Some(" ".into()), None, t).is_none());
+        let c = ApiConfig::from_vars(Some("k".into()), Some("".into()), t).unwrap();
+        assert_eq!(c.messages_url(), "https://api.anthropic.com/v1/messages");
+        let c =
+            ApiConfig::from_vars(Some("k".into()), Some("http://127.0.0.1:9/".into()), t).unwrap();
+        assert_eq!(c.messages_url(), "http://127.0.0.1:9/v1/messages");
+        assert!(!format!("{c:?}").contains("\"k\""));
+    }
+
+    #[test]
+    fn sse_survives_any_split() {
+        let stream = "event: message_start\r\ndata: {\"a\":1}\r\n\r\n: ping comment\n\
+                      event: content_block_delta\ndata: {\"t\":\"h\u{e9}llo\"}\n\n\
+                      data: line1\ndata: line2\n\nevent: message_stop\ndata: {}";
+        let bytes = stream.as_bytes();
+        let mut want = None;
+        for step in [1, 2, 3, 7, bytes.len()] {
+            let mut sse = Sse::default();
+            let mut out = Vec::new();
+            for chunk in bytes.chunks(step) {
+                sse.feed(chunk, &mut out);
+            }
+            sse.finish(&mut out);
+            assert_eq!(out.len(), 4, "step {step}: {out:?}");
+            assert_eq!(out[1].1, "{\"t\":\"h\u{e9}llo\"}");
+            assert_eq!(out[2], (String::new(), "line1\nline2".to_string()));
+            assert_eq!(out[3].0, "message_stop");
+            match &want {
+                None => want = Some(out),
+                Some(w) => assert_eq!(w, &out),
+            }
+        }
+    }
+
+    fn run_events(events: &[(&str, Value)]) -> (Result<Streamed, Failed>, Vec<String>) {
+        let mut seen = Vec::new();
+        let mut reply = Streamed::default();
+        for (name, data) in events {
+            if let Err(e) = reply.event(name, &data.to_string(), &mut |t: &str| {
+                seen.push(t.to_string())
+            }) {
+                return (Err(e), seen);
+            }
+        }
+        (reply.finish(None), seen)
+    }
+
+    fn delta(t: &str) -> (&'static str, Value) {
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}),
+        )
+    }
+
+    #[test]
+    fn stream_events_make_text_and_usage() {
+        let (reply, seen) = run_events(&[
+            (
+                "message_start",
+                json!({"type": "message_start", "message": {"usage": {"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 1}}}),
+            ),
+            ("ping", json!({"type": "ping"})),
+            delta("Hel"),
+            delta("lo"),
+            (
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 7}}),
+            ),
+            ("message_stop", json!({"type": "message_stop"})),
+        ]);
+        let reply = reply.unwrap();
+        assert_eq!(reply.text, "Hello");
+        assert_eq!(seen, ["Hel", "lo"]);
+        assert_eq!(reply.usage["output_tokens"], 7);
+        assert_eq!(reply.usage["cache_read_input_tokens"], 90);
+        assert_eq!(reply.stop_reason.as_deref(), Some("end_turn"));
+    }
+
+    #[test]
+    fn stream_error_event_fails() {
+        let overloaded = (
+            "error",
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        );
+        let (r, _) = run_events(std::slice::from_ref(&overloaded));
+        match r {
+            Err(Failed::Transient { kind, message, .. }) => {
+                assert_eq!(kind, Kind::RateLimited);
+                assert!(
+                    message.contains("overloaded_error: Overloaded"),
+                    "{message}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // After text was shown a retry would repeat it: fatal.
+        let (r, _) = run_events(&[delta("partial"), overloaded]);
+        assert!(matches!(r, Err(Failed::Fatal(_))), "{r:?}");
+        // A stream that just stops is incomplete.
+        let (r, _) = run_events(&[delta("partial")]);
+        let Err(Failed::Fatal(e)) = r else {
+            panic!("{r:?}")
+        };
+        assert!(e.to_string().contains("before the reply was complete"));
+    }
+
+    fn kind_of(f: Failed) -> (Kind, String, bool) {
+        match f {
+            Failed::Transient { kind, message, .. } => (kind, message, true),
+            Failed::Fatal(e) => {
+                let failure = e.downcast_ref::<crate::error::Failure>().unwrap();
+                (failure.kind, failure.message.clone(), false)
+            }
+        }
+    }
+
+    #[test]
+    fn http_errors_are_classified() {
+        let body = |t: &str, m: &str| {
+            json!({"type": "error", "error": {"type": t, "message": m}}).to_string()
+        };
+        let (k, m, retry) = kind_of(http_failure(
+            401,
+            &body("authentication_error", "invalid x-api-key"),
+            None,
+            None,
+        ));
+        assert_eq!((k, retry), (Kind::NotLoggedIn, false));
+        assert_eq!(
+            m,
+            "the API rejected the key (401): authentication_error: invalid x-api-key; check ANTHROPIC_API_KEY"
+        );
+        for status in [429, 503, 529] {
+            let (k, _, retry) = kind_of(http_failure(status, &body("x", "busy"), None, None));
+            assert_eq!((k, retry), (Kind::RateLimited, true), "{status}");
+        }
+        let (k, _, retry) = kind_of(http_failure(529, "", None, Some(false)));
+        assert_eq!((k, retry), (Kind::RateLimited, false));
+        let (k, _, retry) = kind_of(http_failure(500, &body("api_error", "oops"), None, None));
+        assert_eq!((k, retry), (Kind::ClaudeFailed, true));
+        let (k, m, retry) = kind_of(http_failure(
+            400,
+            &body("invalid_request_error", "messages: roles must alternate"),
+            None,
+            None,
+        ));
+        assert_eq!((k, retry), (Kind::ClaudeFailed, false));
+        assert!(m.ends_with("(400): invalid_request_error: messages: roles must alternate"));
+        let (k, _, _) = kind_of(http_failure(
+            400,
+            &body("invalid_request_error", "Your credit balance is too low"),
+            None,
+            None,
+        ));
+        assert_eq!(k, Kind::NotLoggedIn);
+        let (_, m, _) = kind_of(http_failure(404, "<html>\nnot\nfound</html>", None, None));
+        assert_eq!(
+            m,
+            "the API refused the request (404): <html> not found</html>"
+        );
+    }
+
+    #[test]
+    fn backoff_doubles_and_is_capped() {
+        let secs: Vec<f64> = (1..=7).map(|n| backoff(n).as_secs_f64()).collect();
+        assert_eq!(secs, [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]);
+        assert_eq!(backoff(u32::MAX), BACKOFF_MAX);
+    }
+
+    #[test]
+    fn retry_after_headers() {
+        let mut h = reqwest::header::HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert("retry-after", "3".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
+        h.insert("retry-after-ms", "250".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+        let mut h = reqwest::header::HeaderMap::new();
+        h.insert(
+            "retry-after",
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn cost_estimate() {
+        let usage = json!({"input_tokens": 1_000_000, "cache_read_input_tokens": 1_000_000,
+                           "cache_creation_input_tokens": 0, "output_tokens": 1_000_000});
+        let c = estimate_cost("claude-sonnet-4-6", &usage).unwrap();
+        assert!((c - (3.0 + 0.3 + 15.0)).abs() < 1e-9, "{c}");
+        assert_eq!(
+            estimate_cost("claude-opus-4-1", &json!({"output_tokens": 1_000_000})),
+            Some(75.0)
+        );
+        assert_eq!(
+            estimate_cost("claude-opus-4-6", &json!({"output_tokens": 1_000_000})),
+            Some(25.0)
+        );
+        assert_eq!(estimate_cost("standin", &usage), None);
+    }
+}

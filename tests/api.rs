@@ -1,0 +1,341 @@
+//! The direct Messages API path against the loopback stand-in: streaming,
+//! what a request carries, retries, failure kinds, and how much of a long
+//! conversation's input is read from the prompt cache.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use duduclaw_session::api::{self, ApiConfig, ApiTurn};
+use duduclaw_session::error::{Kind, exit_code_of};
+use duduclaw_session::prompt::HistoryTurn;
+use standin::{Recorded, Reply, StandIn};
+
+fn cfg(standin: &StandIn, timeout: Duration) -> ApiConfig {
+    ApiConfig::from_vars(
+        Some("sk-test-key".into()),
+        Some(standin.base_url()),
+        timeout,
+    )
+    .unwrap()
+}
+
+fn turn<'a>(history: &'a [HistoryTurn], system: Option<&'a str>, user: &'a str) -> ApiTurn<'a> {
+    ApiTurn {
+        model: "sonnet",
+        system,
+        history,
+        user,
+        max_tokens: 1000,
+    }
+}
+
+fn error(status: u16, kind: &str, message: &str) -> Reply {
+    Reply::Error {
+        status,
+        kind: kind.into(),
+        message: message.into(),
+    }
+}
+
+fn assert_kind(err: &anyhow::Error, kind: Kind) {
+    assert_eq!(exit_code_of(err), kind.exit_code(), "{err:#}");
+    let msg = format!("{err:#}");
+    assert_eq!(msg.lines().count(), 1, "{msg}");
+    assert!(msg.starts_with(char::is_lowercase), "{msg}");
+}
+
+#[tokio::test]
+async fn streamed_turn_returns_text_in_pieces() {
+    let standin = StandIn::start_with(|_| Reply::Text("Hello there, streamed reply.".into()));
+    let mut pieces = Vec::new();
+    let out = api::send(
+        &cfg(&standin, Duration::from_secs(10)),
+        &turn(&[], None, "hi"),
+        |t| pieces.push(t.to_string()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.text, "Hello there, streamed reply.");
+    assert!(pieces.len() > 1, "{pieces:?}");
+    assert_eq!(pieces.concat(), out.text);
+    assert!(out.streamed);
+    assert!(out.session_id.is_none());
+    let usage = out.usage.unwrap();
+    assert!(usage["input_tokens"].as_u64().is_some(), "{usage}");
+    assert_eq!(usage["output_tokens"], 28 / 4 + 1);
+    assert!(out.cost_usd.is_some_and(|c| c > 0.0));
+
+    let reqs = standin.requests();
+    assert_eq!(reqs.len(), 1);
+    let r = &reqs[0];
+    assert_eq!(r.path, "/v1/messages");
+    assert_eq!(r.header("x-api-key"), Some("sk-test-key"));
+    assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
+    assert!(
+        r.header("content-type")
+            .is_some_and(|t| t.starts_with("application/json"))
+    );
+    assert!(r.is_stream());
+    assert_eq!(r.model(), "claude-sonnet-4-6");
+}
+
+#[tokio::test]
+async fn request_carries_history_system_and_breakpoints() {
+    let standin = StandIn::start();
+    let c = cfg(&standin, Duration::from_secs(10));
+    let history: Vec<HistoryTurn> = (0..4)
+        .flat_map(|i| [(true, format!("q{i}")), (false, format!("a{i}"))])
+        .collect();
+    let system = "<pinned_task source=\"user\">\nship it\n</pinned_task>";
+    let user = "<task_recap source=\"user\">\nship it\n</task_recap>\n\nnext?";
+    api::send(&c, &turn(&history, Some(system), user), |_| {})
+        .await
+        .unwrap();
+    // Fewer than three assistant turns: only the system breakpoint.
+    api::send(&c, &turn(&history[..4], Some(system), user), |_| {})
+        .await
+        .unwrap();
+
+    let reqs = standin.requests();
+    let r = &reqs[0];
+    assert_eq!(r.system_blocks(), [api::BASE_SYSTEM, system]);
+    assert_eq!(r.user_texts(), ["q0", "q1", "q2", "q3", user]);
+    assert_eq!(r.assistant_texts(), ["a0", "a1", "a2", "a3"]);
+    assert_eq!(r.last_user_text(), user);
+    // a1 is the third-most-recent assistant turn (messages[3]).
+    assert_eq!(
+        r.cache_breakpoints(),
+        ["system[1]", "messages[3].content[0]"]
+    );
+    assert_eq!(r.body["max_tokens"], 1000);
+    assert_eq!(reqs[1].cache_breakpoints(), ["system[1]"]);
+}
+
+#[tokio::test]
+async fn overload_once_is_retried() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&calls);
+    let standin = StandIn::start_with(move |_| {
+        if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+            error(429, "rate_limit_error", "slow down")
+        } else {
+            Reply::Text("second time lucky".into())
+        }
+    });
+    let out = api::send(
+        &cfg(&standin, Duration::from_secs(10)),
+        &turn(&[], None, "hi"),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.text, "second time lucky");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn overload_forever_is_rate_limited_within_the_timeout() {
+    let standin = StandIn::start_with(|_| error(529, "overloaded_error", "Overloaded"));
+    let started = Instant::now();
+    let err = api::send(
+        &cfg(&standin, Duration::from_secs(2)),
+        &turn(&[], None, "hi"),
+        |_| {},
+    )
+    .await
+    .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_kind(&err, Kind::RateLimited);
+    let msg = err.to_string();
+    assert!(msg.contains("529") && msg.contains("Overloaded"), "{msg}");
+    assert!(standin.requests().len() >= 2, "retried");
+}
+
+#[tokio::test]
+async fn rejected_key_is_not_logged_in() {
+    let standin = StandIn::start_with(|_| error(401, "authentication_error", "invalid x-api-key"));
+    let err = api::send(
+        &cfg(&standin, Duration::from_secs(10)),
+        &turn(&[], None, "hi"),
+        |_| {},
+    )
+    .await
+    .unwrap_err();
+    assert_kind(&err, Kind::NotLoggedIn);
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("the API rejected the key (401): authentication_error: invalid x-api-key"),
+        "{msg}"
+    );
+    assert_eq!(standin.requests().len(), 1, "not retried");
+}
+
+#[tokio::test]
+async fn bad_request_is_claude_failed_with_the_api_message() {
+    let standin = StandIn::start_with(|_| {
+        error(
+            400,
+            "invalid_request_error",
+            "max_tokens: must be at most 64000",
+        )
+    });
+    let err = api::send(
+        &cfg(&standin, Duration::from_secs(10)),
+        &turn(&[], None, "hi"),
+        |_| {},
+    )
+    .await
+    .unwrap_err();
+    assert_kind(&err, Kind::ClaudeFailed);
+    assert!(
+        err.to_string()
+            .contains("(400): invalid_request_error: max_tokens: must be at most 64000"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn hang_times_out() {
+    let standin = StandIn::start_with(|_| Reply::Hang);
+    let started = Instant::now();
+    let err = api::send(
+        &cfg(&standin, Duration::from_millis(800)),
+        &turn(&[], None, "hi"),
+        |_| {},
+    )
+    .await
+    .unwrap_err();
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(800) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    assert_kind(&err, Kind::Timeout);
+    assert!(err.to_string().contains("timed out after 800ms"), "{err}");
+}
+
+#[tokio::test]
+async fn slow_stream_past_the_timeout_times_out() {
+    let standin = StandIn::start_with(|_| Reply::Slow {
+        text: "one two three".into(),
+        first_delay_ms: 0,
+        chunk_delay_ms: 2000,
+    });
+    let mut pieces = 0;
+    let err = api::send(
+        &cfg(&standin, Duration::from_millis(800)),
+        &turn(&[], None, "hi"),
+        |_| pieces += 1,
+    )
+    .await
+    .unwrap_err();
+    assert_kind(&err, Kind::Timeout);
+    assert_eq!(pieces, 1, "the first piece was shown before the timeout");
+}
+
+#[tokio::test]
+async fn unreachable_api_names_the_url() {
+    // A port that was free a moment ago: nothing listens there now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let c = ApiConfig::from_vars(
+        Some("k".into()),
+        Some(format!("http://127.0.0.1:{port}")),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let err = api::send(&c, &turn(&[], None, "hi"), |_| {})
+        .await
+        .unwrap_err();
+    assert_kind(&err, Kind::ClaudeFailed);
+    assert!(
+        err.to_string()
+            .contains(&format!("http://127.0.0.1:{port}/v1/messages")),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn side_call_is_not_streamed() {
+    let standin = StandIn::start_with(|r: &Recorded| {
+        Reply::Text(format!("extracted from {}", r.last_user_text()))
+    });
+    let text = api::side_call(
+        &cfg(&standin, Duration::from_secs(10)),
+        "haiku",
+        "Extract the task.",
+        "the message",
+    )
+    .await
+    .unwrap();
+    assert_eq!(text, "extracted from the message");
+    let reqs = standin.requests();
+    assert_eq!(reqs.len(), 1);
+    let r = &reqs[0];
+    assert!(!r.is_stream());
+    assert!(r.body.get("stream").is_none());
+    assert_eq!(r.model(), "claude-haiku-4-5");
+    assert_eq!(r.system_blocks(), ["Extract the task."]);
+    assert_eq!(r.body["max_tokens"], api::SIDE_MAX_TOKENS);
+}
+
+#[tokio::test]
+async fn side_call_errors_have_kinds() {
+    let standin = StandIn::start_with(|_| error(403, "permission_error", "key lacks permission"));
+    let err = api::side_call(&cfg(&standin, Duration::from_secs(10)), "haiku", "s", "i")
+        .await
+        .unwrap_err();
+    assert_kind(&err, Kind::NotLoggedIn);
+}
+
+/// A 20-turn conversation with a stable system text (summary and pin) and a
+/// growing history: the share of input tokens the stand-in's cache model
+/// reads from cache.
+#[tokio::test]
+async fn long_conversation_reads_most_input_from_cache() {
+    let standin = StandIn::start_with(|r: &Recorded| {
+        let n = r.user_texts().len();
+        Reply::Text(format!(
+            "Reply {n}: {}",
+            "here is a considered answer with some detail. ".repeat(12)
+        ))
+    });
+    let c = cfg(&standin, Duration::from_secs(10));
+    let pin = "migrate the build from webpack to vite without breaking the legacy routes";
+    let system = format!(
+        "<prior_conversation_summary>\n{}\n</prior_conversation_summary>\n\
+         <pinned_task source=\"user\">\n{pin}\n</pinned_task>",
+        "Earlier we looked at the config, the plugins and the dev server. ".repeat(8)
+    );
+    let mut history: Vec<HistoryTurn> = Vec::new();
+    for i in 1..=20 {
+        let message = format!(
+            "Step {i}: what should I change next in the build, and why? {}",
+            "Some context about the project. ".repeat(3)
+        );
+        let user = format!("<task_recap source=\"user\">\n{pin}\n</task_recap>\n\n{message}");
+        let out = api::send(&c, &turn(&history, Some(&system), &user), |_| {})
+            .await
+            .unwrap();
+        history.push((true, message));
+        history.push((false, out.text));
+    }
+    let (read, created, total) = standin.cache_stats();
+    let share = read as f64 / total as f64;
+    println!(
+        "cache over 20 turns: read {read}, created {created}, total input {total} tokens: {:.1}% read from cache",
+        share * 100.0
+    );
+    let last = standin.requests().pop().unwrap();
+    println!(
+        "last turn: {} read, {} created, {} uncached",
+        last.usage.cache_read_input_tokens,
+        last.usage.cache_creation_input_tokens,
+        last.usage.input_tokens
+    );
+    assert!(share >= 0.5, "only {:.1}% read from cache", share * 100.0);
+}
