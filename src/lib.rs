@@ -13,6 +13,7 @@ pub mod error;
 pub mod extract;
 pub mod fact_text;
 pub mod lock;
+pub mod output;
 pub mod pin;
 pub mod prompt;
 pub mod session_id;

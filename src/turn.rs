@@ -18,6 +18,7 @@ use crate::cli::{FactsIn, SessionArgs, TurnArgs};
 use crate::error::{Kind, ResultExt, fail};
 use crate::extract;
 use crate::lock::SessionLock;
+use crate::output::{Output, interrupted};
 use crate::pin;
 use crate::prompt::{self, HistoryTurn, Memory};
 use crate::session_id::{SessionKey, handle_id, session_id};
@@ -108,19 +109,30 @@ pub fn validate_message(bytes: Vec<u8>) -> Result<String> {
     Ok(message)
 }
 
+fn caps_key(claude: &Claude) -> String {
+    format!("claude-caps:{}", claude.fingerprint())
+}
+
+/// The cached probe of this exact binary, if any.
+pub fn cached_capabilities(store: &Store, claude: &Claude) -> Option<Capabilities> {
+    store
+        .meta(&caps_key(claude))
+        .ok()
+        .flatten()
+        .and_then(|v| serde_json::from_str(&v).ok())
+}
+
 /// What the installed claude supports, probed once per binary and cached in the store.
 pub async fn capabilities(store: Option<&mut Store>, claude: &Claude) -> Result<Capabilities> {
-    let key = format!("claude-caps:{}", claude.fingerprint());
-    if let Some(store) = &store
-        && let Some(cached) = store
-            .meta(&key)?
-            .and_then(|v| serde_json::from_str(&v).ok())
+    if let Some(cached) = store
+        .as_deref()
+        .and_then(|s| cached_capabilities(s, claude))
     {
         return Ok(cached);
     }
     let caps = claude.probe().await?;
     if let Some(store) = store {
-        store.set_meta(&key, &serde_json::to_string(&caps)?)?;
+        store.set_meta(&caps_key(claude), &serde_json::to_string(&caps)?)?;
     }
     Ok(caps)
 }
@@ -228,7 +240,7 @@ pub fn main_args(
 }
 
 /// Stored turns to replay: answered exchanges before `before`, after any summary.
-fn replay_history(store: &Store, session: &Session, before: i64) -> Result<Vec<HistoryTurn>> {
+pub fn replay_history(store: &Store, session: &Session, before: i64) -> Result<Vec<HistoryTurn>> {
     let after = session.summary_upto.unwrap_or(0);
     let turns = store
         .turns(&session.id, None)?
@@ -239,108 +251,6 @@ fn replay_history(store: &Store, session: &Session, before: i64) -> Result<Vec<H
         .map(|t| (t.role == "user", t.content))
         .collect();
     Ok(prompt::select_replay(turns))
-}
-
-/// Resolves when SIGINT, SIGTERM or SIGHUP arrives. The claude children
-/// run in their own process groups, so without this an interrupted turn
-/// would leave them running.
-async fn interrupted() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => "SIGINT",
-        _ = term.recv() => "SIGTERM",
-        _ = hup.recv() => "SIGHUP",
-    }
-}
-
-/// A spinner on stderr while nothing has arrived yet: only for a person at
-/// a terminal (stderr is a TTY and the reply is streamed, not `--json`).
-struct Spinner {
-    active: std::sync::Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Spinner {
-    fn start() -> Option<Spinner> {
-        use std::io::IsTerminal;
-        use std::sync::atomic::Ordering;
-        if !std::io::stderr().is_terminal() {
-            return None;
-        }
-        let active = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let flag = active.clone();
-        tokio::spawn(async move {
-            let frames = ['|', '/', '-', '\\'];
-            let mut i = 0;
-            while flag.load(Ordering::SeqCst) {
-                eprint!("\r{} waiting for claude", frames[i % frames.len()]);
-                i += 1;
-                tokio::time::sleep(Duration::from_millis(120)).await;
-            }
-        });
-        Some(Spinner { active })
-    }
-
-    /// Stop and erase the line. The runtime is single-threaded, so the
-    /// spinner task cannot write between this and the reply's first byte.
-    fn stop(self) {
-        self.active
-            .store(false, std::sync::atomic::Ordering::SeqCst);
-        eprint!("\r\x1b[K");
-    }
-}
-
-/// The reply on stdout as it arrives; a closed pipe stops output, not the turn.
-struct Output {
-    json: bool,
-    broken: bool,
-    last: Option<char>,
-    spinner: Option<Spinner>,
-}
-
-impl Output {
-    fn new(json: bool) -> Output {
-        Output {
-            json,
-            broken: false,
-            last: None,
-            spinner: if json { None } else { Spinner::start() },
-        }
-    }
-
-    fn stop_spinner(&mut self) {
-        if let Some(s) = self.spinner.take() {
-            s.stop();
-        }
-    }
-
-    fn text(&mut self, t: &str) {
-        if self.json || self.broken || t.is_empty() {
-            return;
-        }
-        self.stop_spinner();
-        let mut out = std::io::stdout().lock();
-        if out
-            .write_all(t.as_bytes())
-            .and_then(|()| out.flush())
-            .is_err()
-        {
-            self.broken = true;
-        }
-        self.last = t.chars().last();
-    }
-
-    fn end(&mut self) {
-        if self.last.is_some_and(|c| c != '\n') {
-            self.text("\n");
-        }
-    }
 }
 
 struct Ctx<'a> {
@@ -767,6 +677,15 @@ pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Resu
         },
     )?;
     drop(lock);
+    tracing::info!(
+        session = %sid,
+        handle = %reply.handle,
+        mode = reply.mode.as_str(),
+        path = reply.path,
+        facts = fact_texts.len(),
+        ms = started.elapsed().as_millis() as u64,
+        "turn answered"
+    );
 
     if !args.no_extract {
         let session = store.session(&sid)?.unwrap_or(session);
@@ -798,126 +717,6 @@ pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Resu
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "{obj}");
     }
-    Ok(())
-}
-
-/// `prompt`: print what `turn` would send, calling and writing nothing.
-pub async fn dry_run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Result<()> {
-    let message = read_message(args.message.as_deref())?;
-    let key = key_of(&args.session);
-    let sid = session_id(&key).to_string();
-    let store = if db.exists() {
-        Some(Store::open_existing(db)?)
-    } else {
-        None
-    };
-    let caps = match Claude::find(claude_path) {
-        Ok(c) => capabilities(None, &c)
-            .await
-            .unwrap_or_else(|_| Capabilities::assumed()),
-        Err(_) => Capabilities::assumed(),
-    };
-    let session = match &store {
-        Some(s) => s.session(&sid)?,
-        None => None,
-    };
-    let mut pin_text = session.as_ref().and_then(|s| s.pin.clone());
-    let (resume, handle, mut history) = match (&store, &session) {
-        (Some(st), Some(s)) => {
-            let last = st.turns(&s.id, Some(1))?;
-            if last
-                .last()
-                .is_some_and(|t| t.role == "assistant" && text::ends_with_question(&t.content))
-            {
-                pin_text = Some(pin::append_clarification(pin_text.as_deref(), &message));
-            }
-            let history = if s.handle_turns > 0 {
-                None
-            } else {
-                Some(replay_history(st, s, i64::MAX)?)
-            };
-            (s.handle_turns > 0, s.handle.clone(), history)
-        }
-        _ => (false, sid.clone(), None),
-    };
-    history = history.filter(|h| !h.is_empty());
-    let facts = match &store {
-        Some(st) => select_facts(st, key.agent, args.user.as_deref(), &message)?,
-        None => Vec::new(),
-    };
-    let fact_texts: Vec<String> = facts.iter().map(|f| f.fact.content.clone()).collect();
-    let mem = Memory {
-        pin: pin_text.as_deref(),
-        summary: session.as_ref().and_then(|s| s.summary.as_deref()),
-        facts: &fact_texts,
-        facts_in: Some(args.facts_in),
-    };
-    let system = prompt::system_append(&mem);
-    let append = system.as_ref().map(|t| {
-        if caps.append_system_prompt_file {
-            AppendArg::Inline(String::new())
-        } else {
-            AppendArg::Inline(t.clone())
-        }
-    });
-    let mut argv = main_args(&caps, &handle, resume, append.as_ref(), args);
-    if caps.append_system_prompt_file
-        && let Some(i) = argv.iter().position(|a| a == "--append-system-prompt=")
-    {
-        argv[i] = "--append-system-prompt-file".into();
-        argv.insert(
-            i + 1,
-            "<a private temp file holding the system text below>".into(),
-        );
-    }
-    let mode = if history.is_some() {
-        Mode::Replayed
-    } else if resume {
-        Mode::Resumed
-    } else {
-        Mode::New
-    };
-    let user = prompt::user_message(&mem, history.as_deref(), &message);
-    let argv_str: Vec<String> = std::iter::once("claude".to_string())
-        .chain(argv.iter().map(|a| a.to_string_lossy().into_owned()))
-        .collect();
-    if args.json {
-        let obj = json!({
-            "session_id": sid,
-            "handle": handle,
-            "mode": mode.as_str(),
-            "argv": argv_str,
-            "system_append": system,
-            "user_message": user,
-            "facts": facts,
-        });
-        println!("{obj}");
-        return Ok(());
-    }
-    let mut o = std::io::stdout().lock();
-    let _ = writeln!(
-        o,
-        "# session {sid} (handle {handle}, mode {})",
-        mode.as_str()
-    );
-    let _ = writeln!(o, "# argv\n{}", shell_words::join(&argv_str));
-    let _ = writeln!(
-        o,
-        "# appended system text\n{}",
-        system.as_deref().unwrap_or("(none)")
-    );
-    let _ = writeln!(o, "# facts chosen");
-    if facts.is_empty() {
-        let _ = writeln!(o, "(none)");
-    }
-    for f in &facts {
-        let _ = writeln!(
-            o,
-            "[{}] {} (score {:.3}, used {}x)",
-            f.fact.id, f.fact.content, f.score, f.fact.access_count
-        );
-    }
-    let _ = writeln!(o, "# user message (stdin)\n{user}");
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 
 mod doctor;
 mod facts;
+mod prompt;
 mod sessions;
 
 use std::io::Write;
@@ -26,7 +27,7 @@ pub async fn run(cli: Cli) -> Result<()> {
     let claude = cli.claude.as_deref();
     match &cli.command {
         Command::Turn(args) => turn::run(&db()?, claude, args).await,
-        Command::Prompt(args) => turn::dry_run(&db()?, claude, args).await,
+        Command::Prompt(args) => prompt::run(&db()?, claude, args).await,
         Command::Id(s) => {
             writeln!(std::io::stdout(), "{}", session_id(&key_of(s)))?;
             Ok(())
