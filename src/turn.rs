@@ -240,17 +240,21 @@ pub fn main_args(
 }
 
 /// Stored turns to replay: answered exchanges before `before`, after any summary.
+/// The live conversation before turn `before`: answered exchanges after
+/// the last compaction summary, oldest first.
+fn live_history(store: &Store, session: &Session, before: i64) -> Result<Vec<HistoryTurn>> {
+    Ok(
+        crate::compact::live_turns(session, store.turns(&session.id, None)?)
+            .into_iter()
+            .filter(|t| t.id < before)
+            .map(|t| (t.role == "user", t.content))
+            .collect(),
+    )
+}
+
+/// What a replay sends: the newest part of the live history, bounded.
 pub fn replay_history(store: &Store, session: &Session, before: i64) -> Result<Vec<HistoryTurn>> {
-    let after = session.summary_upto.unwrap_or(0);
-    let turns = store
-        .turns(&session.id, None)?
-        .into_iter()
-        .filter(|t| {
-            t.id > after && t.id < before && (t.role == "assistant" || t.status == "answered")
-        })
-        .map(|t| (t.role == "user", t.content))
-        .collect();
-    Ok(prompt::select_replay(turns))
+    Ok(prompt::select_replay(live_history(store, session, before)?))
 }
 
 struct Ctx<'a> {
@@ -389,15 +393,9 @@ async fn call_api(
     out: &mut Output,
 ) -> Result<Reply> {
     let cfg = cx.api.expect("the API path has a config");
-    let after = session.summary_upto.unwrap_or(0);
-    let history: Vec<HistoryTurn> = store
-        .turns(&session.id, None)?
-        .into_iter()
-        .filter(|t| {
-            t.id > after && t.id < user_turn && (t.role == "assistant" || t.status == "answered")
-        })
-        .map(|t| (t.role == "user", t.content))
-        .collect();
+    // Unbounded (compaction bounds it) and untrimmed: the messages must stay
+    // byte-identical from turn to turn for the prompt cache to hit.
+    let history = live_history(store, session, user_turn)?;
     let system = prompt::system_append(mem);
     let user = prompt::user_message(mem, None, message);
     let model = crate::api::model_id(
