@@ -276,3 +276,58 @@ fn corrupt_store_is_refused_and_left_untouched() {
     );
     assert_eq!(std::fs::read(&env.db).unwrap(), junk);
 }
+
+#[test]
+fn light_and_passthrough_arguments_reach_claude() {
+    let env = Env::fake(&format!(
+        "printf '%s\\n' \"$@\" > \"$FAKE_ARGS\"\n{}",
+        fake_success("ok")
+    ));
+    let args = env.dir.path().join("args");
+    let env = env.env("FAKE_ARGS", args.to_str().unwrap());
+    let out = env
+        .cmd()
+        .args([
+            "turn",
+            "--agent",
+            "a",
+            "--channel",
+            "c",
+            "--no-extract",
+            "--light",
+            "--model",
+            "opus",
+            "hi",
+            "--",
+            "--permission-mode",
+            "plan",
+        ])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let argv: Vec<String> = std::fs::read_to_string(&args)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let has = |pair: &[&str]| argv.windows(pair.len()).any(|w| w == pair);
+    assert!(
+        has(&["--effort", "medium"]) && has(&["--max-turns", "1"]) && has(&["--tools="]),
+        "{argv:?}"
+    );
+    assert!(has(&["--model", "opus"]), "{argv:?}");
+    assert!(
+        argv.ends_with(&["--permission-mode".to_string(), "plan".to_string()]),
+        "{argv:?}"
+    );
+    assert!(
+        has(&[
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages"
+        ]),
+        "{argv:?}"
+    );
+    assert!(has(&["--session-id"]) && !has(&["--resume"]), "{argv:?}");
+}
