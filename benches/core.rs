@@ -150,7 +150,15 @@ fn store_with(n: usize, seed: u64) -> (TempDir, Store, Vec<String>) {
 
 fn bench_retrieval(c: &mut Criterion) {
     let mut g = c.benchmark_group("facts");
-    for n in [1_000, 10_000, 100_000] {
+    // `cargo test --benches` runs each benchmark once, without `--bench`:
+    // skip building the big stores there.
+    let bench_mode = std::env::args().any(|a| a == "--bench");
+    let sizes: &[usize] = if bench_mode {
+        &[1_000, 10_000, 100_000]
+    } else {
+        &[1_000]
+    };
+    for &n in sizes {
         let t = std::time::Instant::now();
         let (_dir, store, _) = store_with(n, 7);
         eprintln!("built a store of {n} facts in {:.1?}", t.elapsed());
