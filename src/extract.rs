@@ -120,10 +120,14 @@ pub async fn run_job(
     let (system, input) = job_prompt(&job);
     let answer = match backend {
         Backend::Cli(claude, caps) => {
+            // An empty private folder as the working directory: from the
+            // user's project, claude would load its CLAUDE.md into the side
+            // call, inflating it and feeding project rules to the extractor.
+            let dir = tempfile::Builder::new().prefix("duduclaw-side-").tempdir();
             let call = Call {
                 args: side_args(&caps, &model, system),
                 stdin: input,
-                cwd: None,
+                cwd: dir.as_ref().ok().map(|d| d.path().to_path_buf()),
                 timeout,
             };
             claude

@@ -87,6 +87,12 @@ const MAX_QUERY_TERMS: usize = 32;
 /// the message has no searchable terms. Every term is a quoted string, so
 /// nothing in the message is ever read as FTS5 syntax.
 pub fn fts_query(message: &str) -> Option<String> {
+    let quoted = fts_terms(message);
+    (!quoted.is_empty()).then(|| quoted.join(" OR "))
+}
+
+/// The quoted terms [`fts_query`] joins: each one a valid FTS5 query alone.
+pub fn fts_terms(message: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
     let chars: Vec<char> = message.chars().collect();
     let mut i = 0;
@@ -112,13 +118,12 @@ pub fn fts_query(message: &str) -> Option<String> {
         }
     }
     let mut seen = HashSet::new();
-    let quoted: Vec<String> = terms
+    terms
         .into_iter()
         .filter(|t| seen.insert(t.clone()))
         .take(MAX_QUERY_TERMS)
         .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-        .collect();
-    (!quoted.is_empty()).then(|| quoted.join(" OR "))
+        .collect()
 }
 
 /// Shapes that are secrets whatever surrounds them.

@@ -586,3 +586,30 @@ fn a_failing_summary_leaves_the_session_working_and_whole() {
     let last = main_requests(&s).pop().unwrap();
     assert!(last.user_texts().iter().any(|t| t.contains("part 1:")));
 }
+
+#[test]
+fn side_calls_do_not_load_the_projects_claude_md() {
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url());
+    std::fs::write(
+        env.work.join("CLAUDE.md"),
+        "PROJECT RULE XYZZY: always answer in haiku form.\n",
+    )
+    .unwrap();
+    env.turn_json(
+        "a",
+        "c",
+        &[],
+        "We manage this monorepo with pnpm workspaces, please never suggest npm i at all.",
+    );
+    let main = main_requests(&s).pop().unwrap();
+    assert!(
+        main.all_text().contains("XYZZY"),
+        "the main call is the user's project session"
+    );
+    let sides: Vec<Recorded> = s.requests().into_iter().filter(is_side).collect();
+    assert_eq!(sides.len(), 2, "pin and facts");
+    for side in sides {
+        assert!(!side.all_text().contains("XYZZY"));
+    }
+}
