@@ -18,7 +18,7 @@ use crate::cli::{FactsIn, SessionArgs, TurnArgs};
 use crate::error::{Kind, ResultExt, fail};
 use crate::extract;
 use crate::lock::SessionLock;
-use crate::output::{Output, interrupted};
+use crate::output::{Output, SideGate, interrupted};
 use crate::pin;
 use crate::prompt::{self, HistoryTurn, Memory};
 use crate::session_id::{SessionKey, handle_id, session_id};
@@ -470,7 +470,7 @@ async fn main_call(
 
 type SideTask = JoinHandle<(Job, Result<String>)>;
 
-fn spawn_jobs(cx: &Ctx<'_>, jobs: Vec<Job>) -> Vec<SideTask> {
+fn spawn_jobs(cx: &Ctx<'_>, jobs: Vec<Job>, gate: &SideGate) -> Vec<SideTask> {
     let timeout = Duration::from_secs(cx.args.side_timeout);
     let backend = match (cx.cli, cx.api) {
         (Some((claude, caps)), _) => extract::Backend::Cli(claude.clone(), caps.clone()),
@@ -479,12 +479,13 @@ fn spawn_jobs(cx: &Ctx<'_>, jobs: Vec<Job>) -> Vec<SideTask> {
     };
     jobs.into_iter()
         .map(|job| {
-            tokio::spawn(extract::run_job(
-                backend.clone(),
-                cx.args.extract_model.clone(),
-                job,
-                timeout,
-            ))
+            let start = gate.wait();
+            let run =
+                extract::run_job(backend.clone(), cx.args.extract_model.clone(), job, timeout);
+            tokio::spawn(async move {
+                start.await;
+                run.await
+            })
         })
         .collect()
 }
@@ -615,6 +616,7 @@ pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Resu
         key,
         deadline,
     };
+    let gate = SideGate::new();
     let mut side = Vec::new();
     if !args.no_extract {
         enqueue(
@@ -625,7 +627,7 @@ pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Resu
             prev.as_ref().map(|p| p.content.as_str()),
             args,
         )?;
-        side = spawn_jobs(&cx, store.claim_jobs(&sid, lease_secs(args))?);
+        side = spawn_jobs(&cx, store.claim_jobs(&sid, lease_secs(args))?, &gate);
     }
     let side_until = Instant::now() + Duration::from_secs(args.side_timeout + 5);
 
@@ -637,7 +639,7 @@ pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Resu
         facts: &fact_texts,
         facts_in: Some(args.facts_in),
     };
-    let mut out = Output::new(args.json);
+    let mut out = Output::new(args.json, Some(gate.clone()));
     let result = tokio::select! {
         r = main_call(&cx, &mut store, &mut session, user_turn, &mem, &message, &mut out) => r,
         // The kill happens inside the branch's future: select! drops the
@@ -647,6 +649,7 @@ pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Resu
         }
     };
     out.stop_spinner();
+    gate.open();
     let reply = match result {
         Ok(r) => r,
         Err(e) => {
@@ -688,7 +691,11 @@ pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Resu
     if !args.no_extract {
         let session = store.session(&sid)?.unwrap_or(session);
         if crate::compact::maybe_enqueue(&mut store, &session, args.compact_at)? {
-            side.extend(spawn_jobs(&cx, store.claim_jobs(&sid, lease_secs(args))?));
+            side.extend(spawn_jobs(
+                &cx,
+                store.claim_jobs(&sid, lease_secs(args))?,
+                &gate,
+            ));
         }
     }
     finish_side(
