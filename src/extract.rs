@@ -23,9 +23,9 @@ pub const PIN_SYSTEM: &str = "Condense the user's opening message into the task 
 One to three short lines in the user's language, at most 400 characters, no preamble; keep names, versions and do/don't rules. \
 If it holds no task (greeting, small talk), answer NONE.";
 
-pub const FACTS_SYSTEM: &str = "Extract 2 to 4 durable facts about the user, their project or preferences from this exchange: \
-one short standalone line each, in the user's language (e.g. Uses pnpm, never npm i). \
-Skip small talk, one-off details, unconfirmed suggestions and secrets. If there are none, answer NONE.";
+pub const FACTS_SYSTEM: &str = "List 2 to 4 durable facts about the user, their project or preferences from this exchange, \
+one short line each, in the user's language (e.g. Uses pnpm, never npm i). \
+Skip small talk, one-offs, unconfirmed suggestions, secrets. None? Answer NONE.";
 
 /// Facts are extracted from user messages at least this big (estimated
 /// tokens): about 40 Latin or 15 CJK characters. Shorter messages ("ok",
