@@ -551,4 +551,18 @@ mod tests {
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].fact.agent, "a");
     }
+
+    /// When every term is common, facts holding the rarest terms together win.
+    #[test]
+    fn all_common_terms_are_required_together() {
+        let (_d, mut s) = store();
+        let mut texts: Vec<String> = (0..1200).map(|i| format!("deploy job {i}")).collect();
+        texts.extend((0..1200).map(|i| format!("billing report {i}")));
+        texts.extend((0..4).map(|i| format!("billing is deployed by the pipeline, variant {i}")));
+        let facts: Vec<NewFact> = texts.iter().map(|f| NewFact::new("a", None, f)).collect();
+        s.add_facts(&facts).unwrap();
+        let hits = s.search_facts("a", None, "how do we deploy billing?", 3).unwrap();
+        assert_eq!(hits.len(), 3);
+        assert!(hits.iter().all(|h| h.fact.content.starts_with("billing is deployed")), "{hits:?}");
+    }
 }
