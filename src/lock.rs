@@ -23,7 +23,39 @@ pub fn lock_dir(db: &Path) -> PathBuf {
     db.with_file_name(name)
 }
 
+/// What [`SessionLock::try_acquire`] found.
+pub enum TryLock {
+    /// Locked by us until dropped; `None` when no turn of the session ever
+    /// ran with this store (no lock file), so there is nothing to hold.
+    Held(Option<SessionLock>),
+    /// A turn of the session is running now.
+    Busy,
+}
+
 impl SessionLock {
+    /// Take the session's lock only if it is free now, without creating a
+    /// lock file (for `sessions rm`/`prune`, which must not pull a session
+    /// from under a running turn).
+    pub fn try_acquire(db: &Path, session_id: &str) -> Result<TryLock> {
+        let path = lock_dir(db).join(format!("{session_id}.lock"));
+        let file = match File::options().write(true).open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(TryLock::Held(None)),
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("could not open lock file: {}", path.display()))
+                    .kind(Kind::Store);
+            }
+        };
+        match file.try_lock() {
+            Ok(()) => Ok(TryLock::Held(Some(SessionLock { _file: file }))),
+            Err(TryLockError::WouldBlock) => Ok(TryLock::Busy),
+            Err(TryLockError::Error(e)) => Err(e)
+                .with_context(|| format!("could not lock {}", path.display()))
+                .kind(Kind::Store),
+        }
+    }
+
     /// Wait for the session's lock, at most `wait`.
     pub async fn acquire(db: &Path, session_id: &str, wait: Duration) -> Result<SessionLock> {
         let dir = lock_dir(db);

@@ -1,17 +1,16 @@
 //! `history` and `sessions`: inspect and remove stored conversations.
 
-use std::fs::{File, TryLockError};
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::{Value, json};
 
 use crate::cli::{SessionArgs, SessionsAction};
 use crate::compact;
-use crate::error::{Kind, ResultExt, fail};
-use crate::lock::lock_dir;
+use crate::error::{Kind, fail};
+use crate::lock::{SessionLock, TryLock};
 use crate::session_id::session_id;
 use crate::store::{Session, Store};
 use crate::turn::key_of;
@@ -145,36 +144,6 @@ fn show(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
     )
 }
 
-/// Holds a session's turn lock while it is deleted, so a running turn never
-/// loses its session underneath it.
-enum Held {
-    Free { _lock: Option<File> },
-    Busy,
-}
-
-fn hold(db: &Path, id: &str) -> Result<Held> {
-    let path = lock_dir(db).join(format!("{id}.lock"));
-    let file = match File::options().write(true).open(&path) {
-        Ok(f) => f,
-        // No lock file: no turn of this session ever ran with this store.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Held::Free { _lock: None });
-        }
-        Err(e) => {
-            return Err(e)
-                .with_context(|| format!("could not open lock file: {}", path.display()))
-                .kind(Kind::Store);
-        }
-    };
-    match file.try_lock() {
-        Ok(()) => Ok(Held::Free { _lock: Some(file) }),
-        Err(TryLockError::WouldBlock) => Ok(Held::Busy),
-        Err(TryLockError::Error(e)) => Err(e)
-            .with_context(|| format!("could not lock {}", path.display()))
-            .kind(Kind::Store),
-    }
-}
-
 pub fn run(db: &Path, action: &SessionsAction) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match action {
@@ -235,9 +204,11 @@ pub fn run(db: &Path, action: &SessionsAction) -> Result<()> {
                     missing.push(id.as_str());
                     continue;
                 };
-                match hold(db, &cid)? {
-                    Held::Busy => busy.push(id.as_str()),
-                    Held::Free { _lock } => {
+                // Held while the session is deleted, so a running turn
+                // never loses its session underneath it.
+                match SessionLock::try_acquire(db, &cid)? {
+                    TryLock::Busy => busy.push(id.as_str()),
+                    TryLock::Held(_lock) => {
                         if !store.delete_session(&cid)? {
                             missing.push(id.as_str());
                         }
@@ -278,12 +249,12 @@ pub fn run(db: &Path, action: &SessionsAction) -> Result<()> {
             let (mut done, mut busy) = (0, 0);
             for s in store.stale_sessions(before)? {
                 if !*dry_run {
-                    match hold(db, &s.id)? {
-                        Held::Busy => {
+                    match SessionLock::try_acquire(db, &s.id)? {
+                        TryLock::Busy => {
                             busy += 1;
                             continue;
                         }
-                        Held::Free { _lock } => {
+                        TryLock::Held(_lock) => {
                             store.delete_session(&s.id)?;
                         }
                     }

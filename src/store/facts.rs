@@ -561,8 +561,14 @@ mod tests {
         texts.extend((0..4).map(|i| format!("billing is deployed by the pipeline, variant {i}")));
         let facts: Vec<NewFact> = texts.iter().map(|f| NewFact::new("a", None, f)).collect();
         s.add_facts(&facts).unwrap();
-        let hits = s.search_facts("a", None, "how do we deploy billing?", 3).unwrap();
+        let hits = s
+            .search_facts("a", None, "how do we deploy billing?", 3)
+            .unwrap();
         assert_eq!(hits.len(), 3);
-        assert!(hits.iter().all(|h| h.fact.content.starts_with("billing is deployed")), "{hits:?}");
+        assert!(
+            hits.iter()
+                .all(|h| h.fact.content.starts_with("billing is deployed")),
+            "{hits:?}"
+        );
     }
 }
