@@ -211,6 +211,10 @@ pub struct TurnArgs {
     pub compact_at: usize,
 
     /// Send the turn straight to the Messages API (needs ANTHROPIC_API_KEY)
+    ///
+    /// Without this flag the API is used only when claude is missing or not
+    /// logged in and ANTHROPIC_API_KEY is set. ANTHROPIC_BASE_URL is honoured
+    /// (default https://api.anthropic.com).
     #[arg(long, conflicts_with = "no_direct_api")]
     pub direct_api: bool,
 
