@@ -2012,3 +2012,28 @@ fn diagnostics_stay_on_stderr() {
     assert_eq!(stderr(&out), "");
     assert!(stdout(&out).contains("Exit codes:"), "{}", stdout(&out));
 }
+
+/// A spinner on a terminal while claude has not answered yet, erased before
+/// the reply; never with `--json`, and never when stderr is not a terminal.
+#[test]
+fn spinner_only_on_a_terminal_and_not_with_json() {
+    let env = Env::fake(&format!("sleep 0.5\n{}", common::fake_success("pong")));
+    let Some(screen) = on_a_terminal(&env, "turn --agent a --channel c --no-extract hi", false)
+    else {
+        return;
+    };
+    assert!(screen.contains("waiting for claude"), "{screen:?}");
+    assert!(
+        screen.contains("\r\x1b[Kpong"),
+        "the spinner line is erased before the reply: {screen:?}"
+    );
+    let json = on_a_terminal(
+        &env,
+        "turn --agent a --channel c --no-extract --json hi",
+        false,
+    )
+    .unwrap();
+    assert!(!json.contains("waiting for claude"), "{json:?}");
+    let out = env.turn("a", "c", &["--no-extract"], "hi");
+    assert_eq!(stderr(&out), "", "no spinner when stderr is not a terminal");
+}
