@@ -570,3 +570,75 @@ wait"#,
         .unwrap();
     assert_eq!(status, "failed");
 }
+
+/// Run the program in a private mount namespace where `dir` is read-only
+/// (`unshare -rm`: no root needed, nothing leaks past the process). Root in
+/// CI ignores permission bits, so a read-only mount is the honest test.
+fn on_read_only(env: &Env, dir: &std::path::Path, args: &[&str]) -> Option<std::process::Output> {
+    if StdCommand::new("unshare")
+        .args(["-rm", "true"])
+        .status()
+        .map_or(true, |s| !s.success())
+    {
+        eprintln!("unshare -rm is not available here: skipping the read-only mount check");
+        return None;
+    }
+    let d = dir.display();
+    let script =
+        format!("mount --bind '{d}' '{d}' && mount -o remount,bind,ro '{d}' && exec \"$0\" \"$@\"");
+    let inner = env.std_cmd();
+    let mut wrapped = StdCommand::new("unshare");
+    wrapped
+        .args(["-rm", "sh", "-c", &script])
+        .arg(inner.get_program())
+        .args(args)
+        .env_clear()
+        .envs(inner.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .current_dir(&env.work);
+    Some(wrapped.output().unwrap())
+}
+
+#[test]
+fn a_read_only_store_folder_is_a_clear_error_and_loses_nothing() {
+    let env = Env::fake(&fake_success("ok"));
+    let folder = env.db.parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(&folder).unwrap();
+    // No store yet, and its folder cannot be written.
+    let Some(out) = on_read_only(
+        &env,
+        &folder,
+        &["turn", "--agent", "a", "--channel", "c", "hi"],
+    ) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("could not create session store"),
+        "{}",
+        stderr(&out)
+    );
+    // An existing store on a read-only folder: refused clearly, untouched.
+    assert_ok(&env.turn("a", "c", &["--no-extract"], "first"));
+    env.sqlite()
+        .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+        .unwrap();
+    let before = std::fs::read(&env.db).unwrap();
+    let out = on_read_only(
+        &env,
+        &folder,
+        &["turn", "--agent", "a", "--channel", "c", "second"],
+    )
+    .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("session store"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&env.db).unwrap(), before);
+    // Reading still works there.
+    let out = on_read_only(
+        &env,
+        &folder,
+        &["history", "--agent", "a", "--channel", "c"],
+    )
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("first"));
+}

@@ -136,21 +136,36 @@ impl Store {
         } else {
             prepare_file(path)?;
         }
+        let context = || format!("could not open session store: {}", path.display());
+        match Self::connect(path, read_only, false) {
+            // A WAL database in a folder we cannot write cannot even be read
+            // normally (SQLite needs its -shm file). For reading, open it as
+            // immutable: the folder is read-only, so nobody is writing it.
+            Err(e) if read_only && is_cant_open(&e) => {
+                Self::connect(path, true, true).with_context(context)
+            }
+            r => r.with_context(context),
+        }
+    }
+
+    fn connect(path: &Path, read_only: bool, immutable: bool) -> Result<Store> {
         let flags = if read_only {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
         } else {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX
         };
-        let conn = Connection::open_with_flags(path, flags)
-            .with_context(|| format!("could not open session store: {}", path.display()))?;
+        let conn = if immutable {
+            let uri = format!("file:{}?immutable=1", uri_path(path));
+            Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)?
+        } else {
+            Connection::open_with_flags(path, flags)?
+        };
         conn.busy_timeout(BUSY_TIMEOUT)?;
         let mut store = Store {
             conn,
             path: path.to_owned(),
         };
-        store
-            .configure(read_only)
-            .with_context(|| format!("could not open session store: {}", path.display()))?;
+        store.configure(read_only)?;
         Ok(store)
     }
 
@@ -160,7 +175,17 @@ impl Store {
         let version: i64 = self
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .context("not a readable SQLite database")?;
+            .map_err(|e| {
+                let why = match e.sqlite_error_code() {
+                    Some(rusqlite::ErrorCode::NotADatabase) => "not a SQLite database",
+                    Some(rusqlite::ErrorCode::CannotOpen) => {
+                        "cannot open it (is its folder writable?)"
+                    }
+                    Some(rusqlite::ErrorCode::ReadOnly) => "it is read-only",
+                    _ => "not readable",
+                };
+                anyhow::Error::new(e).context(why)
+            })?;
         if version > SCHEMA_VERSION {
             anyhow::bail!(
                 "the store has schema version {version}, newer than this program's {SCHEMA_VERSION}: upgrade duduclaw-session"
@@ -250,6 +275,27 @@ impl Store {
         tx.commit().kind(Kind::Store)?;
         Ok(out)
     }
+}
+
+fn is_cant_open(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<rusqlite::Error>()
+            .and_then(rusqlite::Error::sqlite_error_code)
+            .is_some_and(|code| code == rusqlite::ErrorCode::CannotOpen)
+    })
+}
+
+/// A path as the path part of a `file:` URI: the characters a URI gives
+/// meaning to are percent-encoded.
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' | '?' | '#' => out.push_str(&format!("%{:02X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Create the folder (0700) and the file (0600) before SQLite touches them,
