@@ -31,5 +31,10 @@ export DUDUCLAW_TEST_CLAUDE="$PWD/$tools/node_modules/.bin/claude"
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-cargo test --workspace
 cargo bench --workspace --no-run
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace 2>&1 | tee "$log"
+# One closing line over every test binary (cargo prints one per binary,
+# the last ones being doc-test runs with nothing in them).
+awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
