@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Env, assert_ok, fake_success, stderr, stdout};
+use common::{Env, assert_ok, fake_success, hanging_fake, process_gone, stderr, stdout};
 
 fn user_turns(env: &Env) -> Vec<(String, String)> {
     let c = env.sqlite();
@@ -98,14 +98,7 @@ fn missing_claude_is_exit_5() {
 
 #[test]
 fn hanging_claude_is_killed_with_its_process_group() {
-    let env = Env::fake(
-        r#"cat >/dev/null
-sleep 300 &
-echo $! > "$FAKE_PIDFILE"
-wait"#,
-    );
-    let pidfile = env.dir.path().join("child.pid");
-    let env = env.env("FAKE_PIDFILE", pidfile.to_str().unwrap());
+    let (env, pidfile) = hanging_fake();
     let out = env
         .cmd()
         .args([
@@ -123,19 +116,11 @@ wait"#,
         .unwrap();
     assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
     assert!(stderr(&out).contains("timed out"), "{}", stderr(&out));
-    let pid = std::fs::read_to_string(&pidfile).unwrap();
-    let proc = format!("/proc/{}", pid.trim());
-    // The grandchild was in claude's process group, so it is gone too
-    // (allow a moment for the kernel to reap it).
-    for _ in 0..50 {
-        let alive =
-            std::fs::read_to_string(format!("{proc}/stat")).is_ok_and(|s| !s.contains(") Z "));
-        if !alive {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    panic!("the hanging claude's child {pid} survived the timeout");
+    // The grandchild was in claude's process group, so it is gone too.
+    assert!(
+        process_gone(&pidfile),
+        "the hanging claude's child survived the timeout"
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@ mod common;
 use std::process::{Command as StdCommand, Stdio};
 use std::time::Duration;
 
-use common::{Env, assert_ok, fake_success, stderr, stdout};
+use common::{Env, assert_ok, fake_success, hanging_fake, process_gone, stderr, stdout};
 use duduclaw_session::extract::{FACTS_SYSTEM, PIN_SYSTEM};
 use standin::{Recorded, Reply, StandIn};
 
@@ -515,14 +515,7 @@ fn secrets_from_a_side_call_are_never_stored() {
 
 #[test]
 fn sigterm_kills_the_claude_child_and_keeps_the_message() {
-    let env = Env::fake(
-        r#"cat >/dev/null
-sleep 300 &
-echo $! > "$FAKE_PIDFILE"
-wait"#,
-    );
-    let pidfile = env.dir.path().join("child.pid");
-    let env = env.env("FAKE_PIDFILE", pidfile.to_str().unwrap());
+    let (env, pidfile) = hanging_fake();
     let mut c = env.std_cmd();
     c.args([
         "turn",
@@ -553,13 +546,7 @@ wait"#,
         "{}",
         stderr(&out)
     );
-    let pid = std::fs::read_to_string(&pidfile).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
-    assert!(
-        stat.is_err() || stat.unwrap().contains(") Z "),
-        "claude's child survived"
-    );
+    assert!(process_gone(&pidfile), "claude's child survived");
     let status: String = env
         .sqlite()
         .query_row(

@@ -170,6 +170,29 @@ impl Env {
     }
 }
 
+/// A fake claude that hangs with a grandchild (`sleep 300`) in its process
+/// group, and the file where it writes that grandchild's pid.
+pub fn hanging_fake() -> (Env, PathBuf) {
+    let env = Env::fake("cat >/dev/null\nsleep 300 &\necho $! > \"$FAKE_PIDFILE\"\nwait");
+    let pidfile = env.dir.path().join("child.pid");
+    let env = env.env("FAKE_PIDFILE", pidfile.to_str().unwrap());
+    (env, pidfile)
+}
+
+/// Whether the process whose pid is in `pidfile` is gone (or a zombie)
+/// within a few seconds: the kernel may take a moment to reap it.
+pub fn process_gone(pidfile: &Path) -> bool {
+    let pid = std::fs::read_to_string(pidfile).unwrap();
+    let stat = format!("/proc/{}/stat", pid.trim());
+    (0..50).any(|_| {
+        let alive = std::fs::read_to_string(&stat).is_ok_and(|s| !s.contains(") Z "));
+        if alive {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        !alive
+    })
+}
+
 pub fn assert_ok(out: &Output) {
     assert!(
         out.status.success(),
