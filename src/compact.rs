@@ -49,6 +49,14 @@ pub fn maybe_enqueue(store: &mut Store, session: &Session, threshold: usize) -> 
     if store.has_open_job(&session.id, JobKind::Summary)? {
         return Ok(false);
     }
+    // This runs after every turn: rule most turns out from a character count
+    // in SQL (no text is loaded), using the densest rate, ~1.5 chars a token.
+    let chars = store.chars_since(&session.id, session.summary_upto.unwrap_or(0))?
+        + session.summary.as_deref().map_or(0, |s| s.chars().count())
+        + session.pin.as_deref().map_or(0, |p| p.chars().count());
+    if (chars as f64 / 1.5).ceil() < threshold as f64 {
+        return Ok(false);
+    }
     let live = live_turns(session, store.turns(&session.id, None)?);
     if estimate(session, &live) < threshold || live.len() <= KEEP_RECENT {
         return Ok(false);

@@ -310,6 +310,19 @@ impl Store {
             .kind(Kind::Store)
     }
 
+    /// Characters of a session's turns after turn `after` (an upper bound
+    /// for the live context: failed turns are counted too).
+    pub fn chars_since(&self, session_id: &str, after: i64) -> Result<usize> {
+        self.conn
+            .query_row(
+                "SELECT COALESCE(SUM(length(content)), 0) FROM turns WHERE session_id = ?1 AND id > ?2",
+                params![session_id, after],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n as usize)
+            .kind(Kind::Store)
+    }
+
     pub fn turn_count(&self, session_id: &str) -> Result<i64> {
         self.conn
             .query_row(
