@@ -19,15 +19,19 @@
 //!   piece that carried `cache_control` (a breakpoint) the prefix is
 //!   remembered, per model, as its byte length and a 64-bit hash; bodies
 //!   reach megabytes, so copies are not kept.
+//! * A prefix shorter than the model's minimum ([`min_cacheable_tokens`]) is
+//!   neither remembered nor read: the service accepts the marker and quietly
+//!   caches nothing.
 //! * Read from cache: the longest remembered prefix that the new request
 //!   repeats, looking at each breakpoint and the [`LOOKBACK`] - 1 piece
 //!   boundaries before it. The service documents this look-back (about 20
 //!   blocks); it is what lets a conversation reuse the previous turn's
 //!   cache once the marker has moved on to the newest message.
-//! * Written to cache: from the end of what was read to the last breakpoint.
+//! * Written to cache: from the end of what was read to the last breakpoint,
+//!   if that prefix is long enough to be cached at all.
 //! * Tokens are bytes / 4, like the rest of the stand-in.
 //!
-//! Not modelled: minimum cacheable lengths, expiry (TTL), eviction.
+//! Not modelled: expiry (TTL), eviction.
 
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -35,6 +39,62 @@ use std::hash::{DefaultHasher, Hasher};
 
 /// Piece boundaries checked per breakpoint, the breakpoint's own included.
 pub const LOOKBACK: usize = 20;
+
+/// The minimum for a model that [`MIN_TOKENS`] does not know: the figure
+/// most Sonnet and older Opus models have.
+pub const DEFAULT_MIN_TOKENS: u64 = 1024;
+
+/// Minimum cacheable prefix in tokens, by model-name fragment; the first
+/// fragment found in the model id wins, so specific versions come before
+/// their family.
+///
+/// Figures from Anthropic's prompt-caching documentation (cache
+/// limitations): 4096 for Opus 4.6 and 4.5 and for Haiku 4.5; 1024 for
+/// every Sonnet from 3.7 to 4.6 and for Opus 4.1, 4 and 3; 2048 for Haiku
+/// 3.5 and 3. A model newer than that table (`claude-opus-5-5`,
+/// `claude-sonnet-5-5`, `claude-haiku-5-5`, ...) gets its family's newest
+/// documented figure, through the bare family names at the end.
+const MIN_TOKENS: &[(&str, u64)] = &[
+    ("opus-4-6", 4096),
+    ("opus-4-5", 4096),
+    ("haiku-4-5", 4096),
+    ("opus-4-1", 1024),
+    ("opus-4-0", 1024),
+    ("opus-4-20250514", 1024),
+    ("3-opus", 1024),
+    ("3-5-haiku", 2048),
+    ("3-haiku", 2048),
+    ("opus", 4096),
+    ("haiku", 4096),
+    ("sonnet", 1024),
+];
+
+/// The shortest prefix, in tokens, that `model` caches.
+///
+/// A fragment matches whole parts of the id (split at anything that is not
+/// a letter or digit), so `opus-4-1` finds `claude-opus-4-1-20250805` and
+/// `anthropic.claude-opus-4-1@v1` but not a hypothetical `claude-opus-4-10`.
+pub fn min_cacheable_tokens(model: &str) -> u64 {
+    let parts: Vec<String> = model
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|p| !p.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    MIN_TOKENS
+        .iter()
+        .find(|(fragment, _)| {
+            let want: Vec<&str> = fragment.split('-').collect();
+            parts
+                .windows(want.len())
+                .any(|w| w.iter().zip(&want).all(|(a, b)| a == b))
+        })
+        .map_or(DEFAULT_MIN_TOKENS, |&(_, min)| min)
+}
+
+/// Bytes to tokens, the stand-in's one rule.
+fn tokens(bytes: usize) -> u64 {
+    (bytes / 4) as u64
+}
 
 /// One cut of the linearised request.
 struct Piece {
@@ -64,13 +124,17 @@ impl PromptCache {
             return (0, 0);
         };
         let model = body.get("model").and_then(Value::as_str).unwrap_or("");
+        let min = min_cacheable_tokens(model);
+        let cacheable = |p: &Piece| tokens(p.end) >= min;
         let seen = self.seen.entry(model.to_string()).or_default();
 
         let mut read_bytes = 0;
         for &bp in &breakpoints {
             let from = (bp + 1).saturating_sub(LOOKBACK);
+            // Walking back, prefixes only get shorter: once one is below
+            // the minimum, so is every one before it.
             for p in pieces[from..=bp].iter().rev() {
-                if p.end <= read_bytes {
+                if p.end <= read_bytes || !cacheable(p) {
                     break;
                 }
                 if seen.contains(&(p.end, p.hash)) {
@@ -80,10 +144,18 @@ impl PromptCache {
             }
         }
         for &bp in &breakpoints {
-            seen.insert((pieces[bp].end, pieces[bp].hash));
+            if cacheable(&pieces[bp]) {
+                seen.insert((pieces[bp].end, pieces[bp].hash));
+            }
         }
-        let read = (read_bytes / 4) as u64;
-        let created = (pieces[last].end / 4) as u64 - read;
+        let read = tokens(read_bytes);
+        // The last breakpoint has the longest prefix: if even that one is
+        // too short, nothing is written.
+        let created = if cacheable(&pieces[last]) {
+            tokens(pieces[last].end) - read
+        } else {
+            0
+        };
         (read, created)
     }
 }
@@ -176,10 +248,26 @@ mod tests {
         }
     }
 
+    /// Text long enough to be cached by any model with the default minimum
+    /// on its own (5000 bytes, 1250 tokens).
+    fn long() -> String {
+        "x".repeat(5000)
+    }
+
+    /// A request for `model` whose only piece, a cached system block, is
+    /// exactly `bytes` long once linearised.
+    fn sized(model: &str, bytes: usize) -> Value {
+        let body = |text: &str| json!({"model": model, "system": [sys(true, text)]});
+        let overhead = linearise(&body(""))[0].end;
+        let b = body(&"x".repeat(bytes - overhead));
+        assert_eq!(linearise(&b)[0].end, bytes);
+        b
+    }
+
     #[test]
     fn no_breakpoint_no_cache() {
         let mut c = PromptCache::default();
-        let body = json!({"model": "m", "system": "s", "messages": []});
+        let body = json!({"model": "m", "system": long(), "messages": []});
         assert_eq!(c.account(&body), (0, 0));
         assert_eq!(c.account(&body), (0, 0));
     }
@@ -187,15 +275,15 @@ mod tests {
     #[test]
     fn repeated_prefix_is_read_and_models_are_separate() {
         let mut c = PromptCache::default();
-        let a = json!({"model": "m", "system": [sys(true, &"x".repeat(400))],
+        let a = json!({"model": "m", "system": [sys(true, &long())],
                        "messages": [{"role": "user", "content": "one"}]});
         let (r, w) = c.account(&a);
         assert_eq!(r, 0);
-        assert!(w > 100);
-        let b = json!({"model": "m", "system": [sys(true, &"x".repeat(400))],
+        assert!(w > 1024);
+        let b = json!({"model": "m", "system": [sys(true, &long())],
                        "messages": [{"role": "user", "content": "two"}]});
         assert_eq!(c.account(&b), (w, 0));
-        let other = json!({"model": "n", "system": [sys(true, &"x".repeat(400))]});
+        let other = json!({"model": "n", "system": [sys(true, &long())]});
         assert_eq!(c.account(&other), (0, w));
     }
 
@@ -204,10 +292,11 @@ mod tests {
         let mut c = PromptCache::default();
         let user =
             |text: &str, cached: bool| json!({"role": "user", "content": [sys(cached, text)]});
-        let turn1 = json!({"model": "m", "system": [sys(true, "system")],
+        let turn1 = json!({"model": "m", "system": [sys(true, &long())],
                            "messages": [user("first question", true)]});
         let (_, w1) = c.account(&turn1);
-        let turn2 = json!({"model": "m", "system": [sys(true, "system")],
+        assert!(w1 > 0);
+        let turn2 = json!({"model": "m", "system": [sys(true, &long())],
                            "messages": [user("first question", false),
                                         {"role": "assistant", "content": [sys(false, "answer")]},
                                         user("second question", true)]});
@@ -220,9 +309,10 @@ mod tests {
     fn string_content_caches_like_its_text_block() {
         let mut c = PromptCache::default();
         let a =
-            json!({"model": "m", "messages": [{"role": "user", "content": [sys(true, "hello")]}]});
+            json!({"model": "m", "messages": [{"role": "user", "content": [sys(true, &long())]}]});
         let (_, w) = c.account(&a);
-        let b = json!({"model": "m", "messages": [{"role": "user", "content": "hello"},
+        assert!(w > 0);
+        let b = json!({"model": "m", "messages": [{"role": "user", "content": long()},
                                                   {"role": "user", "content": [sys(true, "more")]}]});
         assert_eq!(c.account(&b).0, w);
     }
@@ -230,9 +320,79 @@ mod tests {
     #[test]
     fn changed_early_block_breaks_the_cache() {
         let mut c = PromptCache::default();
-        let a = json!({"model": "m", "system": [sys(false, "date: monday"), sys(true, &"x".repeat(400))]});
-        c.account(&a);
-        let b = json!({"model": "m", "system": [sys(false, "date: tuesday"), sys(true, &"x".repeat(400))]});
-        assert_eq!(c.account(&b).0, 0);
+        let with_date = |day: &str| json!({"model": "m", "system": [sys(false, &format!("date: {day}")), sys(true, &long())]});
+        let (_, w) = c.account(&with_date("monday"));
+        assert_eq!(c.account(&with_date("monday")), (w, 0));
+        assert_eq!(c.account(&with_date("tuesday")).0, 0);
+    }
+
+    #[test]
+    fn minimum_per_model_family() {
+        for (model, min) in [
+            ("claude-opus-5-5", 4096),
+            ("claude-sonnet-5-5", 1024),
+            ("claude-haiku-5-5", 4096),
+            ("claude-opus-4-6", 4096),
+            ("claude-opus-4-5-20251101", 4096),
+            ("claude-opus-4-1", 1024),
+            ("claude-opus-4-1-20250805", 1024),
+            ("claude-opus-4-20250514", 1024),
+            ("claude-opus-4-0", 1024),
+            ("claude-sonnet-4-6", 1024),
+            ("claude-sonnet-4-5-20250929", 1024),
+            ("claude-3-7-sonnet-20250219", 1024),
+            ("claude-haiku-4-5", 4096),
+            ("claude-haiku-4-5-20251001", 4096),
+            ("claude-3-5-haiku-20241022", 2048),
+            ("claude-3-haiku-20240307", 2048),
+            ("claude-3-opus-20240229", 1024),
+            ("anthropic.claude-3-5-haiku-20241022-v1:0", 2048),
+            ("Claude-Opus-4-5", 4096),
+            ("anthropic.claude-opus-4-1@v1", 1024),
+            ("claude-opus-4-10", 4096),
+            ("", DEFAULT_MIN_TOKENS),
+            ("m", DEFAULT_MIN_TOKENS),
+            ("gpt-sonnetish", DEFAULT_MIN_TOKENS),
+        ] {
+            assert_eq!(min_cacheable_tokens(model), min, "{model}");
+        }
+    }
+
+    /// A prefix of exactly the minimum is written and then read; one byte
+    /// less (a token less) is neither, for each family.
+    #[test]
+    fn prefix_just_under_the_minimum_is_not_cached() {
+        for model in [
+            "claude-sonnet-5-5",
+            "claude-haiku-5-5",
+            "claude-opus-5-5",
+            "claude-3-5-haiku-20241022",
+            "unknown-model",
+        ] {
+            let min = min_cacheable_tokens(model);
+            let mut c = PromptCache::default();
+            let at = sized(model, min as usize * 4);
+            assert_eq!(c.account(&at), (0, min), "{model}");
+            assert_eq!(c.account(&at), (min, 0), "{model}");
+
+            let mut c = PromptCache::default();
+            let under = sized(model, min as usize * 4 - 1);
+            assert_eq!(c.account(&under), (0, 0), "{model}");
+            assert_eq!(c.account(&under), (0, 0), "{model}");
+        }
+    }
+
+    /// A short breakpoint before a long one: only the long one is cached, and
+    /// a request that repeats just the short part reads nothing.
+    #[test]
+    fn only_breakpoints_over_the_minimum_are_remembered() {
+        let mut c = PromptCache::default();
+        let short = json!({"model": "m", "system": [sys(true, "short")]});
+        let both = json!({"model": "m", "system": [sys(true, "short"), sys(true, &long())]});
+        let (r, w) = c.account(&both);
+        assert_eq!(r, 0);
+        assert_eq!(w, tokens(linearise(&both)[1].end));
+        assert_eq!(c.account(&short), (0, 0));
+        assert_eq!(c.account(&both), (w, 0));
     }
 }

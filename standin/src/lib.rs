@@ -19,6 +19,8 @@
 mod cache;
 mod http;
 
+pub use cache::{DEFAULT_MIN_TOKENS, LOOKBACK, min_cacheable_tokens};
+
 use serde_json::{Value, json};
 use std::io;
 use std::net::SocketAddr;
@@ -209,8 +211,10 @@ impl StandIn {
     /// breakpoints and up to 19 block boundaries before each (the real API
     /// looks back about 20 blocks, which is how a conversation reuses the
     /// previous turn once the marker has moved on); what lies between that
-    /// and its last breakpoint is created. Minimum lengths and expiry are not
-    /// modelled. `total` is body bytes / 4, the sum of all three usage parts.
+    /// and its last breakpoint is created. A prefix shorter than the model's
+    /// minimum ([`min_cacheable_tokens`]) is neither written nor read, as on
+    /// the real service. Expiry is not modelled. `total` is body bytes / 4,
+    /// the sum of all three usage parts.
     pub fn cache_stats(&self) -> (u64, u64, u64) {
         let c = lock(&self.shared.cache);
         (c.read, c.created, c.total)

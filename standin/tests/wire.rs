@@ -328,13 +328,13 @@ fn reads_chunked_and_large_request_bodies_exactly() {
 fn prompt_cache_model_reads_a_repeated_prefix() {
     let s = StandIn::start();
     let system = json!([{"type": "text", "text": "billing header"},
-                        cached(&"static instructions ".repeat(200))]);
+                        cached(&"static instructions ".repeat(300))]);
     let first = json!({"model": "m", "system": system, "stream": true,
                        "messages": [{"role": "user", "content": "first"}]});
     let u1 = post(&s, &first).events()[0].1["message"]["usage"].clone();
     assert_eq!(u1["cache_read_input_tokens"], 0);
     let created = u1["cache_creation_input_tokens"].as_u64().unwrap();
-    assert!(created > 900, "{u1}");
+    assert!(created > 1400, "{u1}");
 
     let second = json!({"model": "m", "system": system,
                         "messages": [{"role": "user", "content": "second"}]});
@@ -355,7 +355,9 @@ fn prompt_cache_model_reads_a_repeated_prefix() {
 #[test]
 fn prompt_cache_follows_a_conversation_and_notices_a_change() {
     let s = StandIn::start();
-    let system = json!([cached(&"instructions ".repeat(300))]);
+    // Above the 1024-token minimum on its own (5200 bytes), so the system
+    // breakpoint is cached as well as the message one.
+    let system = json!([cached(&"instructions ".repeat(400))]);
     let text = |t: &str| json!({"type": "text", "text": t});
     let turn1 = json!({"model": "m", "system": system, "messages": [
         {"role": "user", "content": [cached(&"question one ".repeat(100))]}]});
@@ -392,7 +394,7 @@ fn prompt_cache_follows_a_conversation_and_notices_a_change() {
     let mut changed = turn2.clone();
     changed["system"] = json!([cached(&format!(
         "today is monday {}",
-        "instructions ".repeat(300)
+        "instructions ".repeat(400)
     ))]);
     assert_eq!(
         post(&s, &changed).json()["usage"]["cache_read_input_tokens"],
