@@ -19,6 +19,8 @@
 //!   piece that carried `cache_control` (a breakpoint) the prefix is
 //!   remembered, per model, as its byte length and a 64-bit hash; bodies
 //!   reach megabytes, so copies are not kept.
+//! * At most [`MAX_BREAKPOINTS`] blocks may carry `cache_control`; the
+//!   service refuses a request with more, so it caches nothing here.
 //! * A prefix shorter than the model's minimum ([`min_cacheable_tokens`]) is
 //!   neither remembered nor read: the service accepts the marker and quietly
 //!   caches nothing.
@@ -91,6 +93,18 @@ pub fn min_cacheable_tokens(model: &str) -> u64 {
         .map_or(DEFAULT_MIN_TOKENS, |&(_, min)| min)
 }
 
+/// The most blocks with `cache_control` one request may carry; the service
+/// refuses a request with more (HTTP 400, [`too_many_breakpoints`]).
+pub const MAX_BREAKPOINTS: usize = 4;
+
+/// The service's refusal of a request with `found` > [`MAX_BREAKPOINTS`]
+/// marked blocks, word for word.
+pub fn too_many_breakpoints(found: usize) -> String {
+    format!(
+        "A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {found}."
+    )
+}
+
 /// Bytes to tokens, the stand-in's one rule.
 fn tokens(bytes: usize) -> u64 {
     (bytes / 4) as u64
@@ -114,12 +128,17 @@ pub struct PromptCache {
 
 impl PromptCache {
     /// Accounts one request: returns `(read, created)` in tokens and
-    /// remembers the request's breakpoints.
+    /// remembers the request's breakpoints. A request with more than
+    /// [`MAX_BREAKPOINTS`] is refused by the service, so it reads and
+    /// writes nothing here either.
     pub fn account(&mut self, body: &Value) -> (u64, u64) {
         let pieces = linearise(body);
         let breakpoints: Vec<usize> = (0..pieces.len())
             .filter(|&i| pieces[i].breakpoint)
             .collect();
+        if breakpoints.len() > MAX_BREAKPOINTS {
+            return (0, 0);
+        }
         let Some(&last) = breakpoints.last() else {
             return (0, 0);
         };
@@ -163,18 +182,39 @@ impl PromptCache {
 /// Cuts a request body into pieces (see the module documentation).
 fn linearise(body: &Value) -> Vec<Piece> {
     let mut cut = Cutter::default();
+    each_block(body, |tag, block| cut.push(tag, block));
+    cut.pieces
+}
+
+/// How many blocks carry `cache_control`: tools, system blocks and message
+/// content blocks together, the ones the service counts against
+/// [`MAX_BREAKPOINTS`].
+pub fn breakpoint_count(body: &Value) -> usize {
+    let mut n = 0;
+    each_block(body, |_, block| {
+        if block.get("cache_control").is_some() {
+            n += 1;
+        }
+    });
+    n
+}
+
+/// Calls `f` with each block of the request and its tag, in the order the
+/// service reads them; one walk for both the cache model and the breakpoint
+/// count, so the two cannot disagree on what a block is.
+fn each_block(body: &Value, mut f: impl FnMut(Value, &Value)) {
     if let Some(tools) = body.get("tools").and_then(Value::as_array) {
         for tool in tools {
-            cut.push(Value::from("tool"), tool);
+            f(Value::from("tool"), tool);
         }
     }
     match body.get("system") {
         Some(Value::Array(blocks)) => {
             for block in blocks {
-                cut.push(Value::from("system"), block);
+                f(Value::from("system"), block);
             }
         }
-        Some(Value::String(s)) => cut.push(Value::from("system"), &text_block(s)),
+        Some(Value::String(s)) => f(Value::from("system"), &text_block(s)),
         _ => {}
     }
     if let Some(messages) = body.get("messages").and_then(Value::as_array) {
@@ -189,16 +229,15 @@ fn linearise(body: &Value) -> Vec<Piece> {
                         } else {
                             Value::from("more")
                         };
-                        cut.push(tag, block);
+                        f(tag, block);
                     }
                 }
-                Some(Value::String(s)) => cut.push(new_message, &text_block(s)),
-                Some(content) => cut.push(new_message, content),
-                None => cut.push(new_message, &Value::Null),
+                Some(Value::String(s)) => f(new_message, &text_block(s)),
+                Some(content) => f(new_message, content),
+                None => f(new_message, &Value::Null),
             }
         }
     }
-    cut.pieces
 }
 
 /// The block a string content stands for: the API reads `"content": "hi"` as
@@ -394,5 +433,45 @@ mod tests {
         assert_eq!(w, tokens(linearise(&both)[1].end));
         assert_eq!(c.account(&short), (0, 0));
         assert_eq!(c.account(&both), (w, 0));
+    }
+
+    #[test]
+    fn breakpoints_are_counted_over_tools_system_and_messages() {
+        let tool = |cached: bool| {
+            let mut t = json!({"name": "Bash", "input_schema": {"type": "object"}});
+            if cached {
+                t["cache_control"] = json!({"type": "ephemeral"});
+            }
+            t
+        };
+        let body = |system_marks: usize| {
+            json!({"model": "m",
+                   "tools": [tool(false), tool(true)],
+                   "system": (0..3).map(|i| sys(i < system_marks, &long())).collect::<Vec<_>>(),
+                   "messages": [{"role": "user", "content": "plain"},
+                                {"role": "user", "content": [sys(false, "a"), sys(true, "b")]}]})
+        };
+        assert_eq!(breakpoint_count(&body(0)), 2);
+        assert_eq!(breakpoint_count(&body(2)), 4);
+        assert_eq!(breakpoint_count(&body(3)), 5);
+        assert_eq!(breakpoint_count(&json!({"model": "m", "system": "s"})), 0);
+        assert_eq!(breakpoint_count(&Value::Null), 0);
+
+        // Four are accepted and cached; five are refused and leave no trace.
+        let mut c = PromptCache::default();
+        assert_eq!(c.account(&body(3)), (0, 0));
+        let (r, w) = c.account(&body(2));
+        assert_eq!(r, 0);
+        assert!(w > 0);
+        assert_eq!(c.account(&body(3)), (0, 0));
+        assert_eq!(c.account(&body(2)), (w, 0));
+    }
+
+    #[test]
+    fn refusal_names_the_count() {
+        assert_eq!(
+            too_many_breakpoints(5),
+            "A maximum of 4 blocks with cache_control may be provided. Found 5."
+        );
     }
 }

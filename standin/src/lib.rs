@@ -19,7 +19,7 @@
 mod cache;
 mod http;
 
-pub use cache::{DEFAULT_MIN_TOKENS, LOOKBACK, min_cacheable_tokens};
+pub use cache::{DEFAULT_MIN_TOKENS, LOOKBACK, MAX_BREAKPOINTS, min_cacheable_tokens};
 
 use serde_json::{Value, json};
 use std::io;
@@ -47,7 +47,10 @@ pub struct Recorded {
     pub usage: Usage,
 }
 
-/// Input token accounting of one request; the three parts sum to body bytes / 4.
+/// Input token accounting of one request; the three parts sum to body bytes / 4,
+/// except for a request the stand-in refuses with 400 as the API would (not
+/// JSON, more than [`MAX_BREAKPOINTS`] cache breakpoints): that one is not
+/// billed, and all three are zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
     /// Tokens neither read from nor written to the cache.
@@ -124,7 +127,8 @@ impl StandIn {
     }
 
     /// Starts on a free port; `f` decides the answer to each request to
-    /// `/v1/messages` (it is called after the request is recorded). `f` runs
+    /// `/v1/messages` (it is called after the request is recorded, and not
+    /// for a request refused with 400 as the API would refuse it). `f` runs
     /// on the server's two worker threads, so it should return at once:
     /// delays belong in [`Reply::Slow`], not in a sleep inside `f`.
     pub fn start_with<F>(f: F) -> StandIn
@@ -202,19 +206,28 @@ impl StandIn {
     }
 
     /// `(read, created, total input)` tokens summed over all requests since
-    /// start (or [`clear`](Self::clear)).
+    /// start (or [`clear`](Self::clear)), but for those refused with 400,
+    /// which the API does not bill.
     ///
-    /// The stand-in models prompt caching per model: at each block carrying
-    /// `cache_control` it remembers the prefix of the request (tools, system,
-    /// messages, serialised without the markers). A later request reads from
-    /// cache the longest remembered prefix it repeats, checked at each of its
-    /// breakpoints and up to 19 block boundaries before each (the real API
-    /// looks back about 20 blocks, which is how a conversation reuses the
-    /// previous turn once the marker has moved on); what lies between that
-    /// and its last breakpoint is created. A prefix shorter than the model's
-    /// minimum ([`min_cacheable_tokens`]) is neither written nor read, as on
-    /// the real service. Expiry is not modelled. `total` is body bytes / 4,
-    /// the sum of all three usage parts.
+    /// The stand-in models prompt caching per model, following the API's
+    /// rules:
+    ///
+    /// * At each block carrying `cache_control` it remembers the prefix of
+    ///   the request (tools, system, messages, serialised without the
+    ///   markers).
+    /// * A later request reads from cache the longest remembered prefix it
+    ///   repeats, checked at each of its breakpoints and the block
+    ///   boundaries before it, [`LOOKBACK`] boundaries in all (the real API
+    ///   looks back about 20 blocks, which is how a conversation reuses the
+    ///   previous turn once the marker has moved on); what lies between
+    ///   that and its last breakpoint is created.
+    /// * A prefix shorter than the model's minimum
+    ///   ([`min_cacheable_tokens`]) is neither written nor read.
+    /// * A request with more than [`MAX_BREAKPOINTS`] markers is refused
+    ///   with the API's 400 and caches nothing.
+    ///
+    /// Expiry is not modelled. `total` is body bytes / 4, the sum of all
+    /// three usage parts.
     pub fn cache_stats(&self) -> (u64, u64, u64) {
         let c = lock(&self.shared.cache);
         (c.read, c.created, c.total)
@@ -352,11 +365,28 @@ async fn messages<W: AsyncWrite + Unpin>(
         body: parsed.unwrap_or(Value::Null),
         usage: Usage::default(),
     };
-    rec.usage = account(shared, &rec);
-    let rec = Arc::new(rec);
-    lock(&shared.requests).push(Arc::clone(&rec));
-    if !is_json {
-        let answer = error_body("invalid_request_error", "standin: body is not JSON");
+    // What the real API refuses before any model sees it; such a request is
+    // recorded but not billed, and the handler is not asked.
+    let refusal = if !is_json {
+        Some("standin: body is not JSON".to_string())
+    } else {
+        let found = cache::breakpoint_count(&rec.body);
+        (found > cache::MAX_BREAKPOINTS).then(|| cache::too_many_breakpoints(found))
+    };
+    let rec = {
+        // Accounting and recording under one lock keeps the cache model's
+        // order and `requests()` the same when requests overlap, which
+        // `best_possible` relies on.
+        let mut requests = lock(&shared.requests);
+        if refusal.is_none() {
+            rec.usage = account(shared, &rec);
+        }
+        let rec = Arc::new(rec);
+        requests.push(Arc::clone(&rec));
+        rec
+    };
+    if let Some(message) = refusal {
+        let answer = error_body("invalid_request_error", &message);
         return http::write_full(w, 400, &json_type(), &answer, keep_alive, false).await;
     }
 

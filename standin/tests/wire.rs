@@ -2,9 +2,11 @@
 //! TcpStream, so these tests check the bytes on the wire, not our own parser.
 
 use serde_json::{Value, json};
-use standin::{Reply, StandIn, common_prefix_len};
+use standin::{Reply, StandIn, Usage, common_prefix_len};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 struct Response {
@@ -400,6 +402,85 @@ fn prompt_cache_follows_a_conversation_and_notices_a_change() {
         post(&s, &changed).json()["usage"]["cache_read_input_tokens"],
         0
     );
+}
+
+#[test]
+fn five_cache_breakpoints_are_refused_like_the_api_does() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&asked);
+    let s = StandIn::start_with(move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Reply::Text("ok".into())
+    });
+    let long = "static instructions ".repeat(300);
+    let body = |marked_messages: usize| {
+        let blocks: Vec<Value> = (0..3)
+            .map(|i| {
+                let t = format!("part {i}");
+                if i < marked_messages {
+                    cached(&t)
+                } else {
+                    json!({"type": "text", "text": t})
+                }
+            })
+            .collect();
+        json!({"model": "claude-sonnet-5-5", "stream": true,
+               "tools": [{"name": "Bash", "input_schema": {"type": "object"},
+                          "cache_control": {"type": "ephemeral"}}],
+               "system": [cached(&long)],
+               "messages": [{"role": "user", "content": blocks}]})
+    };
+
+    let r = post(&s, &body(3));
+    assert_eq!(r.status, 400);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(
+        r.json(),
+        json!({"type": "error", "error": {"type": "invalid_request_error",
+               "message": "A maximum of 4 blocks with cache_control may be provided. Found 5."}})
+    );
+    // Recorded, not billed, and the handler was not asked.
+    let recs = s.requests();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0].cache_breakpoints().len(), 5);
+    assert_eq!(recs[0].usage, Usage::default());
+    assert_eq!(s.cache_stats(), (0, 0, 0));
+    assert_eq!(asked.load(Ordering::SeqCst), 0);
+
+    // Four are fine, and nothing of the refused request was cached.
+    let r = post(&s, &body(2));
+    assert_eq!(r.status, 200);
+    let u = &r.events()[0].1["message"]["usage"];
+    assert_eq!(u["cache_read_input_tokens"], 0);
+    assert!(u["cache_creation_input_tokens"].as_u64().unwrap() > 1024);
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn a_prefix_under_the_model_minimum_is_not_cached() {
+    let s = StandIn::start();
+    // About 1500 tokens: over Sonnet's 1024, under Haiku's and Opus's 4096.
+    let system = json!([cached(&"static instructions ".repeat(300))]);
+    for (model, cached_at_all) in [
+        ("claude-sonnet-5-5", true),
+        ("claude-haiku-5-5", false),
+        ("claude-opus-5-5", false),
+    ] {
+        let body = json!({"model": model, "system": system,
+                          "messages": [{"role": "user", "content": "hi"}]});
+        let first = post(&s, &body).json()["usage"].clone();
+        let second = post(&s, &body).json()["usage"].clone();
+        assert_eq!(
+            first["cache_creation_input_tokens"].as_u64().unwrap() > 0,
+            cached_at_all,
+            "{model}: {first}"
+        );
+        assert_eq!(
+            second["cache_read_input_tokens"], first["cache_creation_input_tokens"],
+            "{model}: {second}"
+        );
+        assert_eq!(second["cache_creation_input_tokens"], 0, "{model}");
+    }
 }
 
 #[test]
