@@ -474,4 +474,39 @@ mod tests {
             "A maximum of 4 blocks with cache_control may be provided. Found 5."
         );
     }
+
+    /// The boundaries checked from a breakpoint are its own (the 1st) and
+    /// the ones before it, [`LOOKBACK`] in all: a remembered prefix at the
+    /// 20th is read, one at the 21st is not.
+    #[test]
+    fn lookback_reaches_the_twentieth_boundary_and_no_further() {
+        let remembered = json!({"model": "m", "system": [sys(true, &long())]});
+        // The system block, then `after` small blocks, the last one marked:
+        // the system block's boundary is the (after + 1)th counted back.
+        let later = |after: usize| {
+            let blocks: Vec<Value> = (0..after)
+                .map(|i| sys(i + 1 == after, &format!("block {i}")))
+                .collect();
+            json!({"model": "m", "system": [sys(false, &long())],
+                   "messages": [{"role": "user", "content": blocks}]})
+        };
+        let system_tokens = tokens(linearise(&remembered)[0].end);
+
+        let mut c = PromptCache::default();
+        c.account(&remembered);
+        let nineteen_after = later(19);
+        let (r, w) = c.account(&nineteen_after);
+        assert_eq!(r, system_tokens);
+        assert_eq!(
+            r + w,
+            tokens(linearise(&nineteen_after).last().unwrap().end)
+        );
+
+        let mut c = PromptCache::default();
+        c.account(&remembered);
+        let twenty_after = later(20);
+        let (r, w) = c.account(&twenty_after);
+        assert_eq!(r, 0);
+        assert_eq!(w, tokens(linearise(&twenty_after).last().unwrap().end));
+    }
 }
