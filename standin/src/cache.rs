@@ -179,6 +179,65 @@ impl PromptCache {
     }
 }
 
+/// The most a prompt cache could have given a sequence of requests: the
+/// yardstick for a client's breakpoint placement.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BestCase {
+    /// Input tokens that could have been read from cache.
+    pub read: u64,
+    /// All input tokens of the requests, body bytes / 4.
+    pub total: u64,
+}
+
+/// The most input tokens any placement of cache breakpoints could have read
+/// from cache over `bodies`, sent in this order.
+///
+/// For each request: the longest prefix ending at a block boundary that is
+/// byte-identical (markers removed, cut as in the cache model) to a prefix
+/// ending at a block boundary of some earlier request to the same model,
+/// if it is at least that model's [`min_cacheable_tokens`]; summed over the
+/// requests. It is an upper bound, not a placement: it ignores the
+/// [`MAX_BREAKPOINTS`] and [`LOOKBACK`] limits, and expiry. Each body's
+/// bytes are counted as `serde_json` writes it compactly.
+pub fn best_possible(bodies: &[Value]) -> BestCase {
+    best_of(
+        bodies
+            .iter()
+            .map(|b| (b, serde_json::to_vec(b).map_or(0, |v| v.len()))),
+    )
+}
+
+/// [`best_possible`] over `(body, byte length)` pairs, so recorded requests
+/// can be counted by the bytes actually sent.
+pub fn best_of<'a>(requests: impl IntoIterator<Item = (&'a Value, usize)>) -> BestCase {
+    let mut seen: HashMap<String, HashSet<(usize, u64)>> = HashMap::new();
+    let mut best = BestCase::default();
+    for (body, bytes) in requests {
+        let total = tokens(bytes);
+        let model = body.get("model").and_then(Value::as_str).unwrap_or("");
+        let min = min_cacheable_tokens(model);
+        let pieces = linearise(body);
+        let seen = seen.entry(model.to_string()).or_default();
+        let read = pieces
+            .iter()
+            .rev()
+            .take_while(|p| tokens(p.end) >= min)
+            .find(|p| seen.contains(&(p.end, p.hash)))
+            .map_or(0, |p| tokens(p.end));
+        // Capped as the stand-in caps its own usage: the re-serialised
+        // prefix can come out a little longer than the bytes sent.
+        best.read += read.min(total);
+        best.total += total;
+        seen.extend(
+            pieces
+                .iter()
+                .filter(|p| tokens(p.end) >= min)
+                .map(|p| (p.end, p.hash)),
+        );
+    }
+    best
+}
+
 /// Cuts a request body into pieces (see the module documentation).
 fn linearise(body: &Value) -> Vec<Piece> {
     let mut cut = Cutter::default();
@@ -508,5 +567,108 @@ mod tests {
         let (r, w) = c.account(&twenty_after);
         assert_eq!(r, 0);
         assert_eq!(w, tokens(linearise(&twenty_after).last().unwrap().end));
+    }
+
+    /// A conversation as a client sends it: each request repeats the one
+    /// before and adds the answer and a new question.
+    fn conversation(model: &str, system: &str, turns: usize, marked: bool) -> Vec<Value> {
+        let mut messages: Vec<Value> = Vec::new();
+        let mut bodies = Vec::new();
+        for i in 0..turns {
+            if i > 0 {
+                let answer = sys(false, &format!("answer {i}"));
+                messages.push(json!({"role": "assistant", "content": [answer]}));
+            }
+            let question = sys(false, &format!("question {i}"));
+            messages.push(json!({"role": "user", "content": [question]}));
+            let mut body = json!({"model": model, "max_tokens": 100,
+                                  "system": [sys(marked, system)], "messages": messages});
+            if marked {
+                // The newest message carries the moving marker.
+                let last = messages.len() - 1;
+                body["messages"][last]["content"][0] = sys(true, &format!("question {i}"));
+            }
+            bodies.push(body);
+        }
+        bodies
+    }
+
+    fn compact_tokens(bodies: &[Value]) -> u64 {
+        bodies
+            .iter()
+            .map(|b| tokens(serde_json::to_vec(b).unwrap().len()))
+            .sum()
+    }
+
+    #[test]
+    fn best_possible_reads_everything_before_each_new_turn() {
+        let bodies = conversation("claude-sonnet-5-5", &long(), 6, false);
+        let expected: u64 = bodies
+            .windows(2)
+            .map(|w| tokens(linearise(&w[0]).last().unwrap().end))
+            .sum();
+        let best = best_possible(&bodies);
+        for i in 1..=bodies.len() {
+            eprintln!(
+                "{:?} {:?}",
+                best_possible(&bodies[..i]),
+                linearise(&bodies[i - 1])
+                    .iter()
+                    .map(|p| p.end)
+                    .collect::<Vec<_>>()
+            );
+        }
+        assert_eq!(best.read, expected);
+        assert_eq!(best.total, compact_tokens(&bodies));
+        assert!(best.read < best.total);
+
+        // Markers are not content: placing them changes nothing.
+        let marked = conversation("claude-sonnet-5-5", &long(), 6, true);
+        assert_eq!(best_possible(&marked).read, expected);
+
+        // A repeated request could be read whole.
+        let twice = [bodies[2].clone(), bodies[2].clone()];
+        assert_eq!(
+            best_possible(&twice).read,
+            tokens(linearise(&bodies[2]).last().unwrap().end)
+        );
+    }
+
+    #[test]
+    fn best_possible_respects_the_minimum_and_the_model() {
+        // About 1250 tokens of shared prefix: enough for Sonnet, not Opus.
+        let opus = conversation("claude-opus-5-5", &long(), 4, false);
+        assert_eq!(best_possible(&opus).read, 0);
+        let sonnet = conversation("claude-sonnet-5-5", &long(), 4, false);
+        assert!(best_possible(&sonnet).read > 0);
+        let short = conversation("m", "short", 4, false);
+        assert_eq!(best_possible(&short).read, 0);
+        let mut bodies = conversation("claude-sonnet-5-5", &long(), 2, false);
+        bodies[1]["model"] = json!("claude-sonnet-4-6");
+        assert_eq!(best_possible(&bodies).read, 0);
+        assert_eq!(best_possible(&[]), BestCase::default());
+    }
+
+    /// The cache model never reads more than the best possible, and the
+    /// usual placement (system plus the newest message) reaches it.
+    #[test]
+    fn a_moving_marker_reaches_the_best_possible() {
+        let bodies = conversation("claude-sonnet-5-5", &long(), 8, true);
+        let mut c = PromptCache::default();
+        let read: u64 = bodies.iter().map(|b| c.account(b).0).sum();
+        assert_eq!(read, best_possible(&bodies).read);
+
+        // Marking the system prompt only reads just that.
+        let system_only: Vec<Value> = conversation("claude-sonnet-5-5", &long(), 8, false)
+            .into_iter()
+            .map(|mut b| {
+                b["system"] = json!([sys(true, &long())]);
+                b
+            })
+            .collect();
+        let mut c = PromptCache::default();
+        let read: u64 = system_only.iter().map(|b| c.account(b).0).sum();
+        assert!(read < best_possible(&system_only).read);
+        assert_eq!(read, 7 * tokens(linearise(&system_only[0])[0].end));
     }
 }

@@ -19,7 +19,9 @@
 mod cache;
 mod http;
 
-pub use cache::{DEFAULT_MIN_TOKENS, LOOKBACK, MAX_BREAKPOINTS, min_cacheable_tokens};
+pub use cache::{
+    BestCase, DEFAULT_MIN_TOKENS, LOOKBACK, MAX_BREAKPOINTS, best_possible, min_cacheable_tokens,
+};
 
 use serde_json::{Value, json};
 use std::io;
@@ -231,6 +233,26 @@ impl StandIn {
     pub fn cache_stats(&self) -> (u64, u64, u64) {
         let c = lock(&self.shared.cache);
         (c.read, c.created, c.total)
+    }
+
+    /// The yardstick for [`cache_stats`](Self::cache_stats): the most input
+    /// tokens any breakpoint placement could have read from cache over the
+    /// requests recorded so far, all of them in arrival order (see
+    /// [`best_possible`]); `total` is their body bytes / 4.
+    ///
+    /// A request refused for too many breakpoints counts (a better
+    /// placement would have been accepted); a body that is not JSON does
+    /// not. After [`clear`](Self::clear) the cache model still remembers
+    /// earlier prefixes but this only knows the requests since, so the
+    /// stand-in's reads can then exceed it.
+    pub fn best_possible(&self) -> BestCase {
+        let requests = lock(&self.shared.requests).clone();
+        cache::best_of(
+            requests
+                .iter()
+                .filter(|r| !r.body.is_null())
+                .map(|r| (&r.body, r.raw.len())),
+        )
     }
 }
 

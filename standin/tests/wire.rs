@@ -2,7 +2,7 @@
 //! TcpStream, so these tests check the bytes on the wire, not our own parser.
 
 use serde_json::{Value, json};
-use standin::{Reply, StandIn, Usage, common_prefix_len};
+use standin::{BestCase, Reply, StandIn, Usage, best_possible, common_prefix_len};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
@@ -481,6 +481,51 @@ fn a_prefix_under_the_model_minimum_is_not_cached() {
         );
         assert_eq!(second["cache_creation_input_tokens"], 0, "{model}");
     }
+}
+
+#[test]
+fn best_possible_is_the_yardstick_for_the_recorded_requests() {
+    let system = json!([cached(&"static instructions ".repeat(300))]);
+    let text = |t: String| json!({"type": "text", "text": t});
+    // Four turns of one conversation; `mark_newest` puts the moving marker on
+    // the newest message as the CLI does, else only the system is marked.
+    let converse = |s: &StandIn, mark_newest: bool| {
+        let mut messages: Vec<Value> = Vec::new();
+        for i in 0..4 {
+            if i > 0 {
+                messages
+                    .push(json!({"role": "assistant", "content": [text(format!("answer {i}"))]}));
+            }
+            messages.push(json!({"role": "user", "content": [text(format!("question {i}"))]}));
+            let mut sent = messages.clone();
+            if mark_newest {
+                sent.last_mut().unwrap()["content"] = json!([cached(&format!("question {i}"))]);
+            }
+            let body = json!({"model": "claude-sonnet-5-5", "system": system, "messages": sent});
+            assert_eq!(post(s, &body).status, 200);
+        }
+    };
+
+    let s = StandIn::start();
+    assert_eq!(s.best_possible(), BestCase::default());
+    converse(&s, true);
+    let (read, _, total) = s.cache_stats();
+    let best = s.best_possible();
+    assert!(read > 0);
+    assert_eq!((best.read, best.total), (read, total));
+    // The same figure from the bodies alone (counted as serde writes them,
+    // which is how they were sent here).
+    let bodies: Vec<Value> = s.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(best_possible(&bodies), best);
+    s.clear();
+    assert_eq!(s.best_possible(), BestCase::default());
+
+    // Marking only the system prompt falls short of what was possible.
+    let s = StandIn::start();
+    converse(&s, false);
+    let (read, _, _) = s.cache_stats();
+    let best = s.best_possible();
+    assert!(0 < read && read < best.read, "{read} {best:?}");
 }
 
 #[test]
