@@ -18,10 +18,12 @@
 
 mod cache;
 mod http;
+mod models;
 
 pub use cache::{
     BestCase, DEFAULT_MIN_TOKENS, LOOKBACK, MAX_BREAKPOINTS, best_possible, min_cacheable_tokens,
 };
+pub use models::{Model, default_models};
 
 use serde_json::{Value, json};
 use std::io;
@@ -97,7 +99,17 @@ struct Shared {
     handler: Box<Handler>,
     requests: Mutex<Vec<Arc<Recorded>>>,
     cache: Mutex<CacheState>,
+    models: Mutex<ModelsState>,
     ids: AtomicU64,
+}
+
+/// What `/v1/models` answers, and how often it was asked.
+struct ModelsState {
+    /// Newest first.
+    list: Vec<Model>,
+    /// `(status, kind, message)` to answer with instead of the list.
+    failure: Option<(u16, String, String)>,
+    requests: usize,
 }
 
 #[derive(Default)]
@@ -160,6 +172,11 @@ impl StandIn {
             handler: Box::new(f),
             requests: Mutex::new(Vec::new()),
             cache: Mutex::new(CacheState::default()),
+            models: Mutex::new(ModelsState {
+                list: default_models(),
+                failure: None,
+                requests: 0,
+            }),
             ids: AtomicU64::new(0),
         });
         let (stop, stopped) = oneshot::channel();
@@ -198,13 +215,44 @@ impl StandIn {
             .collect()
     }
 
-    /// Forgets the recorded requests and zeroes [`cache_stats`](Self::cache_stats).
-    /// The remembered cache prefixes are kept, as the real service keeps its
-    /// cache whatever the client does.
+    /// Forgets the recorded requests and zeroes [`cache_stats`](Self::cache_stats)
+    /// and [`models_requests`](Self::models_requests). The remembered cache
+    /// prefixes are kept, as the real service keeps its cache whatever the
+    /// client does; so are the model list and its failure setting.
     pub fn clear(&self) {
         lock(&self.shared.requests).clear();
+        lock(&self.shared.models).requests = 0;
         let mut c = lock(&self.shared.cache);
         (c.read, c.created, c.total) = (0, 0, 0);
+    }
+
+    /// Replaces the list `GET /v1/models` serves ([`default_models`] at
+    /// start). It is served newest first whatever the order given, as the
+    /// API serves it.
+    pub fn set_models(&self, models: Vec<Model>) {
+        let mut models = models;
+        models::sort_newest_first(&mut models);
+        lock(&self.shared.models).list = models;
+    }
+
+    /// The list `GET /v1/models` serves, newest first.
+    pub fn models(&self) -> Vec<Model> {
+        lock(&self.shared.models).list.clone()
+    }
+
+    /// With `Some((status, kind, message))`, every request to `/v1/models`
+    /// and `/v1/models/{id}` is answered with that API error (as
+    /// [`Reply::Error`] answers a message) until set back to `None`.
+    pub fn set_models_failure(&self, failure: Option<(u16, &str, &str)>) {
+        lock(&self.shared.models).failure =
+            failure.map(|(status, kind, message)| (status, kind.into(), message.into()));
+    }
+
+    /// How many `GET`s to `/v1/models` and `/v1/models/{id}` arrived since
+    /// start (or [`clear`](Self::clear)), failed ones included; they are not
+    /// in [`requests`](Self::requests), which holds only `/v1/messages`.
+    pub fn models_requests(&self) -> usize {
+        lock(&self.shared.models).requests
     }
 
     /// `(read, created, total input)` tokens summed over all requests since
@@ -357,6 +405,10 @@ async fn respond<W: AsyncWrite + Unpin>(
             http::write_full(w, 200, &[], b"", keep_alive, head_only).await
         }
         ("POST", "/v1/messages") => messages(shared, head, body, w, keep_alive).await,
+        ("GET", path) if path == "/v1/models" || path.starts_with("/v1/models/") => {
+            let (status, answer) = models_answer(shared, &head);
+            http::write_full(w, status, &json_type(), &answer, keep_alive, false).await
+        }
         // Answered rather than 404, so a client that sizes its context this
         // way gets a plausible number (same bytes / 4 rule); not recorded.
         ("POST", "/v1/messages/count_tokens") => {
@@ -368,6 +420,29 @@ async fn respond<W: AsyncWrite + Unpin>(
             let answer = error_body("not_found_error", &message);
             http::write_full(w, 404, &json_type(), &answer, keep_alive, head_only).await
         }
+    }
+}
+
+/// The status and body for a `GET` under `/v1/models`: the list (paged by
+/// the query) or one model by id.
+fn models_answer(shared: &Shared, head: &http::Head) -> (u16, Vec<u8>) {
+    let mut state = lock(&shared.models);
+    state.requests += 1;
+    if let Some((status, kind, message)) = &state.failure {
+        return (*status, error_body(kind, message));
+    }
+    match head.path().strip_prefix("/v1/models/") {
+        None => {
+            let query = head.target.split_once('?').map_or("", |(_, q)| q);
+            match models::list_page(&state.list, query) {
+                Ok(page) => (200, page.to_string().into_bytes()),
+                Err(message) => (400, error_body("invalid_request_error", &message)),
+            }
+        }
+        Some(id) => match state.list.iter().find(|m| m.id == id) {
+            Some(model) => (200, model.to_json().to_string().into_bytes()),
+            None => (404, error_body("not_found_error", &format!("model: {id}"))),
+        },
     }
 }
 

@@ -2,7 +2,9 @@
 //! TcpStream, so these tests check the bytes on the wire, not our own parser.
 
 use serde_json::{Value, json};
-use standin::{BestCase, Reply, StandIn, Usage, best_possible, common_prefix_len};
+use standin::{
+    BestCase, Model, Reply, StandIn, Usage, best_possible, common_prefix_len, default_models,
+};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
@@ -248,7 +250,7 @@ fn handler_sees_the_request() {
 fn other_routes_do_not_crash_it() {
     let s = StandIn::start();
     assert_eq!(call(&s, "HEAD", "/api/hello", b"").status, 200);
-    let r = call(&s, "GET", "/v1/models", b"");
+    let r = call(&s, "GET", "/v1/files", b"");
     assert_eq!(r.status, 404);
     assert_eq!(r.json()["error"]["type"], "not_found_error");
     assert_eq!(call(&s, "POST", "/v1/other", b"{}").status, 404);
@@ -526,6 +528,122 @@ fn best_possible_is_the_yardstick_for_the_recorded_requests() {
     let (read, _, _) = s.cache_stats();
     let best = s.best_possible();
     assert!(0 < read && read < best.read, "{read} {best:?}");
+}
+
+fn ids(page: &Value) -> Vec<String> {
+    page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn lists_models_newest_first_like_the_models_api() {
+    let s = StandIn::start();
+    let r = call(&s, "GET", "/v1/models", b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let page = r.json();
+    let data = page["data"].as_array().unwrap();
+    for m in data {
+        let mut keys: Vec<&String> = m.as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(keys, ["created_at", "display_name", "id", "type"]);
+        assert_eq!(m["type"], "model");
+    }
+    let listed = ids(&page);
+    assert_eq!(listed[0], "claude-opus-5-5");
+    for id in ["claude-sonnet-5-5", "claude-haiku-5-5", "claude-sonnet-4-6"] {
+        assert!(listed.iter().any(|l| l == id), "{id} in {listed:?}");
+    }
+    let dates: Vec<&str> = data
+        .iter()
+        .map(|m| m["created_at"].as_str().unwrap())
+        .collect();
+    assert!(dates.windows(2).all(|w| w[0] > w[1]), "{dates:?}");
+    assert!(dates.iter().all(|d| d.ends_with('Z')));
+    assert_eq!(page["has_more"], false);
+    assert_eq!(page["first_id"], data[0]["id"]);
+    assert_eq!(page["last_id"], data[data.len() - 1]["id"]);
+
+    // Paged: `limit`, then `after_id` from the page's `last_id`.
+    let first = call(&s, "GET", "/v1/models?beta=true&limit=2", b"").json();
+    assert_eq!(ids(&first), listed[..2]);
+    assert_eq!(first["has_more"], true);
+    let after = first["last_id"].as_str().unwrap();
+    let path = format!("/v1/models?limit=2&after_id={after}");
+    let next = call(&s, "GET", &path, b"").json();
+    assert_eq!(ids(&next), listed[2..4]);
+    let path = format!("/v1/models?before_id={}", listed[2]);
+    assert_eq!(ids(&call(&s, "GET", &path, b"").json()), listed[..2]);
+
+    let r = call(&s, "GET", "/v1/models?limit=1001", b"");
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["type"], "invalid_request_error");
+
+    // One model by id, or the API's 404.
+    let r = call(&s, "GET", "/v1/models/claude-sonnet-5-5", b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json(), data[1]);
+    let r = call(&s, "GET", "/v1/models/claude-nope", b"");
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        r.json(),
+        json!({"type": "error", "error": {"type": "not_found_error", "message": "model: claude-nope"}})
+    );
+
+    // Counted, and not among the recorded message requests.
+    assert_eq!(s.models_requests(), 7);
+    assert!(s.requests().is_empty());
+}
+
+#[test]
+fn model_list_can_be_replaced_failed_and_counted() {
+    let s = StandIn::start();
+    s.set_models(vec![
+        Model::new("claude-old", "Claude Old", "2025-01-01T00:00:00Z"),
+        Model::new("claude-new", "Claude New", "2026-01-01T00:00:00Z"),
+    ]);
+    assert_eq!(s.models()[0].id, "claude-new");
+    let page = call(&s, "GET", "/v1/models", b"").json();
+    assert_eq!(ids(&page), ["claude-new", "claude-old"]);
+    assert_eq!(
+        call(&s, "GET", "/v1/models/claude-old", b"").json(),
+        json!({"type": "model", "id": "claude-old", "display_name": "Claude Old",
+               "created_at": "2025-01-01T00:00:00Z"})
+    );
+    assert_eq!(
+        call(&s, "GET", "/v1/models/claude-sonnet-5-5", b"").status,
+        404
+    );
+
+    s.set_models_failure(Some((529, "overloaded_error", "Overloaded")));
+    for path in ["/v1/models", "/v1/models/claude-new"] {
+        let r = call(&s, "GET", path, b"");
+        assert_eq!(r.status, 529, "{path}");
+        assert_eq!(
+            r.json(),
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+        );
+    }
+    s.set_models_failure(None);
+    assert_eq!(call(&s, "GET", "/v1/models", b"").status, 200);
+
+    // Messages do not count as model requests, nor model requests as messages.
+    assert_eq!(
+        post(&s, &json!({"model": "claude-new", "messages": []})).status,
+        200
+    );
+    assert_eq!(s.models_requests(), 6);
+    assert_eq!(s.requests().len(), 1);
+    s.clear();
+    assert_eq!(s.models_requests(), 0);
+    assert_eq!(s.models()[0].id, "claude-new", "clear keeps the list");
+
+    s.set_models(default_models());
+    assert_eq!(s.models(), default_models());
 }
 
 #[test]
