@@ -42,13 +42,13 @@ use std::hash::{DefaultHasher, Hasher};
 /// Piece boundaries checked per breakpoint, the breakpoint's own included.
 pub const LOOKBACK: usize = 20;
 
-/// The minimum for a model that [`MIN_TOKENS`] does not know: the figure
+/// The minimum for a model the table of minimums does not know: the figure
 /// most Sonnet and older Opus models have.
 pub const DEFAULT_MIN_TOKENS: u64 = 1024;
 
 /// Minimum cacheable prefix in tokens, by model-name fragment; the first
-/// fragment found in the model id wins, so specific versions come before
-/// their family.
+/// entry whose fragment the model id holds wins, so specific versions come
+/// before their family.
 ///
 /// Figures from Anthropic's prompt-caching documentation (cache
 /// limitations): 4096 for Opus 4.6 and 4.5 and for Haiku 4.5; 1024 for
@@ -94,7 +94,7 @@ pub fn min_cacheable_tokens(model: &str) -> u64 {
 }
 
 /// The most blocks with `cache_control` one request may carry; the service
-/// refuses a request with more (HTTP 400, [`too_many_breakpoints`]).
+/// refuses a request with more (HTTP 400, `invalid_request_error`).
 pub const MAX_BREAKPOINTS: usize = 4;
 
 /// The service's refusal of a request with `found` > [`MAX_BREAKPOINTS`]

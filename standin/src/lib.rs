@@ -1,10 +1,12 @@
 //! A stand-in for the Anthropic Messages API on 127.0.0.1.
 //!
 //! The `claude` CLI talks to whatever `ANTHROPIC_BASE_URL` names, so tests and
-//! benchmarks point it here instead of at the real service: every request is
-//! recorded byte-exact, and answered the way the test asks ([`Reply`]), with
-//! the same wire shapes as the real API (server-sent events when the request
-//! streams, a JSON message otherwise, the API's error bodies).
+//! benchmarks point it here instead of at the real service: every request to
+//! `/v1/messages` is recorded byte-exact, and answered the way the test asks
+//! ([`Reply`]), with the same wire shapes as the real API (server-sent events
+//! when the request streams, a JSON message otherwise, the API's error
+//! bodies). `GET /v1/models` serves a model list in the Models API's shape,
+//! which a test may replace, make fail, and count ([`StandIn::set_models`]).
 //!
 //! The server runs on its own thread with its own tokio runtime, so plain
 //! synchronous `#[test]`s can start one, run the CLI as a child process, and
@@ -13,8 +15,16 @@
 //! Usage it reports is rough but consistent: a request's input is its body
 //! bytes / 4 tokens, split the way the real API splits it between
 //! `input_tokens` (not cached), `cache_read_input_tokens` and
-//! `cache_creation_input_tokens` by a small model of prompt caching (see
-//! [`StandIn::cache_stats`]); output is reply chars / 4 + 1 tokens.
+//! `cache_creation_input_tokens` by a small model of prompt caching that
+//! keeps the API's rules (see [`StandIn::cache_stats`]): a prefix is cached
+//! only at a block carrying `cache_control` and only if it reaches the
+//! model's minimum ([`min_cacheable_tokens`]: 1024 tokens for Sonnet, 4096
+//! for current Opus and Haiku), a read is found at most [`LOOKBACK`] block
+//! boundaries back from a breakpoint, and a request with more than
+//! [`MAX_BREAKPOINTS`] breakpoints is refused with the API's 400. Output is
+//! reply chars / 4 + 1 tokens. How well a client placed its breakpoints is
+//! measured against [`StandIn::best_possible`], the most any placement
+//! could have read from cache over the same requests.
 
 mod cache;
 mod http;

@@ -13,6 +13,7 @@
 //! `--tools=`, as opposed to the CLI's main turns. `--record-dir` writes each
 //! request body to DIR/0001.json, DIR/0002.json, ... byte-exact.
 //! `--verbose` logs one line per request (with cache usage) to stderr.
+//! `GET /v1/models` serves the default model list (see the library).
 
 use standin::{Recorded, Reply, StandIn};
 use std::io::Write;
