@@ -10,18 +10,23 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use duduclaw_session::cli::FactsIn;
-use duduclaw_session::fact_text::fts_query;
-use duduclaw_session::prompt::{HistoryTurn, Memory, system_append, user_message};
-use duduclaw_session::session_id::{SessionKey, session_id};
-use duduclaw_session::store::{NewFact, Store};
+use duduclaw_session::memory::facts::query_terms;
+use duduclaw_session::memory::recall;
+use duduclaw_session::session::{SessionKey, session_id};
+use duduclaw_session::store::{self, FactScope, Location, NewFact, Store};
 use duduclaw_session::text::trim_turn;
-use duduclaw_session::turn::select_facts;
+use duduclaw_session::turn::prompt::{
+    FactsPlacement, HistoryTurn, Memory, system_append, user_message,
+};
 use tempfile::TempDir;
 
 use common::{QUERY_EN, QUERY_ZH, Rng};
 
 const AGENT: &str = "agent-1";
+const SCOPE: FactScope = FactScope {
+    agent: AGENT,
+    user: None,
+};
 const PIN: &str = "Migrate the React app from CRA to Vite; keep the tests passing; do not touch the auth flow\n[+] target Vite 6 and keep the service worker behaviour identical";
 
 fn bench_session_id(c: &mut Criterion) {
@@ -71,12 +76,12 @@ fn bench_prompt(c: &mut Criterion) {
         pin: Some(PIN),
         summary: None,
         facts: &facts,
-        facts_in: Some(FactsIn::Message),
+        facts_in: FactsPlacement::Message,
     };
     let summary = "The user migrated the build step by step; webpack config removed; open item: the auth flow stays as is. ".repeat(8);
     let mem_sys = Memory {
         summary: Some(&summary),
-        facts_in: Some(FactsIn::System),
+        facts_in: FactsPlacement::System,
         ..mem.clone()
     };
     g.bench_function("system_append/pin", |b| {
@@ -117,7 +122,7 @@ fn bench_trim(c: &mut Criterion) {
 }
 
 fn bench_fts_query(c: &mut Criterion) {
-    let mut g = c.benchmark_group("fts_query");
+    let mut g = c.benchmark_group("query_terms");
     let log: String = (0..200)
         .map(|i| {
             format!(
@@ -131,15 +136,15 @@ fn bench_fts_query(c: &mut Criterion) {
         ("zh", QUERY_ZH),
         ("pasted_log_14KB", log.as_str()),
     ] {
-        g.bench_function(name, |b| b.iter(|| fts_query(black_box(msg))));
+        g.bench_function(name, |b| b.iter(|| query_terms(black_box(msg))));
     }
     g.finish();
 }
 
 /// A store in a temp dir holding `n` generated facts of one agent.
-fn store_with(n: usize, seed: u64) -> (TempDir, Store, Vec<String>) {
+fn store_with(n: usize, seed: u64) -> (TempDir, Box<dyn Store>, Vec<String>) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut store = Store::open(&dir.path().join("facts.db")).expect("open store");
+    let mut store = store::open(&Location::File(dir.path().join("facts.db"))).expect("open store");
     let facts = common::facts(n, seed);
     for chunk in facts.chunks(5_000) {
         let new: Vec<NewFact> = chunk.iter().map(|f| NewFact::new(AGENT, None, f)).collect();
@@ -166,12 +171,12 @@ fn bench_retrieval(c: &mut Criterion) {
             g.bench_with_input(
                 BenchmarkId::new(format!("search_facts/{lang}"), n),
                 &n,
-                |b, _| b.iter(|| store.search_facts(AGENT, None, black_box(q), 3).unwrap()),
+                |b, _| b.iter(|| recall::search(&*store, SCOPE, black_box(q), 3).unwrap()),
             );
             g.bench_with_input(
-                BenchmarkId::new(format!("select_facts/{lang}"), n),
+                BenchmarkId::new(format!("for_turn/{lang}"), n),
                 &n,
-                |b, _| b.iter(|| select_facts(&store, AGENT, None, black_box(q)).unwrap()),
+                |b, _| b.iter(|| recall::for_turn(&*store, SCOPE, black_box(q)).unwrap()),
             );
         }
     }

@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use duduclaw_session::compact::SUMMARY_SYSTEM;
-use duduclaw_session::extract::{FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
+use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
 use duduclaw_session::text::estimate_tokens;
 use standin::{Recorded, Reply, StandIn, common_prefix_len};
 use tempfile::TempDir;

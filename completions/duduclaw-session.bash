@@ -34,6 +34,9 @@ _duduclaw__session() {
             duduclaw__session,id)
                 cmd="duduclaw__session__subcmd__id"
                 ;;
+            duduclaw__session,jobs)
+                cmd="duduclaw__session__subcmd__jobs"
+                ;;
             duduclaw__session,man)
                 cmd="duduclaw__session__subcmd__man"
                 ;;
@@ -109,6 +112,9 @@ _duduclaw__session() {
             duduclaw__session__subcmd__help,id)
                 cmd="duduclaw__session__subcmd__help__subcmd__id"
                 ;;
+            duduclaw__session__subcmd__help,jobs)
+                cmd="duduclaw__session__subcmd__help__subcmd__jobs"
+                ;;
             duduclaw__session__subcmd__help,man)
                 cmd="duduclaw__session__subcmd__help__subcmd__man"
                 ;;
@@ -142,6 +148,18 @@ _duduclaw__session() {
             duduclaw__session__subcmd__help__subcmd__facts,search)
                 cmd="duduclaw__session__subcmd__help__subcmd__facts__subcmd__search"
                 ;;
+            duduclaw__session__subcmd__help__subcmd__jobs,list)
+                cmd="duduclaw__session__subcmd__help__subcmd__jobs__subcmd__list"
+                ;;
+            duduclaw__session__subcmd__help__subcmd__jobs,retry)
+                cmd="duduclaw__session__subcmd__help__subcmd__jobs__subcmd__retry"
+                ;;
+            duduclaw__session__subcmd__help__subcmd__jobs,run)
+                cmd="duduclaw__session__subcmd__help__subcmd__jobs__subcmd__run"
+                ;;
+            duduclaw__session__subcmd__help__subcmd__jobs,work)
+                cmd="duduclaw__session__subcmd__help__subcmd__jobs__subcmd__work"
+                ;;
             duduclaw__session__subcmd__help__subcmd__pin,append)
                 cmd="duduclaw__session__subcmd__help__subcmd__pin__subcmd__append"
                 ;;
@@ -165,6 +183,36 @@ _duduclaw__session() {
                 ;;
             duduclaw__session__subcmd__help__subcmd__sessions,show)
                 cmd="duduclaw__session__subcmd__help__subcmd__sessions__subcmd__show"
+                ;;
+            duduclaw__session__subcmd__jobs,help)
+                cmd="duduclaw__session__subcmd__jobs__subcmd__help"
+                ;;
+            duduclaw__session__subcmd__jobs,list)
+                cmd="duduclaw__session__subcmd__jobs__subcmd__list"
+                ;;
+            duduclaw__session__subcmd__jobs,retry)
+                cmd="duduclaw__session__subcmd__jobs__subcmd__retry"
+                ;;
+            duduclaw__session__subcmd__jobs,run)
+                cmd="duduclaw__session__subcmd__jobs__subcmd__run"
+                ;;
+            duduclaw__session__subcmd__jobs,work)
+                cmd="duduclaw__session__subcmd__jobs__subcmd__work"
+                ;;
+            duduclaw__session__subcmd__jobs__subcmd__help,help)
+                cmd="duduclaw__session__subcmd__jobs__subcmd__help__subcmd__help"
+                ;;
+            duduclaw__session__subcmd__jobs__subcmd__help,list)
+                cmd="duduclaw__session__subcmd__jobs__subcmd__help__subcmd__list"
+                ;;
+            duduclaw__session__subcmd__jobs__subcmd__help,retry)
+                cmd="duduclaw__session__subcmd__jobs__subcmd__help__subcmd__retry"
+                ;;
+            duduclaw__session__subcmd__jobs__subcmd__help,run)
+                cmd="duduclaw__session__subcmd__jobs__subcmd__help__subcmd__run"
+                ;;
+            duduclaw__session__subcmd__jobs__subcmd__help,work)
+                cmd="duduclaw__session__subcmd__jobs__subcmd__help__subcmd__work"
                 ;;
             duduclaw__session__subcmd__pin,append)
                 cmd="duduclaw__session__subcmd__pin__subcmd__append"
@@ -233,7 +281,7 @@ _duduclaw__session() {
 
     case "${cmd}" in
         duduclaw__session)
-            opts="-v -h -V --db --claude --verbose --help --version turn id pin facts history sessions prompt doctor completions man help"
+            opts="-v -h -V --db --claude --verbose --help --version turn id pin facts history sessions jobs prompt doctor completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -621,7 +669,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help)
-            opts="turn id pin facts history sessions prompt doctor completions man help"
+            opts="turn id pin facts history sessions jobs prompt doctor completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -791,6 +839,76 @@ _duduclaw__session() {
         duduclaw__session__subcmd__help__subcmd__id)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__jobs)
+            opts="list run retry work"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__jobs__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__jobs__subcmd__retry)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__jobs__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__jobs__subcmd__work)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1038,6 +1156,252 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --thread)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__jobs)
+            opts="-v -h --db --claude --verbose --help list run retry work help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__jobs__subcmd__help)
+            opts="list run retry work help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__jobs__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__jobs__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__jobs__subcmd__help__subcmd__retry)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__jobs__subcmd__help__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__jobs__subcmd__help__subcmd__work)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__jobs__subcmd__list)
+            opts="-v -h --agent --channel --thread --since --json --db --claude --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --channel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --thread)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__jobs__subcmd__retry)
+            opts="-v -h --db --claude --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__jobs__subcmd__run)
+            opts="-v -h --agent --channel --thread --extract-model --side-timeout --direct-api --no-direct-api --db --claude --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --channel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --thread)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --extract-model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --side-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__jobs__subcmd__work)
+            opts="-v -h --session --after-turn --extract-model --side-timeout --direct-api --no-direct-api --db --claude --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --after-turn)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --extract-model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --side-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1321,7 +1685,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__prompt)
-            opts="-v -h --agent --channel --thread --json --model --extract-model --no-extract --light --timeout --side-timeout --user --compact-at --direct-api --no-direct-api --facts-in --db --claude --verbose --help"
+            opts="-v -h --agent --channel --thread --again --json --model --extract-model --no-extract --no-compact --light --timeout --side-timeout --wait-side --user --compact-at --direct-api --no-direct-api --facts-in --claude-arg --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1365,6 +1729,10 @@ _duduclaw__session() {
                     ;;
                 --facts-in)
                     COMPREPLY=($(compgen -W "message system" -- "${cur}"))
+                    return 0
+                    ;;
+                --claude-arg)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --db)
@@ -1585,7 +1953,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__turn)
-            opts="-v -h --agent --channel --thread --json --model --extract-model --no-extract --light --timeout --side-timeout --user --compact-at --direct-api --no-direct-api --facts-in --db --claude --verbose --help"
+            opts="-v -h --agent --channel --thread --again --json --model --extract-model --no-extract --no-compact --light --timeout --side-timeout --wait-side --user --compact-at --direct-api --no-direct-api --facts-in --claude-arg --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1629,6 +1997,10 @@ _duduclaw__session() {
                     ;;
                 --facts-in)
                     COMPREPLY=($(compgen -W "message system" -- "${cur}"))
+                    return 0
+                    ;;
+                --claude-arg)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --db)

@@ -15,7 +15,7 @@ _duduclaw-session() {
 
     local context curcontext="$curcontext" state line
     _arguments "${_arguments_options[@]}" : \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -34,38 +34,41 @@ _duduclaw-session() {
         case $line[1] in
             (turn)
 _arguments "${_arguments_options[@]}" : \
-'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
-'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
+'--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
 '--model=[Model for the main call (passed to claude --model)]:MODEL:_default' \
 '--extract-model=[Model for the side calls that extract the pin and facts]:MODEL:_default' \
-'--timeout=[Give up on the main call after SECS seconds (its process group is killed)]:SECS:_default' \
-'--side-timeout=[Bound on each side call, in seconds]:SECS:_default' \
+'--timeout=[Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)]:DURATION:_default' \
+'--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
 '--user=[Scope facts to one person as well as the agent]:ID:_default' \
 '--compact-at=[Compact the session when its context passes this many estimated tokens]:TOKENS:_default' \
 '--facts-in=[Where the injected facts go]:WHERE:((message\:"At the head of the user message, after the recap (keeps the system prompt byte-stable)"
 system\:"At the tail of the system prompt, after the pin"))' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'*--claude-arg=[An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src]:ARG:_default' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--again[Send the session'\''s last failed message again, as a normal turn]' \
 '--json[Print one JSON object instead of streaming the reply]' \
-'--no-extract[Skip the side calls (pin and fact extraction)]' \
+'--no-extract[Skip pin and fact extraction (compaction still runs\: it guards the context size)]' \
+'--no-compact[Never compact the session, however long it grows]' \
 '--light[Run the main call on the lightweight flags (no tools, one model turn)]' \
-'(--no-direct-api)--direct-api[Send the turn straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
+'--wait-side[Wait (bounded by --side-timeout) for this turn'\''s side calls instead of leaving them to the detached worker]' \
+'(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
 '--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'::message -- The message; absent or `-` reads stdin to EOF:_default' \
-'*::claude_args -- Extra arguments passed to claude for the main call:_default' \
+'::message -- The message; absent or `-` reads stdin to EOF; after `--` it may start with `-`:_default' \
 && ret=0
 ;;
 (id)
 _arguments "${_arguments_options[@]}" : \
-'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
-'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
+'--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -75,7 +78,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (pin)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -93,10 +96,10 @@ _arguments "${_arguments_options[@]}" : \
         case $line[1] in
             (show)
 _arguments "${_arguments_options[@]}" : \
-'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
-'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
+'--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -106,10 +109,10 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (set)
 _arguments "${_arguments_options[@]}" : \
-'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
-'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
+'--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -120,10 +123,10 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (append)
 _arguments "${_arguments_options[@]}" : \
-'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
-'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
+'--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -134,10 +137,10 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (clear)
 _arguments "${_arguments_options[@]}" : \
-'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
-'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
+'--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -187,7 +190,7 @@ esac
 ;;
 (facts)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -205,10 +208,10 @@ _arguments "${_arguments_options[@]}" : \
         case $line[1] in
             (list)
 _arguments "${_arguments_options[@]}" : \
-'--agent=[The agent whose facts these are]:ID:_default' \
+'--agent=[The agent whose facts these are \[required\]]:ID:_default' \
 '--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
 '--limit=[Show at most N facts]:N:_default' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON array of objects (id, content, access_count, ...)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -219,10 +222,10 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (search)
 _arguments "${_arguments_options[@]}" : \
-'--agent=[The agent whose facts these are]:ID:_default' \
+'--agent=[The agent whose facts these are \[required\]]:ID:_default' \
 '--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
 '--limit=[Show at most N facts]:N:_default' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON array of objects (id, content, access_count, score, ...)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -234,9 +237,9 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (add)
 _arguments "${_arguments_options[@]}" : \
-'--agent=[The agent whose facts these are]:ID:_default' \
+'--agent=[The agent whose facts these are \[required\]]:ID:_default' \
 '--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -247,9 +250,9 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (forget)
 _arguments "${_arguments_options[@]}" : \
-'--agent=[The agent whose facts these are]:ID:_default' \
+'--agent=[The agent whose facts these are \[required\]]:ID:_default' \
 '--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -260,9 +263,9 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (import)
 _arguments "${_arguments_options[@]}" : \
-'--agent=[The agent whose facts these are]:ID:_default' \
+'--agent=[The agent whose facts these are \[required\]]:ID:_default' \
 '--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -273,9 +276,9 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (export)
 _arguments "${_arguments_options[@]}" : \
-'--agent=[The agent whose facts these are]:ID:_default' \
+'--agent=[The agent whose facts these are \[required\]]:ID:_default' \
 '--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -333,11 +336,11 @@ esac
 ;;
 (history)
 _arguments "${_arguments_options[@]}" : \
-'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
-'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
+'--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
 '--limit=[Show only the last N turns]:N:_default' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON array of turns (role, content, status, usage, ...)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -348,7 +351,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (sessions)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -367,7 +370,7 @@ _arguments "${_arguments_options[@]}" : \
             (list)
 _arguments "${_arguments_options[@]}" : \
 '--agent=[Only this agent'\''s sessions]:ID:_default' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON array of session objects]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -378,7 +381,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (show)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON object]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -390,7 +393,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (rm)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -402,7 +405,7 @@ _arguments "${_arguments_options[@]}" : \
 (prune)
 _arguments "${_arguments_options[@]}" : \
 '--older-than=[How long unused, e.g. 30d, 12h, 1week 2days]:DURATION:_default' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--dry-run[Only list what would be deleted]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -451,37 +454,157 @@ esac
     ;;
 esac
 ;;
-(prompt)
+(jobs)
 _arguments "${_arguments_options[@]}" : \
-'--agent=[The agent (bot, persona) this conversation belongs to]:ID:_default' \
-'--channel=[The channel (chat, room, terminal) of the conversation]:ID:_default' \
-'--thread=[An optional thread inside the channel]:ID:_default' \
-'--model=[Model for the main call (passed to claude --model)]:MODEL:_default' \
-'--extract-model=[Model for the side calls that extract the pin and facts]:MODEL:_default' \
-'--timeout=[Give up on the main call after SECS seconds (its process group is killed)]:SECS:_default' \
-'--side-timeout=[Bound on each side call, in seconds]:SECS:_default' \
-'--user=[Scope facts to one person as well as the agent]:ID:_default' \
-'--compact-at=[Compact the session when its context passes this many estimated tokens]:TOKENS:_default' \
-'--facts-in=[Where the injected facts go]:WHERE:((message\:"At the head of the user message, after the recap (keeps the system prompt byte-stable)"
-system\:"At the tail of the system prompt, after the pin"))' \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
-'--json[Print one JSON object instead of streaming the reply]' \
-'--no-extract[Skip the side calls (pin and fact extraction)]' \
-'--light[Run the main call on the lightweight flags (no tools, one model turn)]' \
-'(--no-direct-api)--direct-api[Send the turn straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+":: :_duduclaw-session__subcmd__jobs_commands" \
+"*::: :->jobs" \
+&& ret=0
+
+    case $state in
+    (jobs)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-jobs-command-$line[1]:"
+        case $line[1] in
+            (list)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[Only this agent'\''s sessions]:ID:_default' \
+'--channel=[With --agent\: only this channel'\''s session]:ID:_default' \
+'--thread=[With --agent and --channel\: only this thread'\''s session]:ID:_default' \
+'--since=[Finished jobs this recent are listed too, e.g. 1h, 7d]:DURATION:_default' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--json[Print a JSON array of job objects]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(run)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[Only this agent'\''s sessions]:ID:_default' \
+'--channel=[With --agent\: only this channel'\''s session]:ID:_default' \
+'--thread=[With --agent and --channel\: only this thread'\''s session]:ID:_default' \
+'--extract-model=[Model for side calls whose job does not name one]:MODEL:_default' \
+'--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
 '--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'::message -- The message; absent or `-` reads stdin to EOF:_default' \
-'*::claude_args -- Extra arguments passed to claude for the main call:_default' \
+&& ret=0
+;;
+(retry)
+_arguments "${_arguments_options[@]}" : \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':id -- The job id (from `jobs list`):_default' \
+&& ret=0
+;;
+(work)
+_arguments "${_arguments_options[@]}" : \
+'--session=[The session whose jobs to run]:ID:_default' \
+'--after-turn=[Start once this turn is answered (or after 2 seconds)]:TURN:_default' \
+'--extract-model=[Model for side calls whose job does not name one]:MODEL:_default' \
+'--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
+'--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_duduclaw-session__subcmd__jobs__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-jobs-help-command-$line[1]:"
+        case $line[1] in
+            (list)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(run)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(retry)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(work)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+;;
+(prompt)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
+'--thread=[An optional thread inside the channel]:ID:_default' \
+'--model=[Model for the main call (passed to claude --model)]:MODEL:_default' \
+'--extract-model=[Model for the side calls that extract the pin and facts]:MODEL:_default' \
+'--timeout=[Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)]:DURATION:_default' \
+'--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
+'--user=[Scope facts to one person as well as the agent]:ID:_default' \
+'--compact-at=[Compact the session when its context passes this many estimated tokens]:TOKENS:_default' \
+'--facts-in=[Where the injected facts go]:WHERE:((message\:"At the head of the user message, after the recap (keeps the system prompt byte-stable)"
+system\:"At the tail of the system prompt, after the pin"))' \
+'*--claude-arg=[An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src]:ARG:_default' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--again[Send the session'\''s last failed message again, as a normal turn]' \
+'--json[Print one JSON object instead of streaming the reply]' \
+'--no-extract[Skip pin and fact extraction (compaction still runs\: it guards the context size)]' \
+'--no-compact[Never compact the session, however long it grows]' \
+'--light[Run the main call on the lightweight flags (no tools, one model turn)]' \
+'--wait-side[Wait (bounded by --side-timeout) for this turn'\''s side calls instead of leaving them to the detached worker]' \
+'(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
+'--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'::message -- The message; absent or `-` reads stdin to EOF; after `--` it may start with `-`:_default' \
 && ret=0
 ;;
 (doctor)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON object]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -492,7 +615,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -503,7 +626,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (man)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The SQLite store \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db\]]:PATH:_files' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -639,6 +762,38 @@ _arguments "${_arguments_options[@]}" : \
     ;;
 esac
 ;;
+(jobs)
+_arguments "${_arguments_options[@]}" : \
+":: :_duduclaw-session__subcmd__help__subcmd__jobs_commands" \
+"*::: :->jobs" \
+&& ret=0
+
+    case $state in
+    (jobs)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-help-jobs-command-$line[1]:"
+        case $line[1] in
+            (list)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(run)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(retry)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(work)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
 (prompt)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -675,10 +830,11 @@ _duduclaw-session_commands() {
 'id:Print the session'\''s deterministic id' \
 'pin:Read or edit the session'\''s pinned task' \
 'facts:List, search and edit an agent'\''s key facts' \
-'history:Show a session'\''s stored turns' \
+'history:Show a session'\''s stored turns, failed ones with their reason' \
 'sessions:Inspect and remove stored sessions' \
+'jobs:The side-call jobs (pin, facts, summaries)\: list, run, retry' \
 'prompt:Dry run\: print exactly what \`turn\` would send, without calling or writing anything' \
-'doctor:Check claude and the store, and say what is wrong' \
+'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
 'man:Print the man page (roff)' \
 'help:Print this message or the help of the given subcommand(s)' \
@@ -698,11 +854,11 @@ _duduclaw-session__subcmd__doctor_commands() {
 (( $+functions[_duduclaw-session__subcmd__facts_commands] )) ||
 _duduclaw-session__subcmd__facts_commands() {
     local commands; commands=(
-'list:List the facts (id, uses, person, text), most used first' \
+'list:List the facts, most used first\: id, uses, person (- for agent-wide), text' \
 'search:Rank facts against a query, as a turn would' \
 'add:Add a fact by hand and print its id' \
 'forget:Delete facts by id (from \`facts list\`)' \
-'import:Import facts from JSON Lines; duplicates and secrets are skipped' \
+'import:Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing' \
 'export:Export the agent'\''s facts as JSON Lines (with --user\: that person'\''s and the agent-wide ones)' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -726,11 +882,11 @@ _duduclaw-session__subcmd__facts__subcmd__forget_commands() {
 (( $+functions[_duduclaw-session__subcmd__facts__subcmd__help_commands] )) ||
 _duduclaw-session__subcmd__facts__subcmd__help_commands() {
     local commands; commands=(
-'list:List the facts (id, uses, person, text), most used first' \
+'list:List the facts, most used first\: id, uses, person (- for agent-wide), text' \
 'search:Rank facts against a query, as a turn would' \
 'add:Add a fact by hand and print its id' \
 'forget:Delete facts by id (from \`facts list\`)' \
-'import:Import facts from JSON Lines; duplicates and secrets are skipped' \
+'import:Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing' \
 'export:Export the agent'\''s facts as JSON Lines (with --user\: that person'\''s and the agent-wide ones)' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -793,10 +949,11 @@ _duduclaw-session__subcmd__help_commands() {
 'id:Print the session'\''s deterministic id' \
 'pin:Read or edit the session'\''s pinned task' \
 'facts:List, search and edit an agent'\''s key facts' \
-'history:Show a session'\''s stored turns' \
+'history:Show a session'\''s stored turns, failed ones with their reason' \
 'sessions:Inspect and remove stored sessions' \
+'jobs:The side-call jobs (pin, facts, summaries)\: list, run, retry' \
 'prompt:Dry run\: print exactly what \`turn\` would send, without calling or writing anything' \
-'doctor:Check claude and the store, and say what is wrong' \
+'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
 'man:Print the man page (roff)' \
 'help:Print this message or the help of the given subcommand(s)' \
@@ -816,11 +973,11 @@ _duduclaw-session__subcmd__help__subcmd__doctor_commands() {
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__facts_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__facts_commands() {
     local commands; commands=(
-'list:List the facts (id, uses, person, text), most used first' \
+'list:List the facts, most used first\: id, uses, person (- for agent-wide), text' \
 'search:Rank facts against a query, as a turn would' \
 'add:Add a fact by hand and print its id' \
 'forget:Delete facts by id (from \`facts list\`)' \
-'import:Import facts from JSON Lines; duplicates and secrets are skipped' \
+'import:Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing' \
 'export:Export the agent'\''s facts as JSON Lines (with --user\: that person'\''s and the agent-wide ones)' \
     )
     _describe -t commands 'duduclaw-session help facts commands' commands "$@"
@@ -870,6 +1027,36 @@ _duduclaw-session__subcmd__help__subcmd__id_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session help id commands' commands "$@"
 }
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__jobs_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__jobs_commands() {
+    local commands; commands=(
+'list:List open, failed and recently finished jobs\: id, kind, status, attempts, session, error' \
+'run:Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary' \
+'retry:Make a job runnable again, with a fresh set of attempts' \
+'work:The detached worker a turn starts (not for people)' \
+    )
+    _describe -t commands 'duduclaw-session help jobs commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__jobs__subcmd__list_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__jobs__subcmd__list_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help jobs list commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__jobs__subcmd__retry_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__jobs__subcmd__retry_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help jobs retry commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__jobs__subcmd__run_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__jobs__subcmd__run_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help jobs run commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__jobs__subcmd__work_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__jobs__subcmd__work_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help jobs work commands' commands "$@"
+}
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__man_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__man_commands() {
     local commands; commands=()
@@ -915,7 +1102,7 @@ _duduclaw-session__subcmd__help__subcmd__sessions_commands() {
     local commands; commands=(
 'list:List sessions (id, agent, channel, thread, turns, last used), most recently used first' \
 'show:Show one session\: key, handle, pin, summary, size, pending side calls' \
-'rm:Delete sessions (their turns and pending jobs) by id' \
+'rm:Delete sessions (their turns and jobs) by id' \
 'prune:Delete sessions not used for longer than a duration; prints their ids' \
     )
     _describe -t commands 'duduclaw-session help sessions commands' commands "$@"
@@ -954,6 +1141,73 @@ _duduclaw-session__subcmd__history_commands() {
 _duduclaw-session__subcmd__id_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session id commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__jobs_commands] )) ||
+_duduclaw-session__subcmd__jobs_commands() {
+    local commands; commands=(
+'list:List open, failed and recently finished jobs\: id, kind, status, attempts, session, error' \
+'run:Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary' \
+'retry:Make a job runnable again, with a fresh set of attempts' \
+'work:The detached worker a turn starts (not for people)' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'duduclaw-session jobs commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__jobs__subcmd__help_commands] )) ||
+_duduclaw-session__subcmd__jobs__subcmd__help_commands() {
+    local commands; commands=(
+'list:List open, failed and recently finished jobs\: id, kind, status, attempts, session, error' \
+'run:Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary' \
+'retry:Make a job runnable again, with a fresh set of attempts' \
+'work:The detached worker a turn starts (not for people)' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'duduclaw-session jobs help commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__jobs__subcmd__help__subcmd__help_commands] )) ||
+_duduclaw-session__subcmd__jobs__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session jobs help help commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__jobs__subcmd__help__subcmd__list_commands] )) ||
+_duduclaw-session__subcmd__jobs__subcmd__help__subcmd__list_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session jobs help list commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__jobs__subcmd__help__subcmd__retry_commands] )) ||
+_duduclaw-session__subcmd__jobs__subcmd__help__subcmd__retry_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session jobs help retry commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__jobs__subcmd__help__subcmd__run_commands] )) ||
+_duduclaw-session__subcmd__jobs__subcmd__help__subcmd__run_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session jobs help run commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__jobs__subcmd__help__subcmd__work_commands] )) ||
+_duduclaw-session__subcmd__jobs__subcmd__help__subcmd__work_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session jobs help work commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__jobs__subcmd__list_commands] )) ||
+_duduclaw-session__subcmd__jobs__subcmd__list_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session jobs list commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__jobs__subcmd__retry_commands] )) ||
+_duduclaw-session__subcmd__jobs__subcmd__retry_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session jobs retry commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__jobs__subcmd__run_commands] )) ||
+_duduclaw-session__subcmd__jobs__subcmd__run_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session jobs run commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__jobs__subcmd__work_commands] )) ||
+_duduclaw-session__subcmd__jobs__subcmd__work_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session jobs work commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__man_commands] )) ||
 _duduclaw-session__subcmd__man_commands() {
@@ -1037,7 +1291,7 @@ _duduclaw-session__subcmd__sessions_commands() {
     local commands; commands=(
 'list:List sessions (id, agent, channel, thread, turns, last used), most recently used first' \
 'show:Show one session\: key, handle, pin, summary, size, pending side calls' \
-'rm:Delete sessions (their turns and pending jobs) by id' \
+'rm:Delete sessions (their turns and jobs) by id' \
 'prune:Delete sessions not used for longer than a duration; prints their ids' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -1048,7 +1302,7 @@ _duduclaw-session__subcmd__sessions__subcmd__help_commands() {
     local commands; commands=(
 'list:List sessions (id, agent, channel, thread, turns, last used), most recently used first' \
 'show:Show one session\: key, handle, pin, summary, size, pending side calls' \
-'rm:Delete sessions (their turns and pending jobs) by id' \
+'rm:Delete sessions (their turns and jobs) by id' \
 'prune:Delete sessions not used for longer than a duration; prints their ids' \
 'help:Print this message or the help of the given subcommand(s)' \
     )

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs the pinned Claude Code
-# (the real CLI the end-to-end tests drive against a loopback stand-in),
-# then checks formatting and lints, runs every test and builds the benches.
+# (the real CLI the end-to-end tests drive against a loopback stand-in) and
+# the system tools the tests use, then checks formatting and lints, runs
+# every test and builds the benches. A test never skips because a tool is
+# missing: it fails saying what is missing, so this script installs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,14 +16,22 @@ if ! grep -q "\"version\": \"$CLAUDE_VERSION\"" "$installed" 2>/dev/null; then
   npm install --prefix "$tools" --no-audit --no-fund --no-save --loglevel=error \
     "@anthropic-ai/claude-code@$CLAUDE_VERSION" >&2
 fi
-# The man-page test renders every page with `man -l`.
-if ! command -v man >/dev/null 2>&1; then
+
+# Tools the tests run, and the Debian package of each: man (the man pages
+# render), zsh and fish (their completion scripts parse), script (a pseudo
+# terminal for the spinner and colour checks), unshare (a read-only mount
+# for the read-only store test).
+missing=()
+for pair in man:man-db zsh:zsh fish:fish script:bsdutils unshare:util-linux; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing man-db" >&2
+    echo "installing ${missing[*]}" >&2
     apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends man-db >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
   else
-    echo "the man-page test needs man (Debian: apt-get install man-db)" >&2
+    echo "the tests need these packages: ${missing[*]} (Debian: apt-get install ${missing[*]})" >&2
     exit 1
   fi
 fi

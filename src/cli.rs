@@ -1,27 +1,12 @@
 //! The command-line definition: one clap tree drives parsing, `--help`, the
-//! man page and the shell completions, so they cannot drift apart.
+//! man page and the shell completions, so they cannot drift apart. These
+//! are raw flags; `cmd/` validates them into settings.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-
-const EXIT_CODES: &str = "\
-Exit codes:
-  0   success
-  1   unexpected error
-  2   usage error (bad or missing option)
-  3   bad input (empty or blank message, not UTF-8, too large)
-  4   the session store could not be used (corrupt, locked, newer schema)
-  5   claude not found or not executable
-  6   claude failed (unclassified error, garbage output, killed by a signal)
-  7   timed out (--timeout)
-  8   claude is not logged in / credentials rejected
-  9   rate limited or overloaded
-  10  stopped at the max-turns limit
-  11  conversation lost and could not be replayed
-  12  conversation in use by another claude process
-  130 interrupted (SIGINT, SIGTERM or SIGHUP; the claude child is killed)";
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 const LONG_ABOUT: &str = "\
 Runs one turn of a conversation with Claude per invocation, through the claude CLI \
@@ -34,7 +19,8 @@ A session is addressed by --agent, --channel and optionally --thread, which hash
 deterministic session id. All state lives in one SQLite file (--db).
 
 Replies go to stdout, diagnostics to stderr; -v turns on logs (to stderr). NO_COLOR is \
-honoured.";
+honoured. Summaries of what a command did (\"deleted 2 sessions\") go to stderr, so \
+stdout holds only data.";
 
 /// Claude conversations with a cheap, automatic memory: one turn per invocation.
 #[derive(Debug, Parser)]
@@ -43,12 +29,12 @@ honoured.";
     version,
     about,
     long_about = LONG_ABOUT,
-    after_long_help = EXIT_CODES
+    after_long_help = crate::error::exit_codes_help()
 )]
 pub struct Cli {
-    /// The SQLite store [default: $XDG_DATA_HOME/duduclaw/sessions.db]
+    /// The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]
     #[arg(long, global = true, env = "DUDUCLAW_DB", value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    pub db: Option<OsString>,
 
     /// The claude executable [default: `claude` on PATH]
     #[arg(long, global = true, env = "DUDUCLAW_CLAUDE", value_name = "PATH")]
@@ -65,6 +51,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one turn: send MESSAGE (or stdin) and print the reply as it arrives
+    #[command(after_long_help = TURN_AFTER)]
     Turn(TurnArgs),
     /// Print the session's deterministic id
     Id(SessionArgs),
@@ -78,7 +65,7 @@ pub enum Command {
         #[command(subcommand)]
         action: FactsAction,
     },
-    /// Show a session's stored turns
+    /// Show a session's stored turns, failed ones with their reason
     History {
         #[command(flatten)]
         session: SessionArgs,
@@ -94,9 +81,14 @@ pub enum Command {
         #[command(subcommand)]
         action: SessionsAction,
     },
+    /// The side-call jobs (pin, facts, summaries): list, run, retry
+    Jobs {
+        #[command(subcommand)]
+        action: JobsAction,
+    },
     /// Dry run: print exactly what `turn` would send, without calling or writing anything
     Prompt(TurnArgs),
-    /// Check claude and the store, and say what is wrong
+    /// Check claude, the Messages API and the store, and say what is wrong
     Doctor {
         /// Print a JSON object
         #[arg(long)]
@@ -112,15 +104,26 @@ pub enum Command {
     Man,
 }
 
+const TURN_AFTER: &str = "\
+A MESSAGE that starts with '-' goes after '--', which ends the options as in every Unix \
+tool (turn -- \"-x marks the spot\"), or on stdin. Given as an ordinary argument it is \
+refused (exit 2) rather than read as options. `-v`/`-vv` are the verbose option.
+
+Side calls (pin and fact extraction, compaction summaries) are queued as jobs and run by a \
+detached worker after the reply, so the turn returns as soon as the reply is recorded. \
+--wait-side (or DUDUCLAW_WAIT_SIDE=1) runs them in the foreground instead, bounded by \
+--side-timeout: use it where stray processes are killed (systemd units, CI) or for \
+deterministic tests. `jobs list` shows what they did.";
+
 /// Which session: (agent, channel, thread) hash to one deterministic id.
 #[derive(Debug, Clone, Args)]
 pub struct SessionArgs {
-    /// The agent (bot, persona) this conversation belongs to
+    /// The agent (bot, persona) this conversation belongs to [required]
     #[arg(long, env = "DUDUCLAW_AGENT", value_name = "ID")]
-    pub agent: String,
-    /// The channel (chat, room, terminal) of the conversation
+    pub agent: Option<String>,
+    /// The channel (chat, room, terminal) of the conversation [required]
     #[arg(long, env = "DUDUCLAW_CHANNEL", value_name = "ID")]
-    pub channel: String,
+    pub channel: Option<String>,
     /// An optional thread inside the channel
     #[arg(long, env = "DUDUCLAW_THREAD", value_name = "ID")]
     pub thread: Option<String>,
@@ -129,9 +132,9 @@ pub struct SessionArgs {
 /// Whose facts: an agent, optionally narrowed to one person.
 #[derive(Debug, Clone, Args)]
 pub struct FactScope {
-    /// The agent whose facts these are
+    /// The agent whose facts these are [required]
     #[arg(long, env = "DUDUCLAW_AGENT", value_name = "ID")]
-    pub agent: String,
+    pub agent: Option<String>,
     /// One person: reads include their facts with the agent-wide ones; writes store facts for them only
     #[arg(long, env = "DUDUCLAW_USER", value_name = "ID")]
     pub user: Option<String>,
@@ -145,14 +148,34 @@ pub enum FactsIn {
     System,
 }
 
+/// Where the main call and the side calls may go.
+#[derive(Debug, Clone, Args)]
+pub struct RouteArgs {
+    /// Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)
+    ///
+    /// Without this flag the API is used only when claude is missing or not
+    /// logged in and ANTHROPIC_API_KEY is set. ANTHROPIC_BASE_URL is honoured
+    /// (default https://api.anthropic.com).
+    #[arg(long, conflicts_with = "no_direct_api")]
+    pub direct_api: bool,
+
+    /// Never fall back to the Messages API when claude is missing or not logged in
+    #[arg(long)]
+    pub no_direct_api: bool,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct TurnArgs {
     #[command(flatten)]
     pub session: SessionArgs,
 
-    /// The message; absent or `-` reads stdin to EOF
-    #[arg(value_name = "MESSAGE")]
+    /// The message; absent or `-` reads stdin to EOF; after `--` it may start with `-`
+    #[arg(value_name = "MESSAGE", conflicts_with = "again")]
     pub message: Option<OsString>,
+
+    /// Send the session's last failed message again, as a normal turn
+    #[arg(long)]
+    pub again: bool,
 
     /// Print one JSON object instead of streaming the reply
     #[arg(long)]
@@ -171,31 +194,41 @@ pub struct TurnArgs {
     )]
     pub extract_model: String,
 
-    /// Skip the side calls (pin and fact extraction)
+    /// Skip pin and fact extraction (compaction still runs: it guards the context size)
     #[arg(long)]
     pub no_extract: bool,
+
+    /// Never compact the session, however long it grows
+    #[arg(long)]
+    pub no_compact: bool,
 
     /// Run the main call on the lightweight flags (no tools, one model turn)
     #[arg(long)]
     pub light: bool,
 
-    /// Give up on the main call after SECS seconds (its process group is killed)
+    /// Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)
     #[arg(
         long,
         env = "DUDUCLAW_TIMEOUT",
-        value_name = "SECS",
-        default_value_t = 600
+        value_name = "DURATION",
+        default_value = "600",
+        value_parser = parse_timeout
     )]
-    pub timeout: u64,
+    pub timeout: Duration,
 
-    /// Bound on each side call, in seconds
+    /// Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)
     #[arg(
         long,
         env = "DUDUCLAW_SIDE_TIMEOUT",
-        value_name = "SECS",
-        default_value_t = 60
+        value_name = "DURATION",
+        default_value = "60",
+        value_parser = parse_side_timeout
     )]
-    pub side_timeout: u64,
+    pub side_timeout: Duration,
+
+    /// Wait (bounded by --side-timeout) for this turn's side calls instead of leaving them to the detached worker
+    #[arg(long, env = "DUDUCLAW_WAIT_SIDE")]
+    pub wait_side: bool,
 
     /// Scope facts to one person as well as the agent
     #[arg(long, env = "DUDUCLAW_USER", value_name = "ID")]
@@ -206,28 +239,20 @@ pub struct TurnArgs {
         long,
         env = "DUDUCLAW_COMPACT_AT",
         value_name = "TOKENS",
-        default_value_t = crate::compact::DEFAULT_THRESHOLD
+        default_value_t = crate::memory::compact::DEFAULT_THRESHOLD as u64,
+        value_parser = clap::value_parser!(u64).range(1_000..=10_000_000)
     )]
-    pub compact_at: usize,
+    pub compact_at: u64,
 
-    /// Send the turn straight to the Messages API (needs ANTHROPIC_API_KEY)
-    ///
-    /// Without this flag the API is used only when claude is missing or not
-    /// logged in and ANTHROPIC_API_KEY is set. ANTHROPIC_BASE_URL is honoured
-    /// (default https://api.anthropic.com).
-    #[arg(long, conflicts_with = "no_direct_api")]
-    pub direct_api: bool,
-
-    /// Never fall back to the Messages API when claude is missing or not logged in
-    #[arg(long)]
-    pub no_direct_api: bool,
+    #[command(flatten)]
+    pub route: RouteArgs,
 
     /// Where the injected facts go
     #[arg(long, value_enum, default_value_t = FactsIn::Message, value_name = "WHERE")]
     pub facts_in: FactsIn,
 
-    /// Extra arguments passed to claude for the main call
-    #[arg(last = true, value_name = "ARGS")]
+    /// An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src
+    #[arg(long = "claude-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub claude_args: Vec<OsString>,
 }
 
@@ -255,7 +280,7 @@ pub enum PinAction {
 
 #[derive(Debug, Subcommand)]
 pub enum FactsAction {
-    /// List the facts (id, uses, person, text), most used first
+    /// List the facts, most used first: id, uses, person (- for agent-wide), text
     List {
         #[command(flatten)]
         scope: FactScope,
@@ -294,7 +319,7 @@ pub enum FactsAction {
         #[arg(required = true, value_name = "ID")]
         ids: Vec<i64>,
     },
-    /// Import facts from JSON Lines; duplicates and secrets are skipped
+    /// Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing
     Import {
         #[command(flatten)]
         scope: FactScope,
@@ -329,7 +354,7 @@ pub enum SessionsAction {
         #[arg(long)]
         json: bool,
     },
-    /// Delete sessions (their turns and pending jobs) by id
+    /// Delete sessions (their turns and jobs) by id
     Rm {
         /// Session ids (from `id` or `sessions list`)
         #[arg(required = true, value_name = "ID")]
@@ -338,12 +363,194 @@ pub enum SessionsAction {
     /// Delete sessions not used for longer than a duration; prints their ids
     Prune {
         /// How long unused, e.g. 30d, 12h, 1week 2days
-        #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
-        older_than: std::time::Duration,
+        #[arg(long, value_name = "DURATION", value_parser = parse_age)]
+        older_than: Duration,
         /// Only list what would be deleted
         #[arg(long)]
         dry_run: bool,
     },
+}
+
+/// Which jobs: all, an agent's, or one session's.
+#[derive(Debug, Clone, Args)]
+pub struct JobScope {
+    /// Only this agent's sessions
+    #[arg(long, value_name = "ID")]
+    pub agent: Option<String>,
+    /// With --agent: only this channel's session
+    #[arg(long, value_name = "ID", requires = "agent")]
+    pub channel: Option<String>,
+    /// With --agent and --channel: only this thread's session
+    #[arg(long, value_name = "ID", requires = "channel")]
+    pub thread: Option<String>,
+}
+
+/// How side calls run, for `jobs run` and the worker.
+#[derive(Debug, Clone, Args)]
+pub struct SideArgs {
+    /// Model for side calls whose job does not name one
+    #[arg(
+        long,
+        env = "DUDUCLAW_EXTRACT_MODEL",
+        value_name = "MODEL",
+        default_value = "haiku"
+    )]
+    pub extract_model: String,
+
+    /// Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)
+    #[arg(
+        long,
+        env = "DUDUCLAW_SIDE_TIMEOUT",
+        value_name = "DURATION",
+        default_value = "60",
+        value_parser = parse_side_timeout
+    )]
+    pub side_timeout: Duration,
+
+    #[command(flatten)]
+    pub route: RouteArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobsAction {
+    /// List open, failed and recently finished jobs: id, kind, status, attempts, session, error
+    List {
+        #[command(flatten)]
+        scope: JobScope,
+        /// Finished jobs this recent are listed too, e.g. 1h, 7d
+        #[arg(long, value_name = "DURATION", default_value = "1d", value_parser = parse_age)]
+        since: Duration,
+        /// Print a JSON array of job objects
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary
+    Run {
+        #[command(flatten)]
+        scope: JobScope,
+        #[command(flatten)]
+        side: SideArgs,
+    },
+    /// Make a job runnable again, with a fresh set of attempts
+    Retry {
+        /// The job id (from `jobs list`)
+        #[arg(value_name = "ID")]
+        id: i64,
+    },
+    /// The detached worker a turn starts (not for people)
+    #[command(hide = true)]
+    Work {
+        /// The session whose jobs to run
+        #[arg(long, value_name = "ID")]
+        session: String,
+        /// Start once this turn is answered (or after 2 seconds)
+        #[arg(long, value_name = "TURN")]
+        after_turn: Option<i64>,
+        #[command(flatten)]
+        side: SideArgs,
+    },
+}
+
+/// A duration: whole seconds, or humantime (`90s`, `10m`, `1h 30m`).
+fn parse_duration(s: &str, what: &str, max: Duration) -> Result<Duration, String> {
+    let s = s.trim();
+    let d = match s.parse::<u64>() {
+        Ok(secs) => Duration::from_secs(secs),
+        Err(_) => humantime::parse_duration(s).map_err(|_| {
+            format!("{what} {s:?} is not a duration: give seconds (600) or e.g. 90s, 10m, 1h")
+        })?,
+    };
+    if d < Duration::from_secs(1) || d > max {
+        return Err(format!(
+            "{what} must be between 1s and {}",
+            humantime::format_duration(max)
+        ));
+    }
+    Ok(d)
+}
+
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    parse_duration(s, "timeout", Duration::from_secs(24 * 3600))
+}
+
+fn parse_side_timeout(s: &str) -> Result<Duration, String> {
+    parse_duration(s, "side timeout", Duration::from_secs(3600))
+}
+
+/// An age (humantime). However large, it is only ever subtracted from now,
+/// saturating, so "older than 500000 years" simply matches nothing.
+fn parse_age(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim())
+        .map_err(|_| format!("{s:?} is not a duration: give e.g. 30d, 12h, 1week 2days"))
+}
+
+impl Cli {
+    /// Parse the command line. Before clap sees it, a message that starts
+    /// with `-` given where options are read is refused with a clear usage
+    /// error: clap would read `-hello` as `-h` (help, exit 0) and `-vx` as
+    /// options, a silently different action for text a bot passed along.
+    pub fn parse_args(args: Vec<OsString>) -> Result<Cli, clap::Error> {
+        check_dash_messages(&args)?;
+        Cli::try_parse_from(args)
+    }
+}
+
+/// Refuse a dash-leading message in `turn` or `prompt` outside `--`.
+fn check_dash_messages(args: &[OsString]) -> Result<(), clap::Error> {
+    let cmd = Cli::command();
+    let takes_value = |c: &clap::Command, arg: &str| -> bool {
+        c.get_arguments()
+            .chain(cmd.get_arguments())
+            .filter(|a| !a.is_positional() && a.get_action().takes_values())
+            .any(|a| {
+                a.get_long().is_some_and(|l| arg == format!("--{l}"))
+                    || a.get_short().is_some_and(|s| arg == format!("-{s}"))
+            })
+    };
+    let mut rest = args.iter().skip(1).map(|a| a.to_string_lossy());
+    // The subcommand, after global options (and their values).
+    let sub = loop {
+        let Some(a) = rest.next() else { return Ok(()) };
+        if takes_value(&cmd, &a) {
+            rest.next();
+            continue;
+        }
+        if a.starts_with('-') {
+            continue;
+        }
+        break a;
+    };
+    if sub != "turn" && sub != "prompt" {
+        return Ok(());
+    }
+    let Some(sub_cmd) = cmd.find_subcommand(sub.as_ref()) else {
+        return Ok(());
+    };
+    while let Some(a) = rest.next() {
+        if a == "--" {
+            return Ok(());
+        }
+        if takes_value(sub_cmd, &a) {
+            rest.next();
+            continue;
+        }
+        let dash_text = a.starts_with('-')
+            && !a.starts_with("--")
+            && a.len() > 1
+            && a != "-h"
+            && !a[1..].chars().all(|c| c == 'v');
+        if dash_text {
+            let mut c = Cli::command();
+            return Err(c.error(
+                clap::error::ErrorKind::UnknownArgument,
+                format!(
+                    "{a:?} starts with '-': to send it as the message put it after '--' \
+                     ({BIN} {sub} -- {a:?}) or give it on stdin"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The program's name, as installed and as the completions name it.
@@ -351,7 +558,6 @@ pub const BIN: &str = "duduclaw-session";
 
 /// The completion script for `shell`, generated from this definition.
 pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
-    use clap::CommandFactory;
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), BIN, &mut out);
     if shell == clap_complete::Shell::Bash {
@@ -419,10 +625,62 @@ pub fn man_page(mut cmd: clap::Command) -> std::io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn clap_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        let mut v: Vec<OsString> = vec![BIN.into()];
+        v.extend(args.iter().map(OsString::from));
+        Cli::parse_args(v)
+    }
+
+    fn message(cli: &Cli) -> Option<String> {
+        match &cli.command {
+            Command::Turn(t) | Command::Prompt(t) => {
+                t.message.as_ref().map(|m| m.to_string_lossy().into_owned())
+            }
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn double_dash_ends_options_and_the_message_follows() {
+        let cli = parse(&["turn", "--agent", "a", "--", "-x marks the spot"]).unwrap();
+        assert_eq!(message(&cli).as_deref(), Some("-x marks the spot"));
+        let cli = parse(&["turn", "--", "--help"]).unwrap();
+        assert_eq!(message(&cli).as_deref(), Some("--help"));
+    }
+
+    #[test]
+    fn dash_messages_outside_double_dash_are_usage_errors() {
+        for m in ["-hello", "-x marks the spot", "-vhello", "-vh"] {
+            let err = parse(&["turn", "--agent", "a", m]).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{m}");
+            assert!(err.to_string().contains("after '--'"), "{err}");
+        }
+        // An option's value may start with '-' (attached, as clap wants it).
+        let cli = parse(&["turn", "--agent=-odd", "hi"]).unwrap();
+        assert_eq!(message(&cli).as_deref(), Some("hi"));
+        let cli = parse(&["prompt", "--claude-arg", "--max-turns", "hi"]).unwrap();
+        assert_eq!(message(&cli).as_deref(), Some("hi"));
+        // -v, -vv and -h are options, as the help says.
+        assert_eq!(parse(&["turn", "-vv", "hi"]).unwrap().verbose, 2);
+        assert_eq!(parse(&["turn", "-h"]).unwrap_err().exit_code(), 0);
+    }
+
+    #[test]
+    fn durations_take_seconds_or_units_within_range() {
+        assert_eq!(parse_timeout("600"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_timeout("10m"), Ok(Duration::from_secs(600)));
+        assert!(parse_timeout("0").is_err());
+        assert!(parse_timeout("18446744073709551615").is_err());
+        assert!(parse_timeout("25h").is_err());
+        assert!(parse_timeout("banana").unwrap_err().contains("e.g. 90s"));
+        assert!(parse_side_timeout("2h").is_err());
+        assert!(parse_age("banana").unwrap_err().contains("e.g. 30d"));
+        assert!(parse_age("500000years").is_ok());
     }
 }

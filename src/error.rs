@@ -2,7 +2,8 @@
 //!
 //! Scripts and bots branch on the exit status, so every failure that a caller
 //! could handle differently (retry later, log in, give up) gets a distinct,
-//! documented code. Everything else is plain `anyhow` context.
+//! documented code. [`Kind::TABLE`] is the one definition: `--help`, the man
+//! page and the README are checked against it.
 
 use std::fmt;
 
@@ -11,76 +12,101 @@ use std::fmt;
 pub enum Kind {
     /// The message or a file given to us is unusable (empty, not UTF-8, too big).
     BadInput,
-    /// The SQLite store could not be opened, read or written.
+    /// The session store could not be opened, read or written.
     Store,
-    /// No `claude` executable could be found or started.
+    /// No way to reach Claude: no `claude` executable and no API key.
     ClaudeMissing,
-    /// `claude` ran and failed in a way not covered by a more specific kind.
+    /// `claude` (or the API) failed in a way not covered by a more specific kind.
     ClaudeFailed,
     /// The turn did not finish within `--timeout`.
     Timeout,
     /// `claude` is not logged in, or the API rejected the credentials.
     NotLoggedIn,
-    /// The API said it is rate limited or overloaded: worth retrying later.
+    /// Rate limited or overloaded: worth retrying later.
     RateLimited,
     /// The main call stopped at its `--max-turns` limit.
     MaxTurns,
     /// Claude's conversation handle was lost and could not be recovered by replay.
     SessionLost,
-    /// Claude reported the conversation as in use even after we resumed it.
+    /// The conversation is in use: claude said so even after we resumed, or
+    /// a turn is running in a session someone tried to delete.
     SessionInUse,
+    /// The session named does not exist in the store.
+    NoSuchSession,
     /// SIGINT, SIGTERM or SIGHUP arrived during the turn.
     Interrupted,
 }
 
 impl Kind {
-    /// Exit codes are a contract (README, man page); never renumber them.
-    pub const fn exit_code(self) -> u8 {
-        match self {
-            Kind::BadInput => 3,
-            Kind::Store => 4,
-            Kind::ClaudeMissing => 5,
-            Kind::ClaudeFailed => 6,
-            Kind::Timeout => 7,
-            Kind::NotLoggedIn => 8,
-            Kind::RateLimited => 9,
-            Kind::MaxTurns => 10,
-            Kind::SessionLost => 11,
-            Kind::SessionInUse => 12,
-            Kind::Interrupted => 130,
-        }
-    }
-
-    /// Every kind, in exit-code order, for documentation and tests.
-    pub const ALL: [Kind; 11] = [
-        Kind::BadInput,
-        Kind::Store,
-        Kind::ClaudeMissing,
-        Kind::ClaudeFailed,
-        Kind::Timeout,
-        Kind::NotLoggedIn,
-        Kind::RateLimited,
-        Kind::MaxTurns,
-        Kind::SessionLost,
-        Kind::SessionInUse,
-        Kind::Interrupted,
+    /// Every kind with its exit code and its one-line meaning, in exit-code
+    /// order. Exit codes are a contract (README, man page): never renumber.
+    pub const TABLE: [(Kind, u8, &'static str); 12] = [
+        (
+            Kind::BadInput,
+            3,
+            "bad input (empty or blank message, not UTF-8, a NUL byte, too large)",
+        ),
+        (
+            Kind::Store,
+            4,
+            "the session store could not be used (corrupt, locked, unreachable, newer schema)",
+        ),
+        (
+            Kind::ClaudeMissing,
+            5,
+            "claude not found or not executable, and no ANTHROPIC_API_KEY",
+        ),
+        (
+            Kind::ClaudeFailed,
+            6,
+            "claude or the API failed (unclassified error, garbage output, killed by a signal)",
+        ),
+        (Kind::Timeout, 7, "timed out (--timeout)"),
+        (
+            Kind::NotLoggedIn,
+            8,
+            "claude is not logged in / credentials rejected",
+        ),
+        (Kind::RateLimited, 9, "rate limited or overloaded"),
+        (Kind::MaxTurns, 10, "stopped at the max-turns limit"),
+        (
+            Kind::SessionLost,
+            11,
+            "the conversation was lost and could not be replayed",
+        ),
+        (
+            Kind::SessionInUse,
+            12,
+            "the conversation is in use (by another claude process, or a running turn)",
+        ),
+        (Kind::NoSuchSession, 13, "no such session in the store"),
+        (
+            Kind::Interrupted,
+            130,
+            "interrupted (SIGINT, SIGTERM or SIGHUP; the claude child is killed)",
+        ),
     ];
 
-    pub const fn describe(self) -> &'static str {
-        match self {
-            Kind::BadInput => "bad input (empty, not UTF-8, too large)",
-            Kind::Store => "the session store could not be used",
-            Kind::ClaudeMissing => "claude not found or not executable",
-            Kind::ClaudeFailed => "claude failed",
-            Kind::Timeout => "timed out",
-            Kind::NotLoggedIn => "claude is not logged in / credentials rejected",
-            Kind::RateLimited => "rate limited or overloaded",
-            Kind::MaxTurns => "stopped at the max-turns limit",
-            Kind::SessionLost => "conversation lost and could not be replayed",
-            Kind::SessionInUse => "conversation in use by another claude process",
-            Kind::Interrupted => "interrupted by a signal (the claude child is killed)",
-        }
+    pub fn exit_code(self) -> u8 {
+        Self::TABLE
+            .iter()
+            .find(|(k, ..)| *k == self)
+            .map_or(1, |(_, code, _)| *code)
     }
+}
+
+/// The exit-code section of `--help` and the man page, from [`Kind::TABLE`].
+pub fn exit_codes_help() -> String {
+    let mut out = String::from("Exit codes:\n");
+    let mut line = |code: &str, what: &str| out.push_str(&format!("  {code:<4}{what}\n"));
+    line("0", "success");
+    line("1", "unexpected error");
+    line("2", "usage error (bad or missing option)");
+    for (_, code, what) in Kind::TABLE {
+        line(&code.to_string(), what);
+    }
+    out.truncate(out.trim_end().len());
+    out
 }
 
 /// An error carrying a [`Kind`]; `main` finds it in the `anyhow` chain.
@@ -112,11 +138,21 @@ pub fn fail(kind: Kind, message: impl Into<String>) -> anyhow::Error {
     Failure::new(kind, message).into()
 }
 
-/// The exit code for an error: the first [`Failure`] in its chain, else 1.
-pub fn exit_code_of(err: &anyhow::Error) -> u8 {
+/// The kind of an error: the first [`Failure`] in its chain, else
+/// [`Kind::Store`] for a store error anywhere in it.
+pub fn kind_of(err: &anyhow::Error) -> Option<Kind> {
     err.chain()
-        .find_map(|e| e.downcast_ref::<Failure>())
-        .map_or(1, |f| f.kind.exit_code())
+        .find_map(|e| e.downcast_ref::<Failure>().map(|f| f.kind))
+        .or_else(|| {
+            err.chain()
+                .any(|e| e.is::<crate::store::StoreError>())
+                .then_some(Kind::Store)
+        })
+}
+
+/// The exit code for an error: its [`kind_of`], else 1.
+pub fn exit_code_of(err: &anyhow::Error) -> u8 {
+    kind_of(err).map_or(1, Kind::exit_code)
 }
 
 /// Attach a [`Kind`] to any error while keeping its message chain.
@@ -143,10 +179,10 @@ mod tests {
 
     #[test]
     fn exit_codes_are_distinct_and_avoid_usage_and_generic() {
-        let mut codes: Vec<u8> = Kind::ALL.iter().map(|k| k.exit_code()).collect();
+        let mut codes: Vec<u8> = Kind::TABLE.iter().map(|(k, ..)| k.exit_code()).collect();
         codes.sort_unstable();
         codes.dedup();
-        assert_eq!(codes.len(), Kind::ALL.len());
+        assert_eq!(codes.len(), Kind::TABLE.len());
         assert!(!codes.contains(&0) && !codes.contains(&1) && !codes.contains(&2));
     }
 
@@ -156,5 +192,14 @@ mod tests {
             .context("turn failed");
         assert_eq!(exit_code_of(&err), 7);
         assert_eq!(exit_code_of(&anyhow::anyhow!("plain")), 1);
+    }
+
+    #[test]
+    fn help_lists_every_code_once() {
+        let help = exit_codes_help();
+        for (_, code, what) in Kind::TABLE {
+            assert_eq!(help.matches(what).count(), 1, "{what}");
+            assert!(help.contains(&format!("  {code:<4}{what}")));
+        }
     }
 }

@@ -1,22 +1,21 @@
 //! duduclaw-session: one turn of a conversation with Claude per invocation,
 //! with a memory (pin, recap, key facts) that costs almost nothing.
 //!
-//! The binary is a thin `main` over this library, so benchmarks and tests
-//! can reach the same code paths.
+//! The folders read like the architecture: `cli` (the flags) and `cmd/`
+//! (one file per command, flags to settings); `turn/` (plan, recovery,
+//! execution of one turn); `memory/` (pin, facts, recall, side-call jobs,
+//! the detached worker, compaction); `backend/` (the claude CLI and the
+//! Messages API behind one type); `store/` (one interface, its engines);
+//! `session/` (addresses and ids). The binary is a thin `main` over this
+//! library, so benchmarks and tests reach the same code paths.
 
-pub mod api;
-pub mod claude;
+pub mod backend;
 pub mod cli;
 pub mod cmd;
-pub mod compact;
 pub mod error;
-pub mod extract;
-pub mod fact_text;
-pub mod lock;
+pub mod memory;
 pub mod output;
-pub mod pin;
-pub mod prompt;
-pub mod session_id;
+pub mod session;
 pub mod store;
 pub mod text;
 pub mod turn;

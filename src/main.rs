@@ -2,11 +2,13 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use duduclaw_session::{cli::Cli, cmd, error};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::parse_args(std::env::args_os().collect()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -22,6 +24,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
+            // Usage errors found after parsing look like clap's own.
+            if let Some(usage) = e.downcast_ref::<clap::Error>() {
+                let _ = usage.print();
+                return ExitCode::from(2);
+            }
             eprintln!("duduclaw-session: {e:#}");
             ExitCode::from(error::exit_code_of(&e))
         }

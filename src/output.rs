@@ -67,52 +67,15 @@ pub struct Output {
     broken: bool,
     last: Option<char>,
     spinner: Option<Spinner>,
-    /// Opened at the reply's first text (see [`SideGate`]).
-    gate: Option<SideGate>,
-}
-
-/// Side calls wait for this gate: it opens when the reply's first text
-/// arrives, when the main call ends, or after [`SIDE_START_DELAY`], so the
-/// side calls' claude processes do not compete with the main call's start-up
-/// for the CPU and the reply's first byte is not delayed by them.
-#[derive(Clone)]
-pub struct SideGate(std::sync::Arc<tokio::sync::watch::Sender<bool>>);
-
-/// The latest a side call waits for the reply to start.
-pub const SIDE_START_DELAY: Duration = Duration::from_secs(2);
-
-impl SideGate {
-    pub fn new() -> SideGate {
-        SideGate(std::sync::Arc::new(tokio::sync::watch::channel(false).0))
-    }
-
-    pub fn open(&self) {
-        self.0.send_replace(true);
-    }
-
-    /// Resolves when the gate opens or [`SIDE_START_DELAY`] has passed.
-    pub fn wait(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let mut rx = self.0.subscribe();
-        async move {
-            let _ = tokio::time::timeout(SIDE_START_DELAY, rx.wait_for(|open| *open)).await;
-        }
-    }
-}
-
-impl Default for SideGate {
-    fn default() -> Self {
-        SideGate::new()
-    }
 }
 
 impl Output {
-    pub fn new(json: bool, gate: Option<SideGate>) -> Output {
+    pub fn new(json: bool) -> Output {
         Output {
             json,
             broken: false,
             last: None,
             spinner: if json { None } else { Spinner::start() },
-            gate,
         }
     }
 
@@ -123,13 +86,7 @@ impl Output {
     }
 
     pub fn text(&mut self, t: &str) {
-        if t.is_empty() {
-            return;
-        }
-        if let Some(gate) = self.gate.take() {
-            gate.open();
-        }
-        if self.json || self.broken {
+        if t.is_empty() || self.json || self.broken {
             return;
         }
         self.stop_spinner();

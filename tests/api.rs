@@ -6,18 +6,37 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use duduclaw_session::api::{self, ApiConfig, ApiTurn};
-use duduclaw_session::error::{Kind, exit_code_of};
-use duduclaw_session::prompt::HistoryTurn;
+use duduclaw_session::backend::api::{self, ApiConfig, ApiTurn};
+use duduclaw_session::backend::{CallError, Outcome, SideRequest};
+use duduclaw_session::error::Kind;
+use duduclaw_session::turn::prompt::HistoryTurn;
 use standin::{Recorded, Reply, StandIn};
 
-fn cfg(standin: &StandIn, timeout: Duration) -> ApiConfig {
-    ApiConfig::from_vars(
-        Some("sk-test-key".into()),
-        Some(standin.base_url()),
+/// Where to send, and how long a call may take.
+struct Cfg(ApiConfig, Duration);
+
+fn cfg(standin: &StandIn, timeout: Duration) -> Cfg {
+    Cfg(
+        ApiConfig::from_vars(Some("sk-test-key".into()), Some(standin.base_url())).unwrap(),
         timeout,
     )
-    .unwrap()
+}
+
+async fn send(
+    c: &Cfg,
+    turn: &ApiTurn<'_>,
+    on_text: impl FnMut(&str),
+) -> Result<Outcome, CallError> {
+    api::send(&c.0, &api::request_body(turn, true), c.1, on_text).await
+}
+
+async fn side_call(c: &Cfg, model: &str, system: &str, input: &str) -> Result<Outcome, CallError> {
+    let request = SideRequest {
+        model,
+        system,
+        input,
+    };
+    api::side_call(&c.0, &request, c.1).await
 }
 
 fn turn<'a>(history: &'a [HistoryTurn], system: Option<&'a str>, user: &'a str) -> ApiTurn<'a> {
@@ -38,9 +57,9 @@ fn error(status: u16, kind: &str, message: &str) -> Reply {
     }
 }
 
-fn assert_kind(err: &anyhow::Error, kind: Kind) {
-    assert_eq!(exit_code_of(err), kind.exit_code(), "{err:#}");
-    let msg = format!("{err:#}");
+fn assert_kind(err: &CallError, kind: Kind) {
+    assert_eq!(err.problem.kind(), kind, "{err}");
+    let msg = err.to_string();
     assert_eq!(msg.lines().count(), 1, "{msg}");
     assert!(msg.starts_with(char::is_lowercase), "{msg}");
 }
@@ -49,7 +68,7 @@ fn assert_kind(err: &anyhow::Error, kind: Kind) {
 async fn streamed_turn_returns_text_in_pieces() {
     let standin = StandIn::start_with(|_| Reply::Text("Hello there, streamed reply.".into()));
     let mut pieces = Vec::new();
-    let out = api::send(
+    let out = send(
         &cfg(&standin, Duration::from_secs(10)),
         &turn(&[], None, "hi"),
         |t| pieces.push(t.to_string()),
@@ -60,8 +79,7 @@ async fn streamed_turn_returns_text_in_pieces() {
     assert!(pieces.len() > 1, "{pieces:?}");
     assert_eq!(pieces.concat(), out.text);
     assert!(out.streamed);
-    assert!(out.session_id.is_none());
-    let usage = out.usage.unwrap();
+    let usage = out.usage_json.unwrap();
     assert!(usage["input_tokens"].as_u64().is_some(), "{usage}");
     assert_eq!(usage["output_tokens"], 28 / 4 + 1);
     assert!(out.cost_usd.is_some_and(|c| c > 0.0));
@@ -89,11 +107,11 @@ async fn request_carries_history_system_and_breakpoints() {
         .collect();
     let system = "<pinned_task source=\"user\">\nship it\n</pinned_task>";
     let user = "<task_recap source=\"user\">\nship it\n</task_recap>\n\nnext?";
-    api::send(&c, &turn(&history, Some(system), user), |_| {})
+    send(&c, &turn(&history, Some(system), user), |_| {})
         .await
         .unwrap();
     // Fewer than three assistant turns: only the system breakpoint.
-    api::send(&c, &turn(&history[..4], Some(system), user), |_| {})
+    send(&c, &turn(&history[..4], Some(system), user), |_| {})
         .await
         .unwrap();
 
@@ -123,7 +141,7 @@ async fn overload_once_is_retried() {
             Reply::Text("second time lucky".into())
         }
     });
-    let out = api::send(
+    let out = send(
         &cfg(&standin, Duration::from_secs(10)),
         &turn(&[], None, "hi"),
         |_| {},
@@ -138,7 +156,7 @@ async fn overload_once_is_retried() {
 async fn overload_forever_is_rate_limited_within_the_timeout() {
     let standin = StandIn::start_with(|_| error(529, "overloaded_error", "Overloaded"));
     let started = Instant::now();
-    let err = api::send(
+    let err = send(
         &cfg(&standin, Duration::from_secs(2)),
         &turn(&[], None, "hi"),
         |_| {},
@@ -155,7 +173,7 @@ async fn overload_forever_is_rate_limited_within_the_timeout() {
 #[tokio::test]
 async fn rejected_key_is_not_logged_in() {
     let standin = StandIn::start_with(|_| error(401, "authentication_error", "invalid x-api-key"));
-    let err = api::send(
+    let err = send(
         &cfg(&standin, Duration::from_secs(10)),
         &turn(&[], None, "hi"),
         |_| {},
@@ -180,7 +198,7 @@ async fn bad_request_is_claude_failed_with_the_api_message() {
             "max_tokens: must be at most 64000",
         )
     });
-    let err = api::send(
+    let err = send(
         &cfg(&standin, Duration::from_secs(10)),
         &turn(&[], None, "hi"),
         |_| {},
@@ -199,7 +217,7 @@ async fn bad_request_is_claude_failed_with_the_api_message() {
 async fn hang_times_out() {
     let standin = StandIn::start_with(|_| Reply::Hang);
     let started = Instant::now();
-    let err = api::send(
+    let err = send(
         &cfg(&standin, Duration::from_millis(800)),
         &turn(&[], None, "hi"),
         |_| {},
@@ -223,7 +241,7 @@ async fn slow_stream_past_the_timeout_times_out() {
         chunk_delay_ms: 2000,
     });
     let mut pieces = 0;
-    let err = api::send(
+    let err = send(
         &cfg(&standin, Duration::from_millis(800)),
         &turn(&[], None, "hi"),
         |_| pieces += 1,
@@ -242,15 +260,11 @@ async fn unreachable_api_names_the_url() {
         .local_addr()
         .unwrap()
         .port();
-    let c = ApiConfig::from_vars(
-        Some("k".into()),
-        Some(format!("http://127.0.0.1:{port}")),
+    let c = Cfg(
+        ApiConfig::from_vars(Some("k".into()), Some(format!("http://127.0.0.1:{port}"))).unwrap(),
         Duration::from_secs(5),
-    )
-    .unwrap();
-    let err = api::send(&c, &turn(&[], None, "hi"), |_| {})
-        .await
-        .unwrap_err();
+    );
+    let err = send(&c, &turn(&[], None, "hi"), |_| {}).await.unwrap_err();
     assert_kind(&err, Kind::ClaudeFailed);
     assert!(
         err.to_string()
@@ -264,14 +278,15 @@ async fn side_call_is_not_streamed() {
     let standin = StandIn::start_with(|r: &Recorded| {
         Reply::Text(format!("extracted from {}", r.last_user_text()))
     });
-    let text = api::side_call(
+    let text = side_call(
         &cfg(&standin, Duration::from_secs(10)),
         "haiku",
         "Extract the task.",
         "the message",
     )
     .await
-    .unwrap();
+    .unwrap()
+    .text;
     assert_eq!(text, "extracted from the message");
     let reqs = standin.requests();
     assert_eq!(reqs.len(), 1);
@@ -286,7 +301,7 @@ async fn side_call_is_not_streamed() {
 #[tokio::test]
 async fn side_call_errors_have_kinds() {
     let standin = StandIn::start_with(|_| error(403, "permission_error", "key lacks permission"));
-    let err = api::side_call(&cfg(&standin, Duration::from_secs(10)), "haiku", "s", "i")
+    let err = side_call(&cfg(&standin, Duration::from_secs(10)), "haiku", "s", "i")
         .await
         .unwrap_err();
     assert_kind(&err, Kind::NotLoggedIn);
@@ -318,7 +333,7 @@ async fn long_conversation_reads_most_input_from_cache() {
             "Some context about the project. ".repeat(3)
         );
         let user = format!("<task_recap source=\"user\">\n{pin}\n</task_recap>\n\n{message}");
-        let out = api::send(&c, &turn(&history, Some(&system), &user), |_| {})
+        let out = send(&c, &turn(&history, Some(&system), &user), |_| {})
             .await
             .unwrap();
         history.push((true, message));

@@ -267,7 +267,7 @@ fn man_pages_render_without_warnings() {
     assert_ok(&main);
     let text = stdout(&main);
     // The exit codes and the environment variables are part of the page.
-    for code in Kind::ALL.iter().map(|k| k.exit_code()) {
+    for code in Kind::TABLE.iter().map(|(_, c, _)| *c) {
         assert!(
             text.lines()
                 .any(|l| l.trim_start().starts_with(&format!("{code} "))),
@@ -334,14 +334,14 @@ printf '%s\n' "${{COMPREPLY[@]}}""#
     }
 }
 
-/// Other shells check their script's syntax when they are installed.
+/// zsh and fish check their scripts' syntax (the test script installs them).
 #[test]
-fn other_completions_parse_where_the_shell_exists() {
+fn zsh_and_fish_completions_parse() {
     for (shell, check) in [("zsh", "zsh -n"), ("fish", "fish --no-execute")] {
-        if which::which(shell).is_err() {
-            eprintln!("{shell} not installed: skipping its completion check");
-            continue;
-        }
+        assert!(
+            which::which(shell).is_ok(),
+            "{shell} is not installed: scripts/test.sh installs it (apt-get install zsh fish)"
+        );
         assert_ok(&bash(&format!("{check} completions/{BIN}.{shell}")));
     }
 }
@@ -446,7 +446,7 @@ fn documented_exit_codes_match_the_program() {
         .lines()
         .filter_map(|l| l.split_whitespace().next()?.parse().ok())
         .collect();
-    let mut actual: BTreeSet<u8> = Kind::ALL.iter().map(|k| k.exit_code()).collect();
+    let mut actual: BTreeSet<u8> = Kind::TABLE.iter().map(|(_, c, _)| *c).collect();
     actual.extend([0, 1, 2]);
     assert_eq!(documented, actual, "{help}");
 }
@@ -472,7 +472,7 @@ fn readme_lists_every_exit_code() {
                 .ok()
         })
         .collect();
-    let mut actual: BTreeSet<u8> = Kind::ALL.iter().map(|k| k.exit_code()).collect();
+    let mut actual: BTreeSet<u8> = Kind::TABLE.iter().map(|(_, c, _)| *c).collect();
     actual.extend([0, 1, 2]);
     assert_eq!(listed, actual);
 }
@@ -586,9 +586,15 @@ fn pin_show_set_append_clear() {
         v.extend_from_slice(&A);
         run(&env, &v)
     };
+    // An unknown session is exit 13, as everywhere; nothing is created.
     let out = pin(&["show"]);
-    assert_ok(&out);
-    assert_eq!(stdout(&out), "", "no pin prints nothing");
+    assert_eq!(code(&out), Some(13), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    assert!(
+        stderr(&out).contains("no session for agent"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!env.db.exists(), "`pin show` created the store");
 
     assert_ok(&pin(&["set", "Migrate CRA to Vite; keep tests"]));
@@ -602,8 +608,13 @@ fn pin_show_set_append_clear() {
     assert!(shown.contains("[+] keep the service worker"), "{shown}");
 
     // Other sessions have their own pin.
+    assert_ok(&run(
+        &env,
+        &["pin", "set", "--agent", "a", "--channel", "other", "theirs"],
+    ));
     let other = run_ok(&env, &["pin", "show", "--agent", "a", "--channel", "other"]);
-    assert_eq!(other, "");
+    assert_eq!(other, "theirs\n");
+    assert!(stdout(&pin(&["show"])).contains("[+] keep the service worker"));
 
     // The cap: 1,000 characters is fine, 1,001 is bad input and changes nothing.
     let exact = "x".repeat(1000);
@@ -822,7 +833,7 @@ fn facts_add_list_search_forget() {
 #[test]
 fn facts_refuse_bad_input() {
     let env = Env::fake("exit 1");
-    assert!(duduclaw_session::fact_text::looks_like_secret(SECRET));
+    assert!(duduclaw_session::memory::facts::looks_like_secret(SECRET));
     for bad in [
         SECRET,
         "",
@@ -1077,17 +1088,14 @@ fn facts_import_defaults_dedups_and_skips_secrets() {
 #[test]
 fn history_json_limit_and_text() {
     let env = fake_env("pong");
-    assert_eq!(
-        run_ok(&env, &["history", "--agent", "a", "--channel", "c"]),
-        ""
-    );
-    assert_eq!(
-        json(
-            &env,
-            &["history", "--agent", "a", "--channel", "c", "--json"]
-        ),
-        Value::Array(vec![])
-    );
+    // An unknown session is exit 13, as in `sessions show`.
+    for extra in [&[][..], &["--json"][..]] {
+        let mut args = vec!["history", "--agent", "a", "--channel", "c"];
+        args.extend_from_slice(extra);
+        let out = run(&env, &args);
+        assert_eq!(code(&out), Some(13), "{}", stderr(&out));
+        assert_eq!(stdout(&out), "");
+    }
     assert_ok(&env.turn("a", "c", &["--no-extract"], "first ping"));
     assert_ok(&env.turn("a", "c", &["--no-extract"], "second ping"));
     assert_ok(&env.turn("a", "other", &["--no-extract"], "elsewhere"));
@@ -1234,11 +1242,18 @@ fn sessions_list_show_rm() {
 
     for bad in ["no-such-session", "00000000-0000-0000-0000-000000000000"] {
         let out = run(&env, &["sessions", "show", bad]);
-        assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+        assert_eq!(code(&out), Some(13), "{}", stderr(&out));
         assert!(stderr(&out).contains("no session"), "{}", stderr(&out));
     }
 
-    assert_eq!(run_ok(&env, &["sessions", "rm", &c1]), "");
+    let out = run(&env, &["sessions", "rm", &c1]);
+    assert_ok(&out);
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        stderr(&out),
+        "deleted 1 sessions\n",
+        "a summary, without the error prefix"
+    );
     assert_eq!(
         json(&env, &["sessions", "list", "--json"])
             .as_array()
@@ -1246,13 +1261,10 @@ fn sessions_list_show_rm() {
             .len(),
         2
     );
-    assert_eq!(
-        run_ok(&env, &["history", "--agent", "a", "--channel", "c1"]),
-        "",
-        "the turns went with the session"
-    );
+    let out = run(&env, &["history", "--agent", "a", "--channel", "c1"]);
+    assert_eq!(code(&out), Some(13), "the turns went with the session");
     let out = run(&env, &["sessions", "rm", &c1]);
-    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    assert_eq!(code(&out), Some(13), "{}", stderr(&out));
     assert!(stderr(&out).contains(&c1), "{}", stderr(&out));
 }
 
@@ -1499,19 +1511,28 @@ fn doctor_on_a_healthy_store() {
         "{text}"
     );
     assert!(
-        text.contains("schema 1 · integrity ok · 1 sessions, 2 turns, 1 facts"),
+        text.contains("schema 2 · integrity ok · 1 sessions, 2 turns, 1 facts"),
         "{text}"
     );
     assert!(text.ends_with("all good\n"), "{text}");
     assert_eq!(stderr(&out), "");
 
     let v = json(&env, &["doctor", "--json"]);
-    assert_eq!(v["store"]["schema_version"], 1);
+    assert_eq!(
+        v["store"]["schema_version"],
+        duduclaw_session::store::SCHEMA_VERSION
+    );
     assert_eq!(v["store"]["integrity"], "ok");
     assert_eq!(v["store"]["sessions"], 1);
     assert!(v["store"]["bytes"].as_u64().unwrap() > 0);
     assert_eq!(v["claude"]["version"], "9.9.9 (Claude Code)");
-    assert_eq!(v["claude"]["flags"]["--session-id"], true);
+    assert!(
+        v["claude"]["supports"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("--session-id"))
+    );
+    assert_eq!(v["turns_via"], "claude");
     assert_eq!(v["problems"], Value::Array(vec![]));
 }
 
@@ -1776,12 +1797,18 @@ fn every_exit_code_the_cli_can_produce_without_claude() {
         12,
         "session in use",
     );
+    // 13: no such session.
+    expect(
+        run(&env, &["history", "--agent", "nobody", "--channel", "c"]),
+        13,
+        "unknown session",
+    );
     // 130: interrupted.
     expect(interrupted_turn(), 130, "SIGINT");
 
-    let documented: BTreeSet<i32> = Kind::ALL
+    let documented: BTreeSet<i32> = Kind::TABLE
         .iter()
-        .map(|k| i32::from(k.exit_code()))
+        .map(|(_, c, _)| i32::from(*c))
         .chain([0, 2])
         .collect();
     assert_eq!(
@@ -1923,9 +1950,10 @@ fn a_closed_pipe_ends_output_quietly() {
 
 #[test]
 fn a_full_disk_is_an_error_not_a_closed_pipe() {
-    if !Path::new("/dev/full").exists() {
-        return;
-    }
+    assert!(
+        Path::new("/dev/full").exists(),
+        "this test needs /dev/full (a Linux device that is always full)"
+    );
     let env = Env::fake("exit 1");
     add_fact(&env, "a", None, "Uses pnpm");
     let out = like_cmd(&env, bin().to_str().unwrap())
@@ -1943,11 +1971,11 @@ fn a_full_disk_is_an_error_not_a_closed_pipe() {
 }
 
 /// Run `args` on a pseudo-terminal (so colour would be on) through `script`.
-fn on_a_terminal(env: &Env, args: &str, no_color: bool) -> Option<String> {
-    if which::which("script").is_err() {
-        eprintln!("`script` (util-linux) not installed: skipping the terminal check");
-        return None;
-    }
+fn on_a_terminal(env: &Env, args: &str, no_color: bool) -> String {
+    assert!(
+        which::which("script").is_ok(),
+        "`script` is not installed: scripts/test.sh installs it (apt-get install bsdutils)"
+    );
     let mut s = like_cmd(env, "script");
     s.args(["-q", "-e", "-c", &format!("\"$BIN\" {args}"), "/dev/null"])
         .env("SHELL", "/bin/bash")
@@ -1957,7 +1985,7 @@ fn on_a_terminal(env: &Env, args: &str, no_color: bool) -> Option<String> {
         s.env("NO_COLOR", "1");
     }
     let out = s.output().unwrap();
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -1969,10 +1997,8 @@ fn no_color_turns_colour_off_on_a_terminal() {
         "-vv turn --agent a --channel c --no-extract hi",
         "--help",
     ] {
-        let Some(coloured) = on_a_terminal(&env, args, false) else {
-            return;
-        };
-        let plain = on_a_terminal(&env, args, true).unwrap();
+        let coloured = on_a_terminal(&env, args, false);
+        let plain = on_a_terminal(&env, args, true);
         if args != "--help" {
             // Proves the check can see colour at all.
             assert!(
@@ -2018,10 +2044,7 @@ fn diagnostics_stay_on_stderr() {
 #[test]
 fn spinner_only_on_a_terminal_and_not_with_json() {
     let env = Env::fake(&format!("sleep 0.5\n{}", common::fake_success("pong")));
-    let Some(screen) = on_a_terminal(&env, "turn --agent a --channel c --no-extract hi", false)
-    else {
-        return;
-    };
+    let screen = on_a_terminal(&env, "turn --agent a --channel c --no-extract hi", false);
     assert!(screen.contains("waiting for claude"), "{screen:?}");
     assert!(
         screen.contains("\r\x1b[Kpong"),
@@ -2031,8 +2054,7 @@ fn spinner_only_on_a_terminal_and_not_with_json() {
         &env,
         "turn --agent a --channel c --no-extract --json hi",
         false,
-    )
-    .unwrap();
+    );
     assert!(!json.contains("waiting for claude"), "{json:?}");
     let out = env.turn("a", "c", &["--no-extract"], "hi");
     assert_eq!(stderr(&out), "", "no spinner when stderr is not a terminal");

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Env, assert_ok, stderr, stdout};
-use duduclaw_session::extract::PIN_SYSTEM;
+use duduclaw_session::memory::jobs::PIN_SYSTEM;
 use standin::{Recorded, Reply, StandIn};
 
 fn model(r: &Recorded) -> Reply {
@@ -38,6 +38,7 @@ fn turns_go_to_the_api_when_claude_is_missing() {
         stdout(&out),
         "api says: Please plan a trip to Kyoto for me, the budget is 2000 USD in total.\n"
     );
+    env.settle();
     let pin = env
         .cmd()
         .args(["pin", "show", "--agent", "a", "--channel", "c"])

@@ -4,14 +4,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Env, assert_ok, stderr};
-use duduclaw_session::compact::SUMMARY_SYSTEM;
-use duduclaw_session::extract::{FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
+use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
 use standin::{Recorded, Reply, StandIn};
 
 const PIN: &str =
@@ -165,10 +163,13 @@ fn the_pin_sits_at_the_system_tail_and_the_recap_leads_the_message() {
     let env = Env::real(&s.base_url());
     let v1 = env.turn_json("a", "c", &[], "Please migrate our React app from CRA to Vite. Keep the tests passing and do not touch the auth flow.");
     assert_eq!(
-        v1["pinned"], PIN,
-        "the pin side call ran and was stored: {v1}"
+        v1["pinned"],
+        serde_json::Value::Null,
+        "the turn did not wait for its side calls"
     );
+    env.settle();
     let v2 = env.turn_json("a", "c", &[], "start with the config");
+    assert_eq!(v2["pinned"], PIN, "the worker stored the pin: {v2}");
     assert_eq!(v2["mode"], "resumed");
     let r2 = main_requests(&s).pop().unwrap();
     let tail = r2.system_tail();
@@ -249,6 +250,7 @@ fn facts_reach_other_sessions_of_the_agent_and_never_other_agents() {
         &[],
         "We manage this monorepo with pnpm workspaces, so please never suggest npm i.",
     );
+    env.settle();
     let v = env.turn_json(
         "a",
         "two",
@@ -336,18 +338,26 @@ fn a_failing_side_call_never_fails_the_turn_and_is_retried() {
         serde_json::Value::Null,
         "an error is never stored as a pin"
     );
+    // The worker retried the failed call a moment later, on its own.
+    env.settle();
+    let jobs = env.jobs();
+    let pin_job = jobs.iter().find(|j| j["kind"] == "pin").unwrap();
+    assert_eq!(pin_job["status"], "done", "{jobs:?}");
+    assert_eq!(pin_job["attempts"], 2, "{jobs:?}");
     let v2 = env.turn_json("a", "c", &[], "go on");
-    assert_eq!(
-        v2["pinned"], PIN,
-        "the pin job was retried by the next turn"
-    );
+    assert_eq!(v2["pinned"], PIN);
     env.turn_json("a", "c", &[], "and then?");
     let r = main_requests(&s).pop().unwrap();
     assert!(r.system_tail().contains(PIN));
 }
 
+/// The turn ends when the reply is out and recorded, in text mode and in
+/// JSON: a side call the model holds for 8 s is still running (in the
+/// detached worker) when the turn's process has exited; it lands in the
+/// store afterwards without any further command, and then no process of
+/// ours is left.
 #[test]
-fn the_reply_is_on_stdout_before_a_slow_side_call_finishes() {
+fn a_turn_returns_before_its_slow_side_calls_which_land_afterwards() {
     let s = StandIn::start_with(|r: &Recorded| {
         if is_side(r) {
             return Reply::Slow {
@@ -358,50 +368,44 @@ fn the_reply_is_on_stdout_before_a_slow_side_call_finishes() {
         }
         model(r)
     });
-    let env = Env::real(&s.base_url());
-    let mut child = env
-        .std_cmd()
-        .args([
-            "turn",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "Migrate from CRA to Vite please, keep the tests and leave the auth flow alone.",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("reply to: Migrate from CRA"), "{line}");
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "the process should still be waiting for the side calls"
-    );
-    let pin_then: Option<String> = env
-        .sqlite()
-        .query_row("SELECT pin FROM sessions", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(
-        pin_then, None,
-        "the reply came before the side call finished"
-    );
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let pin = env
-        .cmd()
-        .args(["pin", "show", "--agent", "a", "--channel", "c"])
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&pin.stdout).trim(), PIN);
+    for json in [false, true] {
+        let env = Env::real(&s.base_url());
+        let mut args = vec!["turn", "--agent", "a", "--channel", "c"];
+        if json {
+            args.push("--json");
+        }
+        args.push("Migrate from CRA to Vite please, keep the tests and leave the auth flow alone.");
+        let out = env.std_cmd().args(&args).output().unwrap();
+        assert_ok(&out);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("reply to: Migrate from CRA"), "{text}");
+        let pin_then: Option<String> = env
+            .sqlite()
+            .query_row("SELECT pin FROM sessions", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(
+            pin_then, None,
+            "the turn exited before the side call finished"
+        );
+        if json {
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(v["pinned"], serde_json::Value::Null);
+        }
+        assert!(
+            env.jobs()
+                .iter()
+                .any(|j| j["status"] == "running" || j["status"] == "pending"),
+            "the side calls were still under way"
+        );
+        env.settle();
+        let pin = env
+            .cmd()
+            .args(["pin", "show", "--agent", "a", "--channel", "c"])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&pin.stdout).trim(), PIN);
+        env.assert_no_processes_left();
+    }
 }
 
 #[test]
@@ -491,6 +495,7 @@ fn a_long_session_is_compacted_once_and_continues_on_a_smaller_prompt() {
     let opts = ["--compact-at", "2000"];
     for i in 1..=4 {
         env.turn_json("a", "c", &opts, &chunk(i));
+        env.settle();
         assert_eq!(
             summary_requests(&s),
             0,
@@ -498,6 +503,7 @@ fn a_long_session_is_compacted_once_and_continues_on_a_smaller_prompt() {
         );
     }
     let v5 = env.turn_json("a", "c", &opts, &chunk(5));
+    env.settle();
     assert_eq!(summary_requests(&s), 1, "exactly one summary call");
     let before = main_requests(&s).pop().unwrap();
     let show = env
@@ -569,6 +575,7 @@ fn a_failing_summary_leaves_the_session_working_and_whole() {
         let v = env.turn_json("a", "c", &opts, &chunk(i));
         assert!(v["mode"] == "new" || v["mode"] == "resumed", "{v}");
     }
+    env.settle();
     assert!(summary_requests(&s) >= 1, "a summary was attempted");
     let sessions = env
         .cmd()
@@ -602,6 +609,7 @@ fn side_calls_do_not_load_the_projects_claude_md() {
         &[],
         "We manage this monorepo with pnpm workspaces, please never suggest npm i at all.",
     );
+    env.settle();
     let main = main_requests(&s).pop().unwrap();
     assert!(
         main.all_text().contains("XYZZY"),

@@ -263,7 +263,7 @@ fn corrupt_store_is_refused_and_left_untouched() {
 }
 
 #[test]
-fn light_and_passthrough_arguments_reach_claude() {
+fn light_and_claude_arg_values_reach_claude() {
     let env = Env::fake(&format!(
         "printf '%s\\n' \"$@\" > \"$FAKE_ARGS\"\n{}",
         fake_success("ok")
@@ -282,10 +282,10 @@ fn light_and_passthrough_arguments_reach_claude() {
             "--light",
             "--model",
             "opus",
-            "hi",
-            "--",
+            "--claude-arg",
             "--permission-mode",
-            "plan",
+            "--claude-arg=plan",
+            "hi",
         ])
         .output()
         .unwrap();

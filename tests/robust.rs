@@ -7,7 +7,7 @@ use std::process::{Command as StdCommand, Stdio};
 use std::time::Duration;
 
 use common::{Env, assert_ok, fake_success, hanging_fake, process_gone, stderr, stdout};
-use duduclaw_session::extract::{FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
 use standin::{Recorded, Reply, StandIn};
 
 fn echo_model(r: &Recorded) -> Reply {
@@ -91,7 +91,8 @@ fn parallel_turns_across_and_within_sessions_all_succeed() {
         )
         .unwrap();
     assert_eq!(turns, 24, "12 user turns answered + 12 replies");
-    // Every side-call job ran exactly once.
+    // Every side-call job ran exactly once, in the workers the turns started.
+    env.settle();
     let (jobs, max_attempts): (i64, i64) = c
         .query_row(
             "SELECT COUNT(*), MAX(attempts) FROM jobs WHERE status = 'done'",
@@ -180,8 +181,8 @@ fn kill_9_at_any_point_leaves_a_consistent_usable_store() {
 }
 
 #[test]
-fn a_side_call_killed_mid_flight_is_retried_by_a_later_turn() {
-    // Side calls hang; the main call answers. Kill the process while it waits.
+fn a_worker_killed_mid_call_leaves_its_jobs_to_the_next_turn() {
+    // Side calls hang; the main call answers.
     let env = Env::fake(&format!(
         r#"for a in "$@"; do
   if [ "$a" = "json" ]; then
@@ -193,36 +194,49 @@ done
         fake_success("main reply")
     ))
     .env("FAKE_SIDE", "1");
-    let mut c = env.std_cmd();
-    c.args([
-        "turn",
-        "--agent",
+    let out = env.turn(
         "a",
-        "--channel",
         "c",
+        &[],
         "We deploy the whole stack with Docker Compose on one VPS, always.",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null());
-    let mut child = c.spawn().unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert_eq!(line, "main reply\n");
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let running: i64 = env
-        .sqlite()
-        .query_row(
-            "SELECT COUNT(*) FROM jobs WHERE status = 'running'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(running, 2, "pin and facts jobs were cut off mid-call");
+    );
+    assert_ok(&out);
+    assert_eq!(stdout(&out), "main reply\n");
+    // The detached worker claims both jobs and hangs in their calls...
+    let running = || -> i64 {
+        env.sqlite()
+            .query_row(
+                "SELECT COUNT(*) FROM jobs WHERE status = 'running'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while running() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker never claimed the jobs"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // ...and is killed, with its claude children, as a reboot would (again
+    // until none is left: a child may fork while the others are killed).
+    for _ in 0..100 {
+        let pids = env.processes();
+        if pids.is_empty() {
+            break;
+        }
+        for pid in pids {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    env.assert_no_processes_left();
+    assert_eq!(running(), 2, "pin and facts jobs were cut off mid-call");
     assert_eq!(integrity(&env), "ok");
     // Time passes beyond the lease (simulated), and the side calls now work.
     env.sqlite()
@@ -231,6 +245,7 @@ done
     std::fs::write(env.home.join("side-ok"), "").unwrap();
     let out = env.turn("a", "c", &[], "ok");
     assert_ok(&out);
+    env.settle();
     let facts = env
         .cmd()
         .args(["facts", "list", "--agent", "a"])
@@ -241,13 +256,13 @@ done
         "{}",
         stdout(&facts)
     );
-    let done: i64 = env
-        .sqlite()
-        .query_row("SELECT COUNT(*) FROM jobs WHERE status = 'done'", [], |r| {
-            r.get(0)
-        })
-        .unwrap();
-    assert_eq!(done, 2);
+    let jobs = env.jobs();
+    assert_eq!(jobs.len(), 2, "{jobs:?}");
+    for j in &jobs {
+        assert_eq!(j["status"], "done", "{j}");
+        assert_eq!(j["attempts"], 2, "cut off once, then done: {j}");
+    }
+    env.assert_no_processes_left();
 }
 
 #[test]
@@ -496,6 +511,13 @@ fn secrets_from_a_side_call_are_never_stored() {
         "Set up my dev machine, I always prefer dark mode in every editor I use.",
     );
     assert_eq!(v["pinned"], serde_json::Value::Null);
+    env.settle();
+    let pin = env
+        .cmd()
+        .args(["pin", "show", "--agent", "a", "--channel", "c"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&pin), "", "a secret is never stored as a pin");
     let facts = env
         .cmd()
         .args(["facts", "list", "--agent", "a", "--json"])
@@ -562,14 +584,15 @@ fn sigterm_kills_the_claude_child_and_keeps_the_message() {
 /// (`unshare -rm`: no root needed, nothing leaks past the process). Root in
 /// CI ignores permission bits, so a read-only mount is the honest test.
 fn on_read_only(env: &Env, dir: &std::path::Path, args: &[&str]) -> Option<std::process::Output> {
-    if StdCommand::new("unshare")
+    let works = StdCommand::new("unshare")
         .args(["-rm", "true"])
         .status()
-        .map_or(true, |s| !s.success())
-    {
-        eprintln!("unshare -rm is not available here: skipping the read-only mount check");
-        return None;
-    }
+        .is_ok_and(|s| s.success());
+    assert!(
+        works,
+        "`unshare -rm` does not work here: this test needs util-linux's unshare and \
+         unprivileged user namespaces (a read-only mount is the only honest test as root)"
+    );
     let d = dir.display();
     let script =
         format!("mount --bind '{d}' '{d}' && mount -o remount,bind,ro '{d}' && exec \"$0\" \"$@\"");

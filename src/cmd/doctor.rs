@@ -1,4 +1,5 @@
-//! `doctor`: check claude and the store, one clear line per problem.
+//! `doctor`: check claude, the Messages API and the store, one clear line
+//! per problem, and exit 0 exactly when a turn would work.
 //!
 //! The store is only read (never migrated or repaired), so running doctor on
 //! a damaged store leaves it exactly as it was; the claude probe is cached in
@@ -6,14 +7,14 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use crate::claude::{Capabilities, Claude};
-use crate::error::{Failure, Kind, fail};
-use crate::store::{SCHEMA_VERSION, Store};
-use crate::turn::capabilities;
+use crate::backend::{self, ApiConfig, Capabilities, Claude, ProbeCache, api};
+use crate::error::{Kind, fail, kind_of};
+use crate::store::{self, Location, SCHEMA_VERSION};
 
 /// One thing that is wrong, and the exit code it stands for.
 struct Problem {
@@ -21,11 +22,8 @@ struct Problem {
     line: String,
 }
 
-fn kind_of(e: &anyhow::Error, default: Kind) -> Kind {
-    e.chain()
-        .find_map(|c| c.downcast_ref::<Failure>())
-        .map_or(default, |f| f.kind)
-}
+/// How long the API check may take.
+const API_CHECK_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The claude flags a turn relies on, and the ones it uses when present.
 fn flags(caps: &Capabilities) -> [(&'static str, bool, bool); 8] {
@@ -59,10 +57,10 @@ fn flags(caps: &Capabilities) -> [(&'static str, bool, bool); 8] {
 
 /// Check the store without changing it. Returns whether it is healthy and
 /// at this build's schema (so the probe may be cached in it).
-fn check_store(db: &Path, report: &mut Value, problems: &mut Vec<Problem>) -> bool {
-    report["store"] = json!({ "path": db.display().to_string(), "exists": db.exists() });
-    if !db.exists() {
-        return false;
+fn check_store(location: &Location, report: &mut Value, problems: &mut Vec<Problem>) -> bool {
+    report["store"] = json!({ "location": location.to_string(), "exists": location.exists() });
+    if let Some(f) = location.file() {
+        report["store"]["bytes"] = json!(std::fs::metadata(f).map(|m| m.len()).unwrap_or(0));
     }
     let mut problem = |line: String| {
         problems.push(Problem {
@@ -70,9 +68,9 @@ fn check_store(db: &Path, report: &mut Value, problems: &mut Vec<Problem>) -> bo
             line,
         });
     };
-    report["store"]["bytes"] = json!(std::fs::metadata(db).map(|m| m.len()).unwrap_or(0));
-    let store = match Store::open_existing(db) {
-        Ok(s) => s,
+    let store = match store::open_existing(location) {
+        Ok(Some(s)) => s,
+        Ok(None) => return false,
         Err(e) => {
             problem(format!("{e:#}"));
             return false;
@@ -103,8 +101,7 @@ fn check_store(db: &Path, report: &mut Value, problems: &mut Vec<Problem>) -> bo
                 shown.push_str(&format!("; and {} more", lines.len() - 3));
             }
             problem(format!(
-                "store integrity check failed ({}): {shown}",
-                db.display()
+                "store integrity check failed ({location}): {shown}"
             ));
             healthy = false;
         }
@@ -114,11 +111,11 @@ fn check_store(db: &Path, report: &mut Value, problems: &mut Vec<Problem>) -> bo
         }
     }
     match store.counts() {
-        Ok((sessions, turns, facts, jobs)) => {
-            report["store"]["sessions"] = json!(sessions);
-            report["store"]["turns"] = json!(turns);
-            report["store"]["facts"] = json!(facts);
-            report["store"]["open_jobs"] = json!(jobs);
+        Ok(c) => {
+            report["store"]["sessions"] = json!(c.sessions);
+            report["store"]["turns"] = json!(c.turns);
+            report["store"]["facts"] = json!(c.facts);
+            report["store"]["open_jobs"] = json!(c.open_jobs);
         }
         Err(e) => {
             problem(format!("could not count the store's rows: {e:#}"));
@@ -128,46 +125,41 @@ fn check_store(db: &Path, report: &mut Value, problems: &mut Vec<Problem>) -> bo
     healthy
 }
 
+/// Check claude; the problems found (none when it would serve a turn).
 async fn check_claude(
     claude_path: Option<&Path>,
-    db: &Path,
+    location: &Location,
     cache: bool,
     report: &mut Value,
-    problems: &mut Vec<Problem>,
-) {
+) -> Vec<Problem> {
     let claude = match Claude::find(claude_path) {
         Ok(c) => c,
         Err(e) => {
-            problems.push(Problem {
-                kind: kind_of(&e, Kind::ClaudeMissing),
+            return vec![Problem {
+                kind: kind_of(&e).unwrap_or(Kind::ClaudeMissing),
                 line: format!("{e:#}"),
-            });
-            return;
+            }];
         }
     };
     report["claude"] = json!({ "path": claude.path().display().to_string() });
-    let mut store = if cache { Store::open(db).ok() } else { None };
-    let caps = match capabilities(store.as_mut(), &claude).await {
+    let mut store = if cache {
+        store::open(location).ok()
+    } else {
+        None
+    };
+    let probe = match store.as_deref_mut() {
+        Some(s) => ProbeCache::Store(s),
+        None => ProbeCache::None,
+    };
+    let caps = match backend::capabilities(&claude, probe).await {
         Ok(c) => c,
         Err(e) => {
-            problems.push(Problem {
-                kind: kind_of(&e, Kind::ClaudeFailed),
+            return vec![Problem {
+                kind: kind_of(&e).unwrap_or(Kind::ClaudeFailed),
                 line: format!("claude does not answer --version/--help: {e:#}"),
-            });
-            return;
+            }];
         }
     };
-    for (flag, ok, needed) in flags(&caps) {
-        if needed && !ok {
-            problems.push(Problem {
-                kind: Kind::ClaudeFailed,
-                line: format!(
-                    "claude {} does not support {flag}: upgrade Claude Code",
-                    caps.version
-                ),
-            });
-        }
-    }
     let all = flags(&caps);
     let named = |want: bool| -> Vec<&str> {
         all.iter()
@@ -178,22 +170,47 @@ async fn check_claude(
     report["claude"]["version"] = json!(caps.version);
     report["claude"]["supports"] = json!(named(true));
     report["claude"]["lacks"] = json!(named(false));
-    report["claude"]["flags"] = all
-        .iter()
-        .map(|(flag, ok, _)| (flag.to_string(), json!(ok)))
-        .collect::<serde_json::Map<_, _>>()
-        .into();
+    all.iter()
+        .filter(|(_, ok, needed)| *needed && !ok)
+        .map(|(flag, _, _)| Problem {
+            kind: Kind::ClaudeFailed,
+            line: format!(
+                "claude {} does not support {flag}: upgrade Claude Code",
+                caps.version
+            ),
+        })
+        .collect()
 }
 
-fn write_text(out: &mut impl Write, report: &Value, problems: &[Problem]) -> std::io::Result<()> {
-    if let Some(c) = report.get("claude") {
+/// Check the key and the endpoint with the cheapest call there is.
+async fn check_api(cfg: &ApiConfig, report: &mut Value) -> Option<Problem> {
+    report["api"] = json!({ "base_url": cfg.base_url });
+    match api::list_models(cfg, API_CHECK_TIMEOUT).await {
+        Ok(models) => {
+            report["api"]["models"] = json!(models.len());
+            None
+        }
+        Err(e) => Some(Problem {
+            kind: e.problem.kind(),
+            line: format!("the Messages API check failed: {e}"),
+        }),
+    }
+}
+
+fn write_text(
+    out: &mut impl Write,
+    report: &Value,
+    problems: &[Problem],
+    notes: &[String],
+) -> std::io::Result<()> {
+    if let Some(c) = report.get("claude").filter(|c| c.is_object()) {
         writeln!(
             out,
             "claude: {} ({})",
             c["path"].as_str().unwrap_or("?"),
             c["version"].as_str().unwrap_or("version unknown")
         )?;
-        for (label, key) in [("supports", "supports"), ("lacks", "lacks")] {
+        for key in ["supports", "lacks"] {
             let names: Vec<&str> = c[key]
                 .as_array()
                 .into_iter()
@@ -201,14 +218,28 @@ fn write_text(out: &mut impl Write, report: &Value, problems: &[Problem]) -> std
                 .filter_map(Value::as_str)
                 .collect();
             if !names.is_empty() {
-                writeln!(out, "  {label} {}", names.join(" "))?;
+                writeln!(out, "  {key} {}", names.join(" "))?;
             }
         }
     } else {
         writeln!(out, "claude: not found")?;
     }
+    match report.get("api").filter(|a| a.is_object()) {
+        Some(a) if a.get("models").is_some() => writeln!(
+            out,
+            "api: {} (key accepted, {} models)",
+            a["base_url"].as_str().unwrap_or("?"),
+            a["models"]
+        )?,
+        Some(a) => writeln!(
+            out,
+            "api: {} (check failed)",
+            a["base_url"].as_str().unwrap_or("?")
+        )?,
+        None => writeln!(out, "api: not configured (ANTHROPIC_API_KEY is not set)")?,
+    }
     let s = &report["store"];
-    writeln!(out, "store: {}", s["path"].as_str().unwrap_or("?"))?;
+    writeln!(out, "store: {}", s["location"].as_str().unwrap_or("?"))?;
     if s["exists"] != true {
         writeln!(out, "  not created yet (the first turn creates it)")?;
     } else if s.get("schema_version").is_some() {
@@ -227,6 +258,9 @@ fn write_text(out: &mut impl Write, report: &Value, problems: &[Problem]) -> std
             writeln!(out, "  {note}")?;
         }
     }
+    for n in notes {
+        writeln!(out, "note: {n}")?;
+    }
     for p in problems {
         writeln!(out, "problem: {}", p.line)?;
     }
@@ -236,21 +270,53 @@ fn write_text(out: &mut impl Write, report: &Value, problems: &[Problem]) -> std
     Ok(())
 }
 
-pub async fn run(db: &Path, claude_path: Option<&Path>, json_out: bool) -> Result<()> {
+pub async fn run(location: &Location, claude_path: Option<&Path>, json_out: bool) -> Result<()> {
     let mut report = json!({});
     let mut store_problems = Vec::new();
-    let healthy = check_store(db, &mut report, &mut store_problems);
-    // Claude first in the report: it is what most often needs fixing.
+    let healthy = check_store(location, &mut report, &mut store_problems);
+    let claude_problems = check_claude(claude_path, location, healthy, &mut report).await;
+    let api_cfg = ApiConfig::from_env();
+    let api_problem = match &api_cfg {
+        Some(cfg) => check_api(cfg, &mut report).await,
+        None => None,
+    };
+    let claude_ok = claude_problems.is_empty();
+    let api_ok = api_cfg.is_some() && api_problem.is_none();
+    let mut notes = Vec::new();
     let mut problems = Vec::new();
-    check_claude(claude_path, db, healthy, &mut report, &mut problems).await;
+    // Turns need one working path: a missing claude is no problem when the
+    // API works, and a failing API is no problem when claude works.
+    match (claude_ok, api_ok) {
+        (true, _) => {
+            report["turns_via"] = json!("claude");
+            if let Some(p) = api_problem {
+                notes.push(format!("{} (turns use claude)", p.line));
+            }
+        }
+        (false, true) => {
+            report["turns_via"] = json!("api");
+            notes.push(
+                "claude cannot be used: turns go to the Messages API (ANTHROPIC_API_KEY)".into(),
+            );
+            for p in &claude_problems {
+                notes.push(p.line.clone());
+            }
+        }
+        (false, false) => {
+            report["turns_via"] = Value::Null;
+            problems.extend(claude_problems);
+            problems.extend(api_problem);
+        }
+    }
     problems.extend(store_problems);
     report["problems"] = json!(problems.iter().map(|p| &p.line).collect::<Vec<_>>());
+    report["notes"] = json!(notes);
 
     let mut out = std::io::stdout().lock();
     if json_out {
         writeln!(out, "{report}")?;
     } else {
-        write_text(&mut out, &report, &problems)?;
+        write_text(&mut out, &report, &problems, &notes)?;
     }
     match problems.first() {
         None => Ok(()),

@@ -6,10 +6,12 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use crate::cli::{FactScope, FactsAction};
+use super::{open_for_reading, required_agent, summary};
+use crate::cli::FactsAction;
 use crate::error::{Kind, ResultExt, fail};
-use crate::fact_text::{looks_like_secret, normalize};
-use crate::store::{Fact, NewFact, Store};
+use crate::memory::facts::{looks_like_secret, normalize};
+use crate::memory::recall;
+use crate::store::{self, Fact, FactScope, Location, NewFact};
 
 /// Facts are one line of prose; longer "facts" are documents.
 const FACT_MAX_CHARS: usize = 1000;
@@ -80,8 +82,8 @@ fn check_fact(text: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn run(db: &Path, action: &FactsAction) -> Result<()> {
-    let scope: &FactScope = match action {
+pub fn run(location: &Location, action: &FactsAction) -> Result<()> {
+    let scope: &crate::cli::FactScope = match action {
         FactsAction::List { scope, .. }
         | FactsAction::Search { scope, .. }
         | FactsAction::Add { scope, .. }
@@ -89,15 +91,16 @@ pub fn run(db: &Path, action: &FactsAction) -> Result<()> {
         | FactsAction::Import { scope, .. }
         | FactsAction::Export { scope } => scope,
     };
-    let agent = scope.agent.as_str();
+    let agent = required_agent(scope.agent.as_ref())?;
+    let agent = agent.as_str();
     let user = scope.user.as_deref();
+    let scope = FactScope { agent, user };
     let mut out = std::io::stdout().lock();
     match action {
         FactsAction::List { json, limit, .. } => {
-            let facts = if db.exists() {
-                Store::open_existing(db)?.list_facts(agent, user, *limit)?
-            } else {
-                Vec::new()
+            let facts = match open_for_reading(location)? {
+                Some(store) => store.list_facts(scope, *limit)?,
+                None => Vec::new(),
             };
             if *json {
                 let arr: Vec<Value> = facts.iter().map(fact_json).collect();
@@ -109,10 +112,9 @@ pub fn run(db: &Path, action: &FactsAction) -> Result<()> {
         FactsAction::Search {
             query, limit, json, ..
         } => {
-            let hits = if db.exists() {
-                Store::open_existing(db)?.search_facts(agent, user, query, *limit)?
-            } else {
-                Vec::new()
+            let hits = match open_for_reading(location)? {
+                Some(store) => recall::search(&*store, scope, query, *limit)?,
+                None => Vec::new(),
             };
             if *json {
                 let arr: Vec<Value> = hits
@@ -132,33 +134,35 @@ pub fn run(db: &Path, action: &FactsAction) -> Result<()> {
         FactsAction::Add { text, .. } => {
             let text = one_line(text);
             check_fact(&text)?;
-            let mut store = Store::open(db)?;
-            if let Some(id) = store.add_facts(&[NewFact::new(agent, user, &text)])?[0] {
+            let mut store = store::open(location)?;
+            if let Some(Some(id)) = store
+                .add_facts(&[NewFact::new(agent, user, &text)])?
+                .first()
+            {
                 writeln!(out, "{id}")?;
             } else {
                 // Print the stored twin's id, so adding is idempotent for scripts.
                 let norm = normalize(&text);
                 let twin = store
-                    .list_facts(agent, user, None)?
+                    .list_facts(scope, None)?
                     .into_iter()
                     .find(|f| f.user.as_deref() == user && normalize(&f.content) == norm);
-                eprintln!("duduclaw-session: the same fact is already stored");
+                summary("the same fact is already stored");
                 if let Some(f) = twin {
                     writeln!(out, "{}", f.id)?;
                 }
             }
         }
-        FactsAction::Forget { ids, .. } => forget(db, agent, ids)?,
-        FactsAction::Import { file, .. } => import(db, agent, user, file)?,
+        FactsAction::Forget { ids, .. } => forget(location, agent, ids)?,
+        FactsAction::Import { file, .. } => import(location, agent, user, file)?,
         FactsAction::Export { .. } => {
-            if !db.exists() {
+            let Some(store) = open_for_reading(location)? else {
                 return Ok(());
-            }
-            let store = Store::open_existing(db)?;
+            };
             let facts = match user {
                 None => store.all_facts(agent, None)?,
                 Some(_) => {
-                    let mut facts = store.list_facts(agent, user, None)?;
+                    let mut facts = store.list_facts(scope, None)?;
                     facts.sort_by_key(|f| f.id);
                     facts
                 }
@@ -173,13 +177,13 @@ pub fn run(db: &Path, action: &FactsAction) -> Result<()> {
 
 /// Delete the agent's facts by id; ids that are not the agent's facts are
 /// named in the error (the others are still deleted).
-fn forget(db: &Path, agent: &str, ids: &[i64]) -> Result<()> {
+fn forget(location: &Location, agent: &str, ids: &[i64]) -> Result<()> {
     let mut ids = ids.to_vec();
     ids.sort_unstable();
     ids.dedup();
     let mut missing = Vec::new();
-    if db.exists() {
-        let mut store = Store::open(db)?;
+    if location.exists() {
+        let mut store = store::open(location)?;
         for &id in &ids {
             if store.forget_facts(agent, &[id])? == 0 {
                 missing.push(id);
@@ -220,7 +224,62 @@ fn field<'a>(v: &'a Value, name: &str, line: usize) -> Result<Option<Option<&'a 
 /// JSON Lines in, one fact per line; `agent`/`user` fields override the
 /// command line's scope (`"user": null` is an agent-wide fact). The whole
 /// file is checked before anything is written, so a bad line imports nothing.
-fn import(db: &Path, agent: &str, user: Option<&str>, file: &Path) -> Result<()> {
+fn import(location: &Location, agent: &str, user: Option<&str>, file: &Path) -> Result<()> {
+    let rows = read_import(agent, user, file)
+        .map_err(|e| anyhow::Error::new(e).context("nothing was imported"))?;
+    let mut store = store::open(location)?;
+    let new: Vec<NewFact> = rows
+        .iter()
+        .map(|r| NewFact {
+            access_count: r.access_count,
+            created_at: r.created_at,
+            last_used_at: r.last_used_at,
+            ..NewFact::new(&r.agent, r.user.as_deref(), &r.content)
+        })
+        .collect();
+    let added = store.add_facts(&new)?.iter().flatten().count();
+    summary(format!(
+        "imported {added} facts ({} duplicates, {} secrets skipped)",
+        new.len() - added,
+        rows.secrets
+    ));
+    Ok(())
+}
+
+struct Row {
+    agent: String,
+    user: Option<String>,
+    content: String,
+    access_count: i64,
+    created_at: Option<i64>,
+    last_used_at: Option<i64>,
+}
+
+/// The rows of an import file, every line checked.
+struct Rows {
+    rows: Vec<Row>,
+    secrets: usize,
+}
+
+impl std::ops::Deref for Rows {
+    type Target = [Row];
+    fn deref(&self) -> &[Row] {
+        &self.rows
+    }
+}
+
+fn read_import(
+    agent: &str,
+    user: Option<&str>,
+    file: &Path,
+) -> Result<Rows, crate::error::Failure> {
+    read_rows(agent, user, file).map_err(|e| {
+        let kind = crate::error::kind_of(&e).unwrap_or(Kind::BadInput);
+        crate::error::Failure::new(kind, format!("{e:#}"))
+    })
+}
+
+fn read_rows(agent: &str, user: Option<&str>, file: &Path) -> Result<Rows> {
     let reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
         Box::new(std::io::stdin().lock())
     } else {
@@ -230,14 +289,6 @@ fn import(db: &Path, agent: &str, user: Option<&str>, file: &Path) -> Result<()>
                 .kind(Kind::BadInput)?,
         ))
     };
-    struct Row {
-        agent: String,
-        user: Option<String>,
-        content: String,
-        access_count: i64,
-        created_at: Option<i64>,
-        last_used_at: Option<i64>,
-    }
     let mut rows = Vec::new();
     let mut skipped_secrets = 0;
     for (i, line) in reader.split(b'\n').enumerate() {
@@ -250,8 +301,15 @@ fn import(db: &Path, agent: &str, user: Option<&str>, file: &Path) -> Result<()>
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(&line)
-            .map_err(|e| fail(Kind::BadInput, format!("line {n}: not a JSON object: {e}")))?;
+        let v: Value = serde_json::from_str(&line).map_err(|e| {
+            // serde's "at line 1 column N" names the line within the line.
+            let what = e.to_string();
+            let what = what.split(" at line ").next().unwrap_or("");
+            fail(
+                Kind::BadInput,
+                format!("line {n}, column {}: not JSON ({what})", e.column()),
+            )
+        })?;
         if !v.is_object() {
             return Err(fail(Kind::BadInput, format!("line {n}: not a JSON object")));
         }
@@ -281,26 +339,10 @@ fn import(db: &Path, agent: &str, user: Option<&str>, file: &Path) -> Result<()>
             last_used_at: v["last_used_at"].as_i64(),
         });
     }
-    let mut store = Store::open(db)?;
-    let new: Vec<NewFact> = rows
-        .iter()
-        .map(|r| NewFact {
-            access_count: r.access_count,
-            created_at: r.created_at,
-            last_used_at: r.last_used_at,
-            ..NewFact::new(&r.agent, r.user.as_deref(), &r.content)
-        })
-        .collect();
-    let added = store
-        .add_facts(&new)?
-        .iter()
-        .filter(|id| id.is_some())
-        .count();
-    eprintln!(
-        "duduclaw-session: imported {added} facts ({} duplicates, {skipped_secrets} secrets skipped)",
-        rows.len() - added
-    );
-    Ok(())
+    Ok(Rows {
+        rows,
+        secrets: skipped_secrets,
+    })
 }
 
 #[cfg(test)]

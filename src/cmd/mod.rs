@@ -1,46 +1,49 @@
-//! Subcommand dispatch: each command's code lives in its own file.
+//! The commands: each validates its raw flags into settings and runs, in a
+//! file of its own; this is where they are dispatched from.
+//!
+//! One rule for output: data goes to stdout; a summary of what a command
+//! did ("deleted 2 sessions") goes to stderr, as a plain line; errors go to
+//! stderr prefixed with the program's name.
 
 mod doctor;
 mod facts;
+mod jobs;
+mod pin;
 mod prompt;
 mod sessions;
+mod turn;
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::CommandFactory;
 
-use crate::cli::{Cli, Command, PinAction};
+use crate::backend::Route;
+use crate::cli::{Cli, Command, RouteArgs, SessionArgs};
 use crate::error::{Kind, fail};
-use crate::session_id::session_id;
-use crate::store::{self, Store};
-use crate::turn::{self, key_of};
+use crate::session::Address;
+use crate::store::{self, Location, Store};
 
 pub async fn run(cli: Cli) -> Result<()> {
-    let db = || -> Result<PathBuf> {
-        match &cli.db {
-            Some(p) => Ok(p.clone()),
-            None => store::default_path(),
-        }
-    };
+    let location = || Location::resolve(cli.db.as_deref());
     let claude = cli.claude.as_deref();
     match &cli.command {
-        Command::Turn(args) => turn::run(&db()?, claude, args).await,
-        Command::Prompt(args) => prompt::run(&db()?, claude, args).await,
+        Command::Turn(args) => turn::run(&location()?, claude, args).await,
+        Command::Prompt(args) => prompt::run(&location()?, claude, args).await,
         Command::Id(s) => {
-            writeln!(std::io::stdout(), "{}", session_id(&key_of(s)))?;
+            writeln!(std::io::stdout(), "{}", address(s)?.session_id())?;
             Ok(())
         }
-        Command::Pin { action } => pin(&db()?, action),
-        Command::Facts { action } => facts::run(&db()?, action),
+        Command::Pin { action } => pin::run(&location()?, action),
+        Command::Facts { action } => facts::run(&location()?, action),
         Command::History {
             session,
             json,
             limit,
-        } => sessions::history(&db()?, session, *json, *limit),
-        Command::Sessions { action } => sessions::run(&db()?, action),
-        Command::Doctor { json } => doctor::run(&db()?, claude, *json).await,
+        } => sessions::history(&location()?, session, *json, *limit),
+        Command::Sessions { action } => sessions::run(&location()?, action),
+        Command::Jobs { action } => jobs::run(&location()?, claude, action).await,
+        Command::Doctor { json } => doctor::run(&location()?, claude, *json).await,
         Command::Completions { shell } => {
             std::io::stdout().write_all(&crate::cli::completions(*shell))?;
             Ok(())
@@ -52,57 +55,72 @@ pub async fn run(cli: Cli) -> Result<()> {
     }
 }
 
-fn pin(db: &std::path::Path, action: &PinAction) -> Result<()> {
-    let session = match action {
-        PinAction::Show(s) | PinAction::Clear(s) => s,
-        PinAction::Set { session, .. } | PinAction::Append { session, .. } => session,
-    };
-    let key = key_of(session);
-    let sid = session_id(&key).to_string();
-    if let PinAction::Show(_) = action {
-        if !db.exists() {
-            return Ok(());
-        }
-        let store = Store::open_existing(db)?;
-        if let Some(p) = store.session(&sid)?.and_then(|s| s.pin) {
-            writeln!(std::io::stdout(), "{p}")?;
-        }
-        return Ok(());
+/// A usage error found after parsing, shown and exiting like clap's own (2).
+fn usage(message: impl std::fmt::Display) -> anyhow::Error {
+    Cli::command()
+        .error(clap::error::ErrorKind::MissingRequiredArgument, message)
+        .into()
+}
+
+/// The agent, required by every command that names a session or a scope.
+fn required_agent(agent: Option<&String>) -> Result<String> {
+    agent
+        .filter(|a| !a.is_empty())
+        .cloned()
+        .ok_or_else(|| usage("missing --agent: pass --agent ID or set DUDUCLAW_AGENT"))
+}
+
+/// The session a command names.
+fn address(s: &SessionArgs) -> Result<Address> {
+    let agent = required_agent(s.agent.as_ref())?;
+    let channel = s
+        .channel
+        .clone()
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| usage("missing --channel: pass --channel ID or set DUDUCLAW_CHANNEL"))?;
+    Ok(Address {
+        agent,
+        channel,
+        thread: s.thread.clone(),
+    })
+}
+
+fn route(r: &RouteArgs) -> Route {
+    if r.direct_api {
+        Route::ApiOnly
+    } else if r.no_direct_api {
+        Route::CliOnly
+    } else {
+        Route::Auto
     }
-    let mut store = Store::open(db)?;
-    let cwd = std::env::current_dir()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| "/".into());
-    let s = store.ensure_session(&sid, key.agent, key.channel, key.thread, &cwd)?;
-    let new = match action {
-        PinAction::Show(_) => unreachable!("handled above"),
-        PinAction::Clear(_) => None,
-        PinAction::Set { text, .. } => {
-            if crate::text::is_blank(text) {
-                return Err(fail(
-                    Kind::BadInput,
-                    "pin text is empty (use `pin clear` to remove the pin)",
-                ));
-            }
-            let n = text.chars().count();
-            if n > crate::pin::PIN_CAP {
-                return Err(fail(
-                    Kind::BadInput,
-                    format!(
-                        "pin is {n} characters, over the {} limit",
-                        crate::pin::PIN_CAP
-                    ),
-                ));
-            }
-            Some(text.trim().to_string())
-        }
-        PinAction::Append { text, .. } => {
-            if crate::text::is_blank(text) {
-                return Err(fail(Kind::BadInput, "nothing to append"));
-            }
-            Some(crate::pin::append_clarification(s.pin.as_deref(), text))
-        }
-    };
-    store.set_pin(&sid, new.as_deref())?;
-    Ok(())
+}
+
+/// The store for reading: `None` when it does not exist yet (reading
+/// commands then have nothing to show, and create nothing).
+fn open_for_reading(location: &Location) -> Result<Option<Box<dyn Store>>> {
+    store::open_existing(location)
+}
+
+/// The error for a session that is not in the store: one code everywhere.
+fn no_session(what: impl std::fmt::Display) -> anyhow::Error {
+    fail(
+        Kind::NoSuchSession,
+        format!("no session {what} in the store"),
+    )
+}
+
+/// How a session is named in messages.
+fn describe(a: &Address) -> String {
+    match &a.thread {
+        Some(t) => format!(
+            "for agent {:?}, channel {:?}, thread {t:?}",
+            a.agent, a.channel
+        ),
+        None => format!("for agent {:?}, channel {:?}", a.agent, a.channel),
+    }
+}
+
+/// A summary of what a command did: stderr, without the error prefix.
+fn summary(line: impl std::fmt::Display) {
+    eprintln!("{line}");
 }

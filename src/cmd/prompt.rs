@@ -1,145 +1,136 @@
-//! `prompt`: a dry run printing what `turn` would send (the claude argv, the
-//! appended system text, the user message, the facts chosen) without
-//! calling a model and without writing to the store.
+//! `prompt`: a dry run printing the plan `turn` would execute (the claude
+//! argv or the API request, the appended system text, the user message, the
+//! facts chosen), without calling a model and without writing anything.
 
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::Result;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::claude::{Capabilities, Claude};
+use super::open_for_reading;
+use crate::backend::{self, Arg, Backend, Capabilities, ProbeCache, Request};
 use crate::cli::TurnArgs;
-use crate::pin;
-use crate::prompt::{self, Memory};
-use crate::session_id::session_id;
-use crate::store::Store;
-use crate::text;
-use crate::turn::{
-    AppendArg, Mode, cached_capabilities, key_of, main_args, read_message, replay_history,
-    select_facts,
-};
+use crate::error::{Kind, fail};
+use crate::session::transcript_host;
+use crate::store::{Location, Session};
+use crate::turn::{self, Gathered, Input, plan};
 
-/// `prompt`: print what `turn` would send, calling and writing nothing.
-pub async fn run(db: &Path, claude_path: Option<&Path>, args: &TurnArgs) -> Result<()> {
-    let message = read_message(args.message.as_deref())?;
-    let key = key_of(&args.session);
-    let sid = session_id(&key).to_string();
-    let store = if db.exists() {
-        Some(Store::open_existing(db)?)
-    } else {
-        None
-    };
-    // The cached probe if there is one; otherwise ask the binary for its
-    // flags (--help, not a model call) without caching; else assume the
-    // pinned version's flags.
-    let caps = match Claude::find(claude_path) {
-        Ok(c) => match store.as_ref().and_then(|s| cached_capabilities(s, &c)) {
-            Some(caps) => caps,
-            None => c.probe().await.unwrap_or_else(|_| Capabilities::assumed()),
-        },
-        Err(_) => Capabilities::assumed(),
-    };
-    let session = match &store {
+/// How the private system-prompt file shows in a printed argv.
+const SYSTEM_FILE: &str = "<a private file holding the appended system text>";
+
+pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) -> Result<()> {
+    let settings = super::turn::settings(location, claude, args)?;
+    let input = super::turn::input(args)?;
+    let store = open_for_reading(location)?;
+    let sid = settings.address.session_id();
+    let stored = match &store {
         Some(s) => s.session(&sid)?,
         None => None,
     };
-    let mut pin_text = session.as_ref().and_then(|s| s.pin.clone());
-    let (resume, handle, mut history) = match (&store, &session) {
-        (Some(st), Some(s)) => {
-            let last = st.turns(&s.id, Some(1))?;
-            if last
-                .last()
-                .is_some_and(|t| t.role == "assistant" && text::ends_with_question(&t.content))
-            {
-                pin_text = Some(pin::append_clarification(pin_text.as_deref(), &message));
+    let session =
+        stored.unwrap_or_else(|| Session::fresh(&sid, &settings.address.key(), &turn::cwd()));
+    let message = match input {
+        Input::Message(m) => m,
+        Input::Again => match &store {
+            Some(s) => turn::resendable(&**s, &sid)?.content,
+            None => {
+                return Err(fail(
+                    Kind::BadInput,
+                    "nothing to send again: the session has no messages",
+                ));
             }
-            let history = if s.handle_turns > 0 {
-                None
-            } else {
-                Some(replay_history(st, s, i64::MAX)?)
-            };
-            (s.handle_turns > 0, s.handle.clone(), history)
-        }
-        _ => (false, sid.clone(), None),
+        },
     };
-    history = history.filter(|h| !h.is_empty());
-    let facts = match &store {
-        Some(st) => select_facts(st, key.agent, args.user.as_deref(), &message)?,
-        None => Vec::new(),
+    let gathered = match &store {
+        Some(s) => Gathered::read(&**s, &session, &message, settings.user.as_deref())?,
+        None => Gathered::empty(&session),
     };
-    let fact_texts: Vec<String> = facts.iter().map(|f| f.fact.content.clone()).collect();
-    let mem = Memory {
-        pin: pin_text.as_deref(),
-        summary: session.as_ref().and_then(|s| s.summary.as_deref()),
-        facts: &fact_texts,
-        facts_in: Some(args.facts_in),
+    let cache = match &store {
+        Some(s) => ProbeCache::ReadOnly(&**s),
+        None => ProbeCache::None,
     };
-    let system = prompt::system_append(&mem);
-    let append = system.as_ref().map(|t| {
-        if caps.append_system_prompt_file {
-            AppendArg::Inline(String::new())
-        } else {
-            AppendArg::Inline(t.clone())
-        }
-    });
-    let mut argv = main_args(&caps, &handle, resume, append.as_ref(), args);
-    if caps.append_system_prompt_file
-        && let Some(i) = argv.iter().position(|a| a == "--append-system-prompt=")
-    {
-        argv[i] = "--append-system-prompt-file".into();
-        argv.insert(
-            i + 1,
-            "<a private temp file holding the system text below>".into(),
-        );
-    }
-    let mode = if history.is_some() {
-        Mode::Replayed
-    } else if resume {
-        Mode::Resumed
-    } else {
-        Mode::New
+    // Without a usable claude or key, show what a claude of the pinned
+    // version would be asked.
+    let backend = backend::resolve(settings.route, claude, cache)
+        .await
+        .unwrap_or_else(|_| Backend::Cli {
+            claude: backend::Claude::unprobed(claude),
+            caps: Capabilities::assumed(),
+        });
+    let api_model = turn::api_model(&settings);
+    let host = transcript_host();
+    let plan = plan::decide(
+        &gathered.state(&session, &host),
+        &message,
+        &settings,
+        turn::target(&backend, &api_model),
+    );
+    print(&sid, &plan, args.json)
+}
+
+fn argv(args: &[Arg]) -> Vec<String> {
+    std::iter::once("claude".to_string())
+        .chain(args.iter().map(|a| match a {
+            Arg::Plain(a) => a.to_string_lossy().into_owned(),
+            Arg::SystemFile => SYSTEM_FILE.to_string(),
+        }))
+        .collect()
+}
+
+fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
+    let r = &plan.rendered;
+    let (path, argv, body): (&str, Option<Vec<String>>, Option<&Value>) = match &r.request {
+        Request::Cli(c) => ("cli", Some(argv(&c.args)), None),
+        Request::Api(a) => ("api", None, Some(&a.body)),
     };
-    let user = prompt::user_message(&mem, history.as_deref(), &message);
-    let argv_str: Vec<String> = std::iter::once("claude".to_string())
-        .chain(argv.iter().map(|a| a.to_string_lossy().into_owned()))
-        .collect();
-    if args.json {
+    let facts = &plan.memory.facts;
+    let mut o = std::io::stdout().lock();
+    if json_out {
         let obj = json!({
             "session_id": sid,
-            "handle": handle,
-            "mode": mode.as_str(),
-            "argv": argv_str,
-            "system_append": system,
-            "user_message": user,
+            "handle": plan.attempt.handle(),
+            "mode": plan.attempt.mode(),
+            "path": path,
+            "argv": argv,
+            "body": body,
+            "system_append": r.system,
+            "user_message": r.user,
             "facts": facts,
+            "pin_update": plan.memory.pin_update,
+            "jobs": plan.memory.jobs.iter().map(|j| j.kind).collect::<Vec<_>>(),
         });
-        println!("{obj}");
+        writeln!(o, "{obj}")?;
         return Ok(());
     }
-    let mut o = std::io::stdout().lock();
-    let _ = writeln!(
+    writeln!(
         o,
-        "# session {sid} (handle {handle}, mode {})",
-        mode.as_str()
-    );
-    let _ = writeln!(o, "# argv\n{}", shell_words::join(&argv_str));
-    let _ = writeln!(
+        "# session {sid} (handle {}, mode {}, path {path})",
+        plan.attempt.handle(),
+        plan.attempt.mode()
+    )?;
+    if let Some(argv) = &argv {
+        writeln!(o, "# argv\n{}", shell_words::join(argv))?;
+    }
+    writeln!(
         o,
         "# appended system text\n{}",
-        system.as_deref().unwrap_or("(none)")
-    );
-    let _ = writeln!(o, "# facts chosen");
+        r.system.as_deref().unwrap_or("(none)")
+    )?;
+    writeln!(o, "# facts chosen")?;
     if facts.is_empty() {
-        let _ = writeln!(o, "(none)");
+        writeln!(o, "(none)")?;
     }
-    for f in &facts {
-        let _ = writeln!(
+    for f in facts {
+        writeln!(
             o,
             "[{}] {} (score {:.3}, used {}x)",
             f.fact.id, f.fact.content, f.score, f.fact.access_count
-        );
+        )?;
     }
-    let _ = writeln!(o, "# user message (stdin)\n{user}");
+    match body {
+        Some(b) => writeln!(o, "# request body\n{}", serde_json::to_string_pretty(b)?)?,
+        None => writeln!(o, "# user message (stdin)\n{}", r.user)?,
+    }
     Ok(())
 }

@@ -1,34 +1,39 @@
 //! `history` and `sessions`: inspect and remove stored conversations.
 
 use std::io::Write;
-use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
 use anyhow::Result;
 use serde_json::{Value, json};
 
+use super::{address, describe, no_session, open_for_reading, summary};
 use crate::cli::{SessionArgs, SessionsAction};
-use crate::compact;
 use crate::error::{Kind, fail};
-use crate::lock::{SessionLock, TryLock};
-use crate::session_id::session_id;
-use crate::store::{Session, Store};
-use crate::turn::key_of;
+use crate::memory::compact;
+use crate::store::{self, JobFilter, Location, Role, Session, Store, TurnStatus};
 
-pub fn history(db: &Path, s: &SessionArgs, json: bool, limit: Option<usize>) -> Result<()> {
-    let sid = session_id(&key_of(s)).to_string();
-    let turns = if db.exists() {
-        Store::open_existing(db)?.turns(&sid, limit)?
-    } else {
-        Vec::new()
+pub fn history(
+    location: &Location,
+    s: &SessionArgs,
+    json: bool,
+    limit: Option<usize>,
+) -> Result<()> {
+    let addr = address(s)?;
+    let sid = addr.session_id();
+    let store = open_for_reading(location)?;
+    let store = match store {
+        Some(st) if st.session(&sid)?.is_some() => st,
+        _ => return Err(no_session(describe(&addr))),
     };
+    let turns = store.turns(&sid, limit)?;
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string(&turns)?)?;
         return Ok(());
     }
     for t in turns {
-        let status = match (&t.error, t.role == "user" && t.status != "answered") {
+        let unanswered = t.role == Role::User && t.status != TurnStatus::Answered;
+        let status = match (&t.error, unanswered) {
             (Some(e), _) => format!(" ({}: {e})", t.status),
             (None, true) => format!(" ({})", t.status),
             (None, false) => String::new(),
@@ -50,12 +55,16 @@ fn canonical_id(id: &str) -> Option<String> {
     uuid::Uuid::parse_str(id.trim()).ok().map(|u| u.to_string())
 }
 
-fn session_json(store: &Store, s: &Session) -> Result<Value> {
-    let live = compact::live_turns(s, store.turns(&s.id, None)?);
+fn session_json(store: &dyn Store, s: &Session) -> Result<Value> {
+    let live = compact::live_turns(store, s)?;
+    let filter = JobFilter {
+        session_id: Some(&s.id),
+        ..JobFilter::default()
+    };
     let jobs: Vec<Value> = store
-        .jobs_of(&s.id)?
+        .jobs(&filter)?
         .into_iter()
-        .map(|(kind, status, attempts, err)| json!({"kind": kind, "status": status, "attempts": attempts, "last_error": err}))
+        .map(|j| json!({"id": j.id, "kind": j.kind, "status": j.status, "attempts": j.attempts, "last_error": j.last_error}))
         .collect();
     Ok(json!({
         "id": s.id,
@@ -144,11 +153,11 @@ fn show(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
     )
 }
 
-pub fn run(db: &Path, action: &SessionsAction) -> Result<()> {
+pub fn run(location: &Location, action: &SessionsAction) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match action {
         SessionsAction::List { agent, json } => {
-            let Some(store) = db.exists().then(|| Store::open_existing(db)).transpose()? else {
+            let Some(store) = open_for_reading(location)? else {
                 if *json {
                     writeln!(out, "[]")?;
                 }
@@ -158,12 +167,17 @@ pub fn run(db: &Path, action: &SessionsAction) -> Result<()> {
             if *json {
                 let arr = sessions
                     .iter()
-                    .map(|s| session_json(&store, s))
+                    .map(|l| {
+                        let mut v = session_json(&*store, &l.session)?;
+                        v["turns"] = json!(l.turns);
+                        Ok(v)
+                    })
                     .collect::<Result<Vec<_>>>()?;
                 writeln!(out, "{}", Value::Array(arr))?;
                 return Ok(());
             }
-            for s in sessions {
+            for l in sessions {
+                let s = &l.session;
                 writeln!(
                     out,
                     "{}\t{}\t{}\t{}\t{}\t{}",
@@ -171,93 +185,49 @@ pub fn run(db: &Path, action: &SessionsAction) -> Result<()> {
                     s.agent,
                     s.channel,
                     s.thread.as_deref().unwrap_or("-"),
-                    store.turn_count(&s.id)?,
+                    l.turns,
                     time(s.updated_at)
                 )?;
             }
         }
         SessionsAction::Show { id, json } => {
-            let no_session = || fail(Kind::BadInput, format!("no session {id}"));
-            let cid = canonical_id(id).ok_or_else(no_session)?;
-            if !db.exists() {
-                return Err(no_session());
-            }
-            let store = Store::open_existing(db)?;
-            let s = store.session(&cid)?.ok_or_else(no_session)?;
-            let v = session_json(&store, &s)?;
+            let cid = canonical_id(id).ok_or_else(|| no_session(id))?;
+            let store = open_for_reading(location)?.ok_or_else(|| no_session(id))?;
+            let s = store.session(&cid)?.ok_or_else(|| no_session(id))?;
+            let mut v = session_json(&*store, &s)?;
+            v["turns"] = json!(store.turn_count(&s.id)?);
             if *json {
                 writeln!(out, "{v}")?;
             } else {
                 show(&mut out, &v)?;
             }
         }
-        SessionsAction::Rm { ids } => {
-            let mut missing = Vec::new();
-            let mut busy = Vec::new();
-            let mut store = if db.exists() {
-                Some(Store::open(db)?)
-            } else {
-                None
-            };
-            for id in ids {
-                let (Some(cid), Some(store)) = (canonical_id(id), store.as_mut()) else {
-                    missing.push(id.as_str());
-                    continue;
-                };
-                // Held while the session is deleted, so a running turn
-                // never loses its session underneath it.
-                match SessionLock::try_acquire(db, &cid)? {
-                    TryLock::Busy => busy.push(id.as_str()),
-                    TryLock::Held(_lock) => {
-                        if !store.delete_session(&cid)? {
-                            missing.push(id.as_str());
-                        }
-                    }
-                }
-            }
-            if !missing.is_empty() {
-                return Err(fail(
-                    Kind::BadInput,
-                    format!("no such session: {}", missing.join(", ")),
-                ));
-            }
-            if !busy.is_empty() {
-                return Err(fail(
-                    Kind::SessionInUse,
-                    format!(
-                        "a turn is running in session {}: not deleted, try again when it ends",
-                        busy.join(", ")
-                    ),
-                ));
-            }
-        }
+        SessionsAction::Rm { ids } => rm(location, ids)?,
         SessionsAction::Prune {
             older_than,
             dry_run,
         } => {
-            if !db.exists() {
-                eprintln!("duduclaw-session: no session store at {}", db.display());
+            let Some(store) = open_for_reading(location)? else {
+                summary(format!("no session store at {location}: nothing to prune"));
                 return Ok(());
-            }
+            };
             let mut store = if *dry_run {
-                Store::open_existing(db)?
+                store
             } else {
-                Store::open(db)?
+                store::open(location)?
             };
             let age = i64::try_from(older_than.as_secs()).unwrap_or(i64::MAX);
             let before = crate::store::now().saturating_sub(age);
             let (mut done, mut busy) = (0, 0);
             for s in store.stale_sessions(before)? {
                 if !*dry_run {
-                    match SessionLock::try_acquire(db, &s.id)? {
-                        TryLock::Busy => {
-                            busy += 1;
-                            continue;
-                        }
-                        TryLock::Held(_lock) => {
-                            store.delete_session(&s.id)?;
-                        }
-                    }
+                    // Held while the session is deleted, so a running turn
+                    // never loses its session underneath it.
+                    let Some(_lock) = store.try_lock_session(&s.id, false)? else {
+                        busy += 1;
+                        continue;
+                    };
+                    store.delete_session(&s.id)?;
                 }
                 done += 1;
                 writeln!(out, "{}", s.id)?;
@@ -267,11 +237,52 @@ pub fn run(db: &Path, action: &SessionsAction) -> Result<()> {
             } else {
                 String::new()
             };
-            eprintln!(
-                "duduclaw-session: {} {done} sessions{busy}",
-                if *dry_run { "would delete" } else { "deleted" },
-            );
+            let verb = if *dry_run { "would delete" } else { "deleted" };
+            summary(format!("{verb} {done} sessions{busy}"));
         }
+    }
+    Ok(())
+}
+
+fn rm(location: &Location, ids: &[String]) -> Result<()> {
+    let mut missing = Vec::new();
+    let mut busy = Vec::new();
+    let mut deleted = 0;
+    let mut store = match open_for_reading(location)? {
+        Some(_) => Some(store::open(location)?),
+        None => None,
+    };
+    for id in ids {
+        let (Some(cid), Some(store)) = (canonical_id(id), store.as_mut()) else {
+            missing.push(id.as_str());
+            continue;
+        };
+        // Held while the session is deleted, so a running turn never loses
+        // its session underneath it.
+        let Some(_lock) = store.try_lock_session(&cid, false)? else {
+            busy.push(id.as_str());
+            continue;
+        };
+        if store.delete_session(&cid)? {
+            deleted += 1;
+        } else {
+            missing.push(id.as_str());
+        }
+    }
+    if deleted > 0 {
+        summary(format!("deleted {deleted} sessions"));
+    }
+    if !busy.is_empty() {
+        return Err(fail(
+            Kind::SessionInUse,
+            format!(
+                "a turn is running in session {}: not deleted, try again when it ends",
+                busy.join(", ")
+            ),
+        ));
+    }
+    if !missing.is_empty() {
+        return Err(no_session(missing.join(", ")));
     }
     Ok(())
 }

@@ -1,391 +1,310 @@
-//! The one SQLite file that holds sessions, turns, facts and side-call jobs.
+//! Where sessions, turns, pins, facts, side-call jobs and call usage live.
 //!
-//! Opened the same way every time: private file mode, WAL, a busy timeout
-//! and migrations keyed by `user_version`. A file that is not a database, or
-//! that a newer version of this program wrote, is refused and left untouched.
+//! One interface, [`Store`], so the turn, the memory and the commands never
+//! know which engine they talk to. The engine is chosen by where the store
+//! is ([`Location`]): a file path is the embedded SQLite store (the default).
 
-mod facts;
-mod jobs;
-mod sessions;
+pub mod lock;
+mod model;
+mod sqlite;
 
-use std::fs;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use anyhow::{Context, Result};
-use rusqlite::{Connection, OpenFlags};
+use anyhow::Context;
 
-use crate::error::{Kind, ResultExt, fail};
+pub use model::*;
 
-pub use facts::{Fact, NewFact, ScoredFact};
-pub use jobs::{Job, JobKind};
-pub use sessions::{Session, Turn, TurnRecord};
+use crate::session::SessionKey;
 
-/// Append-only: each entry moves the schema from `user_version` N to N+1.
-/// Never edit a released entry; add a new one.
-const MIGRATIONS: &[&str] = &[r"
-CREATE TABLE sessions (
-    id           TEXT PRIMARY KEY,
-    agent        TEXT NOT NULL,
-    channel      TEXT NOT NULL,
-    thread       TEXT,
-    generation   INTEGER NOT NULL DEFAULT 0,
-    handle       TEXT NOT NULL,
-    -- successful claude turns on the current handle: 0 means the next call
-    -- starts it with --session-id, otherwise it is resumed
-    handle_turns INTEGER NOT NULL DEFAULT 0,
-    cwd          TEXT NOT NULL,
-    pin          TEXT,
-    summary      TEXT,
-    summary_upto INTEGER,
-    created_at   INTEGER NOT NULL,
-    updated_at   INTEGER NOT NULL
-);
-CREATE INDEX sessions_agent ON sessions(agent, updated_at);
-CREATE TABLE turns (
-    id          INTEGER PRIMARY KEY,
-    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    role        TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
-    content     TEXT NOT NULL,
-    -- user turns: pending until answered, failed if the call failed
-    status      TEXT NOT NULL,
-    mode        TEXT,
-    handle      TEXT,
-    usage       TEXT,
-    cost_usd    REAL,
-    duration_ms INTEGER,
-    error       TEXT,
-    created_at  INTEGER NOT NULL
-);
-CREATE INDEX turns_session ON turns(session_id, id);
-CREATE TABLE facts (
-    id           INTEGER PRIMARY KEY,
-    agent        TEXT NOT NULL,
-    user_id      TEXT NOT NULL DEFAULT '',
-    content      TEXT NOT NULL,
-    norm         TEXT NOT NULL,
-    access_count INTEGER NOT NULL DEFAULT 0,
-    created_at   INTEGER NOT NULL,
-    last_used_at INTEGER,
-    source_turn  INTEGER,
-    UNIQUE (agent, user_id, norm)
-);
--- rowid = facts.id; body = the content with CJK runs split into bigrams,
--- because unicode61 alone keeps a run of CJK characters as one token
-CREATE VIRTUAL TABLE facts_fts USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2');
-CREATE TABLE jobs (
-    id          INTEGER PRIMARY KEY,
-    kind        TEXT NOT NULL,
-    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    turn_id     INTEGER,
-    input       TEXT NOT NULL,
-    status      TEXT NOT NULL DEFAULT 'pending',
-    attempts    INTEGER NOT NULL DEFAULT 0,
-    lease_until INTEGER NOT NULL DEFAULT 0,
-    last_error  TEXT,
-    created_at  INTEGER NOT NULL,
-    updated_at  INTEGER NOT NULL
-);
-CREATE INDEX jobs_open ON jobs(session_id, status);
--- small cached values, e.g. what an installed claude binary supports
-CREATE TABLE meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-"];
+/// A store failure. Every engine converts its driver's errors into this one
+/// type, so the exit code (4) follows from the type, not from a tag at
+/// every call.
+#[derive(Debug)]
+pub struct StoreError(anyhow::Error);
 
-/// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// How long a write waits for another process's transaction. Turns of
-/// different sessions share the file, and their writes are short.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
-
-pub struct Store {
-    conn: Connection,
-    path: PathBuf,
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#}", self.0)
+    }
 }
 
-/// The default store path: `$XDG_DATA_HOME/duduclaw/sessions.db`.
-pub fn default_path() -> Result<PathBuf> {
-    let base = dirs::data_dir()
+impl std::error::Error for StoreError {}
+
+impl From<anyhow::Error> for StoreError {
+    fn from(e: anyhow::Error) -> Self {
+        StoreError(e)
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError(anyhow::Error::new(e).context("the session store failed"))
+    }
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError(anyhow::Error::new(e).context("the session store holds unreadable JSON"))
+    }
+}
+
+/// A value stored as text (roles, statuses, kinds): engines store
+/// [`as_str`](TextEnum::as_str) and read back with [`parse`](TextEnum::parse).
+pub trait TextEnum: Copy + Sized + 'static {
+    fn as_str(self) -> &'static str;
+    fn parse(s: &str) -> Option<Self>;
+}
+
+/// Facts matching terms: all of them (`all`) or any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FactQuery {
+    /// Words (lower-cased) and CJK bigrams, never query syntax: each engine
+    /// quotes them in its own full-text language.
+    pub terms: Vec<String>,
+    pub all: bool,
+}
+
+impl FactQuery {
+    pub fn any(terms: Vec<String>) -> FactQuery {
+        FactQuery { terms, all: false }
+    }
+
+    pub fn every(terms: Vec<String>) -> FactQuery {
+        FactQuery { terms, all: true }
+    }
+}
+
+/// Held while a turn of the session runs; dropping it lets the next one in.
+pub struct SessionLock {
+    _held: Box<dyn Send>,
+}
+
+impl SessionLock {
+    pub fn new(held: impl Send + 'static) -> SessionLock {
+        SessionLock {
+            _held: Box::new(held),
+        }
+    }
+}
+
+/// Everything the program keeps. Engines answer the same way; the shared
+/// test suite runs on each.
+pub trait Store: Send {
+    /// Where the store is, as shown to people (never a password).
+    fn describe(&self) -> String;
+
+    // Sessions and their turns.
+    fn session(&self, id: &str) -> Result<Option<Session>>;
+    /// The session row, created on first use with its generation-0 handle.
+    fn ensure_session(&mut self, id: &str, key: &SessionKey, cwd: &str) -> Result<Session>;
+    /// Sessions, most recently used first, optionally of one agent.
+    fn sessions(&self, agent: Option<&str>) -> Result<Vec<SessionListing>>;
+    /// Sessions not used since `before` (epoch seconds), oldest first.
+    fn stale_sessions(&self, before: i64) -> Result<Vec<Session>>;
+    /// Delete a session with its turns and jobs; whether it existed.
+    fn delete_session(&mut self, id: &str) -> Result<bool>;
+    /// Record the user's message before anything is called, so a failed or
+    /// killed turn loses nothing.
+    fn add_user_turn(&mut self, session_id: &str, content: &str) -> Result<i64>;
+    /// Put a failed user turn back to pending, to send it again.
+    fn reopen_user_turn(&mut self, turn_id: i64) -> Result<()>;
+    /// Record the reply, mark the user turn answered and count the handle's turn.
+    fn add_reply(&mut self, session_id: &str, user_turn: i64, reply: &Reply) -> Result<i64>;
+    /// Keep a failed turn's message (it is history the user typed) and say why.
+    fn fail_user_turn(&mut self, user_turn: i64, error: &str) -> Result<()>;
+    /// A session's turns, oldest first; `limit` keeps the newest N.
+    fn turns(&self, session_id: &str, limit: Option<usize>) -> Result<Vec<Turn>>;
+    /// The turns after turn `after`, oldest first.
+    fn turns_after(&self, session_id: &str, after: i64) -> Result<Vec<Turn>>;
+    /// Characters of the turns after turn `after` (an upper bound of the live
+    /// context, for the cheap compaction check).
+    fn chars_after(&self, session_id: &str, after: i64) -> Result<u64>;
+    fn turn_count(&self, session_id: &str) -> Result<i64>;
+
+    // The handle and the pin.
+    /// A handle we tried to start turned out to exist already (a failed turn
+    /// left a transcript): from now on resume it.
+    fn mark_handle_started(&mut self, session_id: &str, handle: &str, host: &str) -> Result<()>;
+    /// Move the session to its next handle (and store a summary with it),
+    /// only if it is still on `roll.from`: a compare-and-swap, so a
+    /// concurrent rollover is never overwritten. Whether it moved.
+    fn roll_handle(&mut self, session_id: &str, roll: &Roll) -> Result<bool>;
+    fn set_pin(&mut self, session_id: &str, pin: Option<&str>) -> Result<()>;
+    /// Set the pin only if it is still `expected` (compare-and-set).
+    fn swap_pin(&mut self, session_id: &str, expected: Option<&str>, pin: &str) -> Result<bool>;
+
+    // Facts.
+    /// Insert facts, skipping any whose normalized form is already stored in
+    /// the same scope. The ids of the rows inserted, `None` for the skipped.
+    fn add_facts(&mut self, facts: &[NewFact]) -> Result<Vec<Option<i64>>>;
+    /// Facts visible in a scope, most used first.
+    fn list_facts(&self, scope: FactScope, limit: Option<usize>) -> Result<Vec<Fact>>;
+    /// Every fact of an agent (all persons), or of one person only.
+    fn all_facts(&self, agent: &str, only_user: Option<&str>) -> Result<Vec<Fact>>;
+    /// How many facts (of any scope) match, counted up to `cap`.
+    fn count_fact_matches(&self, query: &FactQuery, cap: i64) -> Result<i64>;
+    /// The scope's best `want` matches with their relevance (higher is
+    /// better): among the index's best `window` matches, or among all.
+    fn rank_facts(
+        &self,
+        query: &FactQuery,
+        scope: FactScope,
+        want: usize,
+        window: Option<usize>,
+    ) -> Result<Vec<(Fact, f64)>>;
+    /// Count an injection of each fact.
+    fn bump_facts(&mut self, ids: &[i64]) -> Result<()>;
+    /// Delete the agent's facts by id; how many went.
+    fn forget_facts(&mut self, agent: &str, ids: &[i64]) -> Result<usize>;
+
+    // Side-call jobs.
+    fn enqueue_job(
+        &mut self,
+        kind: JobKind,
+        session_id: &str,
+        turn_id: Option<i64>,
+        input: &serde_json::Value,
+    ) -> Result<i64>;
+    /// Whether the session has a job of this kind that may still run.
+    fn has_open_job(&self, session_id: &str, kind: JobKind) -> Result<bool>;
+    /// Whether any job of the session (or of all) could be claimed now.
+    fn has_runnable_jobs(&self, session_id: Option<&str>) -> Result<bool>;
+    /// When the next waiting job of the session (or of all) may run (epoch
+    /// seconds): a failed attempt waits a little before the next.
+    fn next_job_at(&self, session_id: Option<&str>) -> Result<Option<i64>>;
+    /// Claim runnable jobs (pending, or running with an expired lease because
+    /// their runner died) for `lease_secs`, of one session or of all.
+    fn claim_jobs(&mut self, session_id: Option<&str>, lease_secs: i64) -> Result<Vec<Job>>;
+    fn finish_job(&mut self, id: i64) -> Result<()>;
+    /// Put a failed job back for a retry after a short wait, or give it up
+    /// after its last attempt.
+    fn fail_job(&mut self, id: i64, error: &str) -> Result<()>;
+    /// Make a job runnable again with a fresh set of attempts; whether it exists.
+    fn retry_job(&mut self, id: i64) -> Result<bool>;
+    fn jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>>;
+
+    // Usage.
+    fn record_call(&mut self, call: &CallRecord) -> Result<()>;
+    fn calls(&self, filter: &CallFilter) -> Result<Vec<CallRow>>;
+
+    // Small cached values (a claude binary's flags, model lists).
+    fn meta(&self, key: &str) -> Result<Option<String>>;
+    fn set_meta(&mut self, key: &str, value: &str) -> Result<()>;
+
+    // Health.
+    fn schema_version(&self) -> Result<i64>;
+    /// The engine's consistency check: `["ok"]` or the problems found.
+    fn integrity_check(&self) -> Result<Vec<String>>;
+    fn counts(&self) -> Result<Counts>;
+
+    /// Take the session's turn lock if it is free now (`None` when busy).
+    /// `create` is false for commands that must not leave a lock behind for
+    /// a session that never ran a turn (then a missing lock is free).
+    fn try_lock_session(&self, session_id: &str, create: bool) -> Result<Option<SessionLock>>;
+}
+
+/// Where the store is: the `--db` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// An embedded SQLite file.
+    File(PathBuf),
+}
+
+impl Location {
+    /// The `--db` value (`DUDUCLAW_DB`), or the default file.
+    pub fn resolve(db: Option<&std::ffi::OsStr>) -> anyhow::Result<Location> {
+        match db {
+            Some(p) if !p.is_empty() => Ok(Location::File(PathBuf::from(p))),
+            _ => default_path().map(Location::File),
+        }
+    }
+
+    /// The value `--db` takes to name this store again (a child process).
+    pub fn as_value(&self) -> std::ffi::OsString {
+        match self {
+            Location::File(p) => p.clone().into_os_string(),
+        }
+    }
+
+    /// The file, for a file store.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            Location::File(p) => Some(p),
+        }
+    }
+
+    /// Whether the store exists yet: reading commands on a store that was
+    /// never written have nothing to read, and create nothing.
+    pub fn exists(&self) -> bool {
+        match self {
+            Location::File(p) => p.exists(),
+        }
+    }
+
+    /// Where a detached worker writes its log: beside the store file.
+    pub fn log_path(&self) -> PathBuf {
+        match self {
+            Location::File(p) => {
+                let mut name = p.file_name().unwrap_or_default().to_os_string();
+                name.push(".log");
+                p.with_file_name(name)
+            }
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// The default store: `$XDG_DATA_HOME/duduclaw/sessions.db`, where
+/// `XDG_DATA_HOME` defaults to `~/.local/share` on every platform, as the
+/// help says (macOS included: one rule for scripts that run on both).
+pub fn default_path() -> anyhow::Result<PathBuf> {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|h| h.join(".local/share"))
+        })
         .context("could not find a data directory: set HOME, XDG_DATA_HOME or --db")?;
     Ok(base.join("duduclaw").join("sessions.db"))
 }
 
-impl Store {
-    /// Open (creating if needed) the store at `path` and bring its schema up to date.
-    pub fn open(path: &Path) -> Result<Store> {
-        Self::open_inner(path, false).kind(Kind::Store)
-    }
-
-    /// Open an existing store without creating or migrating anything (dry runs, doctor).
-    pub fn open_existing(path: &Path) -> Result<Store> {
-        Self::open_inner(path, true).kind(Kind::Store)
-    }
-
-    fn open_inner(path: &Path, read_only: bool) -> Result<Store> {
-        if read_only {
-            if !path.exists() {
-                return Err(fail(
-                    Kind::Store,
-                    format!("no session store at {}", path.display()),
-                ));
-            }
-        } else {
-            prepare_file(path)?;
-        }
-        let context = || format!("could not open session store: {}", path.display());
-        match Self::connect(path, read_only, false) {
-            // A WAL database in a folder we cannot write cannot even be read
-            // normally (SQLite needs its -shm file). For reading, open it as
-            // immutable: the folder is read-only, so nobody is writing it.
-            Err(e) if read_only && is_cant_open(&e) => {
-                Self::connect(path, true, true).with_context(context)
-            }
-            r => r.with_context(context),
-        }
-    }
-
-    fn connect(path: &Path, read_only: bool, immutable: bool) -> Result<Store> {
-        let flags = if read_only {
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        } else {
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        };
-        let conn = if immutable {
-            let uri = format!("file:{}?immutable=1", uri_path(path));
-            Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)?
-        } else {
-            Connection::open_with_flags(path, flags)?
-        };
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        let mut store = Store {
-            conn,
-            path: path.to_owned(),
-        };
-        store.configure(read_only)?;
-        Ok(store)
-    }
-
-    fn configure(&mut self, read_only: bool) -> Result<()> {
-        // Reading user_version is the first real read: a file that is not a
-        // SQLite database fails here, before anything is written to it.
-        let version: i64 = self
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| {
-                let why = match e.sqlite_error_code() {
-                    Some(rusqlite::ErrorCode::NotADatabase) => "not a SQLite database",
-                    Some(rusqlite::ErrorCode::CannotOpen) => {
-                        "cannot open it (is its folder writable?)"
-                    }
-                    Some(rusqlite::ErrorCode::ReadOnly) => "it is read-only",
-                    _ => "not readable",
-                };
-                anyhow::Error::new(e).context(why)
-            })?;
-        if version > SCHEMA_VERSION {
-            anyhow::bail!(
-                "the store has schema version {version}, newer than this program's {SCHEMA_VERSION}: upgrade duduclaw-session"
-            );
-        }
-        self.conn.pragma_update(None, "foreign_keys", true)?;
-        if read_only {
-            return Ok(());
-        }
-        let mode: String = self
-            .conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            tracing::warn!("store journal mode is {mode}, not wal");
-        }
-        // NORMAL is durable across process crashes in WAL mode; only a power
-        // loss can drop the last commits, which is the trade SQLite documents.
-        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
-        self.migrate(version)
-    }
-
-    fn migrate(&mut self, from: i64) -> Result<()> {
-        if from == SCHEMA_VERSION {
-            return Ok(());
-        }
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        // Another process may have migrated while we waited for the lock.
-        let current: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
-            tx.execute_batch(sql)
-                .with_context(|| format!("migration to schema version {} failed", i + 1))?;
-        }
-        tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    pub fn conn(&self) -> &Connection {
-        &self.conn
-    }
-
-    pub fn schema_version(&self) -> Result<i64> {
-        Ok(self
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
-    }
-
-    pub fn meta(&self, key: &str) -> Result<Option<String>> {
-        use rusqlite::OptionalExtension;
-        self.conn
-            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-            .optional()
-            .kind(Kind::Store)
-    }
-
-    pub fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
-        self.conn
-            .execute(
-                "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                [key, value],
-            )
-            .kind(Kind::Store)?;
-        Ok(())
-    }
-
-    /// `PRAGMA integrity_check`: "ok" or the problems SQLite found.
-    pub fn integrity_check(&self) -> Result<Vec<String>> {
-        let mut stmt = self.conn.prepare("PRAGMA integrity_check")?;
-        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
-    }
-
-    /// Run `f` in one IMMEDIATE transaction: taking the write lock up front
-    /// avoids the deadlock-prone upgrade from a read to a write transaction.
-    pub fn write<T>(&mut self, f: impl FnOnce(&rusqlite::Transaction) -> Result<T>) -> Result<T> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .kind(Kind::Store)?;
-        let out = f(&tx)?;
-        tx.commit().kind(Kind::Store)?;
-        Ok(out)
+/// Open the store for reading and writing, creating and migrating it.
+pub fn open(location: &Location) -> anyhow::Result<Box<dyn Store>> {
+    match location {
+        Location::File(p) => Ok(Box::new(sqlite::SqliteStore::open(p)?)),
     }
 }
 
-fn is_cant_open(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<rusqlite::Error>()
-            .and_then(rusqlite::Error::sqlite_error_code)
-            .is_some_and(|code| code == rusqlite::ErrorCode::CannotOpen)
-    })
+/// Open an existing store without creating or migrating anything (dry runs,
+/// `doctor`, listings): `None` when there is no store yet.
+pub fn open_existing(location: &Location) -> anyhow::Result<Option<Box<dyn Store>>> {
+    if !location.exists() {
+        return Ok(None);
+    }
+    match location {
+        Location::File(p) => Ok(Some(Box::new(sqlite::SqliteStore::open_existing(p)?))),
+    }
 }
 
-/// A path as the path part of a `file:` URI: the characters a URI gives
-/// meaning to are percent-encoded.
-fn uri_path(path: &Path) -> String {
-    let mut out = String::new();
-    for c in path.to_string_lossy().chars() {
-        match c {
-            '%' | '?' | '#' => out.push_str(&format!("%{:02X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Create the folder (0700) and the file (0600) before SQLite touches them,
-/// so the store is private from its first byte.
-fn prepare_file(path: &Path) -> Result<()> {
-    if let Some(dir) = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty() && !d.exists())
-    {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .with_context(|| format!("could not create store folder: {}", dir.display()))?;
-    }
-    match fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-    {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let meta = fs::metadata(path)
-                .with_context(|| format!("could not read session store: {}", path.display()))?;
-            if meta.permissions().mode() & 0o077 != 0 {
-                // Tighten a store someone created by hand; failure is not fatal
-                // (the file may belong to another user who granted us access).
-                let _ = fs::set_permissions(path, fs::Permissions::from_mode(0o600));
-            }
-            Ok(())
-        }
-        Err(e) => {
-            Err(e).with_context(|| format!("could not create session store: {}", path.display()))
-        }
-    }
-}
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = sqlite::SCHEMA_VERSION;
 
 /// Seconds since the Unix epoch: the store's one time unit.
 pub fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn creates_private_file_and_migrates() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sub/dir/sessions.db");
-        let store = Store::open(&path).unwrap();
-        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
-        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600);
-        let dmode = fs::metadata(path.parent().unwrap())
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777;
-        assert_eq!(dmode, 0o700);
-        drop(store);
-        // Reopening is a no-op migration.
-        let store = Store::open(&path).unwrap();
-        assert_eq!(store.integrity_check().unwrap(), vec!["ok".to_string()]);
-    }
-
-    #[test]
-    fn refuses_a_file_that_is_not_a_database_and_leaves_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sessions.db");
-        let junk = b"this is not sqlite, but a user's precious file\n".repeat(100);
-        fs::write(&path, &junk).unwrap();
-        let err = Store::open(&path).err().unwrap();
-        assert_eq!(crate::error::exit_code_of(&err), Kind::Store.exit_code());
-        assert_eq!(fs::read(&path).unwrap(), junk);
-    }
-
-    #[test]
-    fn refuses_a_newer_schema() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sessions.db");
-        {
-            let c = Connection::open(&path).unwrap();
-            c.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
-                .unwrap();
-        }
-        let err = Store::open(&path).err().unwrap();
-        assert!(format!("{err:#}").contains("newer"), "{err:#}");
-    }
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }

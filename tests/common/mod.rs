@@ -146,6 +146,88 @@ impl Env {
         })
     }
 
+    /// Wait until no side-call job of the store is waiting or running: the
+    /// detached workers the turns started have done their work (or given
+    /// up). Fails after 60 s, saying which jobs are still open.
+    pub fn settle(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let jobs = self.jobs();
+            let open: Vec<&serde_json::Value> = jobs
+                .iter()
+                .filter(|j| j["status"] == "pending" || j["status"] == "running")
+                .collect();
+            if open.is_empty() {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "side-call jobs still open after 60 s: {open:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// `jobs list --json`: the store's side-call jobs.
+    pub fn jobs(&self) -> Vec<serde_json::Value> {
+        let out = self
+            .cmd()
+            .args(["jobs", "list", "--json"])
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    /// Processes started for this test (ours, their workers, the claude
+    /// children): every one of them has this test's HOME in its environment.
+    pub fn processes(&self) -> Vec<u32> {
+        let needle = format!("HOME={}", self.home.display());
+        let mut pids = Vec::new();
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return pids;
+        };
+        for e in entries.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                continue;
+            };
+            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| s.contains(") Z "));
+            if !zombie && environ.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
+    /// No process of this test is left (within a few seconds: a worker
+    /// that just finished its last job may still be exiting).
+    pub fn assert_no_processes_left(&self) {
+        for _ in 0..100 {
+            if self.processes().is_empty() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let left: Vec<String> = self
+            .processes()
+            .iter()
+            .map(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .unwrap_or_default()
+                    .replace('\0', " ")
+            })
+            .collect();
+        panic!("processes left after the jobs drained: {left:?}");
+    }
+
     /// Where the real claude keeps transcripts for this test.
     pub fn transcripts(&self) -> Vec<PathBuf> {
         let root = self.home.join(".claude/projects");

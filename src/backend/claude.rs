@@ -1,8 +1,10 @@
 //! The one wrapper around the `claude` executable: find it, probe what it
-//! supports, spawn it with the prompt on stdin, bound it with a timeout that
-//! kills its whole process group, parse its JSON output and classify failures.
+//! supports, render its argv, spawn it with the prompt on stdin, bound it
+//! with a timeout that kills its whole process group, parse its JSON output
+//! and classify failures.
 
 use std::ffi::{OsStr, OsString};
+use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -13,7 +15,9 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
-use crate::error::{Failure, Kind, fail};
+use super::{Arg, CallError, CliCall, Outcome, Problem, SideRequest};
+use crate::error::{Kind, fail};
+use crate::store::Usage;
 
 /// Variables that Claude Code sets for its own children. Inherited by our
 /// child they make it believe it runs nested inside another session.
@@ -48,84 +52,6 @@ pub struct Capabilities {
     pub session_id: bool,
 }
 
-/// Why a call failed, in the terms the turn logic acts on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Problem {
-    /// `--resume` of a conversation claude does not have (lost transcript).
-    ConversationNotFound,
-    /// `--session-id` of a conversation that already has a transcript.
-    AlreadyInUse,
-    NotLoggedIn,
-    RateLimited,
-    MaxTurns,
-    Timeout,
-    Missing,
-    /// Killed by a signal (not ours).
-    Signal(i32),
-    /// No result event: crashed, or printed something that is not its JSON.
-    Garbage,
-    /// An error result we cannot classify further.
-    Other,
-}
-
-impl Problem {
-    pub fn kind(self) -> Kind {
-        match self {
-            Problem::ConversationNotFound => Kind::SessionLost,
-            Problem::AlreadyInUse => Kind::SessionInUse,
-            Problem::NotLoggedIn => Kind::NotLoggedIn,
-            Problem::RateLimited => Kind::RateLimited,
-            Problem::MaxTurns => Kind::MaxTurns,
-            Problem::Timeout => Kind::Timeout,
-            Problem::Missing => Kind::ClaudeMissing,
-            Problem::Signal(_) | Problem::Garbage | Problem::Other => Kind::ClaudeFailed,
-        }
-    }
-}
-
-#[derive(Debug)]
-pub struct CallError {
-    pub problem: Problem,
-    /// One lowercase line naming what failed.
-    pub message: String,
-    /// Whether any reply text already reached the caller before the failure.
-    pub emitted_text: bool,
-}
-
-impl CallError {
-    pub fn into_failure(self) -> anyhow::Error {
-        Failure::new(self.problem.kind(), self.message).into()
-    }
-}
-
-impl std::fmt::Display for CallError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-/// One invocation of claude.
-#[derive(Debug, Clone)]
-pub struct Call {
-    pub args: Vec<OsString>,
-    pub stdin: String,
-    pub cwd: Option<PathBuf>,
-    pub timeout: Duration,
-}
-
-/// A successful call.
-#[derive(Debug, Clone, Default)]
-pub struct Outcome {
-    /// The final answer (`result` of the result event).
-    pub text: String,
-    pub session_id: Option<String>,
-    pub usage: Option<Value>,
-    pub cost_usd: Option<f64>,
-    pub duration_ms: i64,
-    /// Whether the text was streamed through the callback.
-    pub streamed: bool,
-}
-
 impl Capabilities {
     /// What the pinned, known-good version supports: used by the dry run
     /// when no claude can be probed.
@@ -153,10 +79,17 @@ impl Claude {
             Err(_) => Err(fail(
                 Kind::ClaudeMissing,
                 match explicit {
-                    Some(p) => format!("could not find claude at {}: is the path right and executable?", p.display()),
-                    None => "could not find claude on PATH: is Claude Code installed? (npm i -g @anthropic-ai/claude-code, or pass --claude)".to_string(),
+                    Some(p) => format!("could not find claude at {}: is the path right and executable? (or set ANTHROPIC_API_KEY to use the Messages API directly)", p.display()),
+                    None => "could not find claude on PATH: install Claude Code (npm i -g @anthropic-ai/claude-code) or pass --claude, or set ANTHROPIC_API_KEY to use the Messages API directly".to_string(),
                 },
             )),
+        }
+    }
+
+    /// A claude named but not looked for (a dry run without one).
+    pub fn unprobed(explicit: Option<&Path>) -> Claude {
+        Claude {
+            path: explicit.map_or_else(|| PathBuf::from("claude"), Path::to_path_buf),
         }
     }
 
@@ -250,11 +183,70 @@ impl Claude {
         )
     }
 
-    /// Run one call. `on_text` receives reply text as it streams (only with
-    /// `--output-format stream-json --include-partial-messages`).
-    pub async fn run(
+    /// Run a planned main call: the appended system text goes into a
+    /// private file (or inline where the CLI reads no file), the rest as planned.
+    pub async fn run_main(
         &self,
-        call: &Call,
+        call: &CliCall,
+        timeout: Duration,
+        on_text: impl FnMut(&str),
+    ) -> Result<Outcome, CallError> {
+        let file = match (&call.system, call.args.contains(&Arg::SystemFile)) {
+            (Some(text), true) => Some(SystemFile::write(text).map_err(|e| {
+                CallError::new(
+                    Problem::Other,
+                    format!("could not write the system prompt file: {e:#}"),
+                )
+            })?),
+            _ => None,
+        };
+        let args = call
+            .args
+            .iter()
+            .map(|a| match (a, &file) {
+                (Arg::Plain(a), _) => a.clone(),
+                (Arg::SystemFile, Some(f)) => f.path().into(),
+                // Planned without a text: nothing to point at.
+                (Arg::SystemFile, None) => OsString::new(),
+            })
+            .collect();
+        let spawn = Spawn {
+            args,
+            stdin: &call.stdin,
+            cwd: call.cwd.as_deref(),
+            timeout,
+        };
+        // The file lives until claude has exited: it may read it late.
+        let outcome = self.run(&spawn, on_text).await;
+        drop(file);
+        outcome
+    }
+
+    /// Run a side call on the lightweight flags with its own system prompt.
+    pub async fn run_side(
+        &self,
+        caps: &Capabilities,
+        request: &SideRequest<'_>,
+        timeout: Duration,
+    ) -> Result<Outcome, CallError> {
+        // An empty private folder as the working directory: from the user's
+        // project, claude would load its CLAUDE.md into the side call,
+        // inflating it and feeding project rules to the extractor.
+        let dir = tempfile::Builder::new().prefix("duduclaw-side-").tempdir();
+        let spawn = Spawn {
+            args: side_args(caps, request.model, request.system),
+            stdin: request.input,
+            cwd: dir.as_ref().ok().map(tempfile::TempDir::path),
+            timeout,
+        };
+        self.run(&spawn, |_| {}).await
+    }
+
+    /// Spawn claude once. `on_text` receives reply text as it streams (with
+    /// `--output-format stream-json --include-partial-messages`).
+    async fn run(
+        &self,
+        call: &Spawn<'_>,
         mut on_text: impl FnMut(&str),
     ) -> Result<Outcome, CallError> {
         let started = Instant::now();
@@ -266,28 +258,34 @@ impl Claude {
             // Its own process group, so a timeout kills claude and every
             // tool process it started, not just the node/native parent.
             .process_group(0);
-        if let Some(cwd) = &call.cwd {
+        if let Some(cwd) = call.cwd {
             cmd.current_dir(cwd);
         }
         tracing::debug!(claude = %self.path.display(), args = ?call.args, stdin_bytes = call.stdin.len(), "spawning claude");
         let mut child = cmd.spawn().map_err(|e| {
-            let err = self.spawn_error(&e);
-            let problem = if crate::error::exit_code_of(&err) == Kind::ClaudeMissing.exit_code() {
-                Problem::Missing
-            } else {
-                Problem::Other
+            let problem = match e.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                    Problem::Missing
+                }
+                _ => Problem::Other,
             };
-            CallError {
+            CallError::new(
                 problem,
-                message: format!("{err:#}"),
-                emitted_text: false,
-            }
+                format!("could not run claude at {}: {e}", self.path.display()),
+            )
         })?;
         let pid = child.id();
         let _registered = LiveGroup::register(pid);
 
-        let mut stdin = child.stdin.take().expect("stdin is piped");
-        let prompt = call.stdin.clone();
+        let (Some(mut stdin), Some(mut stderr), Some(stdout)) =
+            (child.stdin.take(), child.stderr.take(), child.stdout.take())
+        else {
+            return Err(CallError::new(
+                Problem::Other,
+                "claude was started without its pipes",
+            ));
+        };
+        let prompt = call.stdin.to_owned();
         // Written concurrently with reading stdout: a big prompt would
         // otherwise deadlock against a child blocked on a full stdout pipe.
         // Dropping stdin closes it, which print mode needs to start.
@@ -296,7 +294,6 @@ impl Claude {
             drop(stdin);
             r
         });
-        let mut stderr = child.stderr.take().expect("stderr is piped");
         let err_reader = tokio::spawn(async move {
             let mut buf = Vec::new();
             let mut chunk = [0u8; 8192];
@@ -313,7 +310,6 @@ impl Claude {
             }
             String::from_utf8_lossy(&buf).into_owned()
         });
-        let stdout = child.stdout.take().expect("stdout is piped");
 
         let mut parser = StreamParser::default();
         let work = async {
@@ -337,8 +333,8 @@ impl Claude {
                 return Err(CallError {
                     problem: Problem::Timeout,
                     message: format!(
-                        "claude timed out after {}s and was killed",
-                        call.timeout.as_secs()
+                        "claude timed out after {} and was killed",
+                        humantime::format_duration(Duration::from_secs(call.timeout.as_secs()))
                     ),
                     emitted_text: parser.emitted,
                 });
@@ -351,8 +347,168 @@ impl Claude {
             message: format!("could not wait for claude: {e}"),
             emitted_text: parser.emitted,
         })?;
-        let elapsed = started.elapsed().as_millis() as i64;
+        let elapsed = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
         parser.finish(status, &stderr, elapsed)
+    }
+}
+
+/// One spawn of claude.
+struct Spawn<'a> {
+    args: Vec<OsString>,
+    stdin: &'a str,
+    cwd: Option<&'a Path>,
+    timeout: Duration,
+}
+
+/// What a main call asks of claude, before it is rendered to argv.
+#[derive(Debug, Clone, Copy)]
+pub struct MainSpec<'a> {
+    pub handle: &'a str,
+    /// `--resume` rather than `--session-id`.
+    pub resume: bool,
+    /// Whether there is system text to append.
+    pub system: bool,
+    pub model: Option<&'a str>,
+    /// The lightweight flags: no tools, one model turn.
+    pub light: bool,
+    /// `--claude-arg` values, passed last.
+    pub extra: &'a [OsString],
+}
+
+/// The argv of a main call (the prompt goes on stdin).
+pub fn main_args(caps: &Capabilities, spec: &MainSpec) -> Vec<Arg> {
+    let mut v: Vec<Arg> = Vec::new();
+    let mut push = |a: &str| v.push(Arg::Plain(a.into()));
+    push("-p");
+    push("--output-format");
+    push("stream-json");
+    push("--verbose");
+    if caps.include_partial_messages {
+        push("--include-partial-messages");
+    }
+    push(if spec.resume {
+        "--resume"
+    } else {
+        "--session-id"
+    });
+    push(spec.handle);
+    if spec.system {
+        // Without this, a resumed conversation replays the system prompt
+        // recorded on its first request and silently drops a changed pin.
+        if caps.system_prompt_snapshot {
+            push("--system-prompt-snapshot");
+            push("off");
+        }
+        if caps.append_system_prompt_file {
+            push("--append-system-prompt-file");
+            v.push(Arg::SystemFile);
+        } else {
+            // Attached with '=' so text starting with '-' is not read as a
+            // flag; planned as a marker, filled in from the system text.
+            v.push(Arg::Plain("--append-system-prompt=".into()));
+        }
+    }
+    let mut push = |a: &str| v.push(Arg::Plain(a.into()));
+    if let Some(m) = spec.model {
+        push("--model");
+        push(m);
+    }
+    if spec.light {
+        if caps.effort {
+            push("--effort");
+            push("medium");
+        }
+        push("--max-turns");
+        push("1");
+        if caps.tools {
+            push("--tools=");
+        }
+    }
+    v.extend(spec.extra.iter().cloned().map(Arg::Plain));
+    v
+}
+
+/// Where the inline system text goes when the CLI reads no file: attached
+/// to the `--append-system-prompt=` marker [`main_args`] planned.
+pub fn attach_inline_system(args: &mut [Arg], system: &str) {
+    for a in args.iter_mut() {
+        if *a == Arg::Plain("--append-system-prompt=".into()) {
+            *a = Arg::Plain(format!("--append-system-prompt={system}").into());
+        }
+    }
+}
+
+/// The argv of a side call (the input goes on stdin).
+pub fn side_args(caps: &Capabilities, model: &str, system: &str) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["-p".into(), "--model".into(), model.into()];
+    if caps.effort {
+        args.extend(["--effort".into(), "medium".into()]);
+    }
+    args.extend(["--max-turns".into(), "1".into()]);
+    if caps.no_session_persistence {
+        args.push("--no-session-persistence".into());
+    }
+    if caps.tools {
+        args.push("--tools=".into());
+    }
+    args.extend(["--output-format".into(), "json".into()]);
+    args.push(format!("--system-prompt={system}").into());
+    args
+}
+
+/// The private file holding a turn's appended system text (the pin: user
+/// text that must not show in `ps`). It lives in a private folder and holds
+/// an `flock` while its turn runs, so a later turn can sweep the files of
+/// turns that were killed (`kill -9` runs no destructor) without touching
+/// one in use.
+struct SystemFile {
+    file: tempfile::NamedTempFile,
+}
+
+impl SystemFile {
+    fn write(text: &str) -> Result<SystemFile> {
+        let dir = system_file_dir();
+        crate::store::lock::private_dir(&dir)?;
+        sweep_system_files(&dir);
+        let mut file = tempfile::Builder::new()
+            .prefix("system-")
+            .suffix(".txt")
+            .tempfile_in(&dir)?;
+        file.as_file().lock()?;
+        file.write_all(text.as_bytes())?;
+        file.flush()?;
+        Ok(SystemFile { file })
+    }
+
+    fn path(&self) -> &Path {
+        self.file.path()
+    }
+}
+
+/// `$TMPDIR/duduclaw-<uid>/`: private to the user, shared by their turns.
+fn system_file_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("duduclaw-{}", nix::unistd::getuid()))
+}
+
+/// Remove system files no live turn holds.
+fn sweep_system_files(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let ours = path
+            .file_name()
+            .and_then(OsStr::to_str)
+            .is_some_and(|n| n.starts_with("system-") && n.ends_with(".txt"));
+        if ours
+            && matches!(
+                crate::store::lock::try_lock(&path, false),
+                Ok(Some(Some(_)))
+            )
+        {
+            let _ = std::fs::remove_file(&path);
+        }
     }
 }
 
@@ -411,7 +567,6 @@ fn kill_group(pid: Option<u32>) {
 #[derive(Default)]
 struct StreamParser {
     result: Option<Value>,
-    session_id: Option<String>,
     emitted: bool,
     /// Text of assistant messages, for CLIs that send no partial events.
     assistant_text: String,
@@ -431,11 +586,6 @@ impl StreamParser {
             return;
         };
         match event["type"].as_str() {
-            Some("system") => {
-                if let Some(id) = event["session_id"].as_str() {
-                    self.session_id.get_or_insert_with(|| id.to_string());
-                }
-            }
             Some("stream_event") => {
                 // Text of sub-agents (parent_tool_use_id set) is not the reply.
                 if !event["parent_tool_use_id"].is_null() {
@@ -459,12 +609,7 @@ impl StreamParser {
                     }
                 }
             }
-            Some("result") => {
-                if let Some(id) = event["session_id"].as_str() {
-                    self.session_id = Some(id.to_string());
-                }
-                self.result = Some(event);
-            }
+            Some("result") => self.result = Some(event),
             _ => {}
         }
     }
@@ -490,12 +635,24 @@ impl StreamParser {
                 let text = result["result"]
                     .as_str()
                     .map_or_else(|| self.assistant_text.clone(), str::to_string);
+                let usage_json = result.get("usage").cloned();
+                // `modelUsage` is keyed by the model ids that answered; the
+                // main one is the one with the most output.
+                let model = result["modelUsage"].as_object().and_then(|m| {
+                    m.iter()
+                        .max_by_key(|(_, u)| u["outputTokens"].as_u64().unwrap_or(0))
+                        .map(|(id, _)| id.clone())
+                });
                 return Ok(Outcome {
                     text,
-                    session_id: self.session_id,
-                    usage: result.get("usage").cloned(),
+                    usage: usage_json
+                        .as_ref()
+                        .map(Usage::from_json)
+                        .unwrap_or_default(),
+                    usage_json,
                     cost_usd: result["total_cost_usd"].as_f64(),
                     duration_ms: elapsed_ms,
+                    model,
                     streamed: emitted,
                 });
             }
@@ -664,7 +821,7 @@ mod tests {
         assert_eq!(out.text, "hi");
         assert!(out.streamed);
         assert_eq!(out.cost_usd, Some(0.5));
-        assert_eq!(out.session_id.as_deref(), Some("s1"));
+        assert_eq!(out.usage.input_tokens, 3);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use anyhow::{Result, anyhow};
 use serde_json::json;
 
-use crate::store::{Job, JobKind, Session, Store, Turn};
+use crate::store::{Job, JobKind, Roll, Session, Store, Turn};
 use crate::text::{escape_xml, estimate_tokens};
 
 pub const SUMMARY_SYSTEM: &str = "Summarize the earlier part of this conversation between a user and an AI assistant \
@@ -24,13 +24,14 @@ const SUMMARY_MAX_CHARS: usize = 12_000;
 /// Longest transcript one summary call receives.
 const TRANSCRIPT_MAX_CHARS: usize = 400_000;
 
-/// Answered turns after the summary, oldest first: the live context.
-pub fn live_turns(session: &Session, turns: Vec<Turn>) -> Vec<Turn> {
+/// The live context: the turns the model saw after the summary, oldest first.
+pub fn live_turns(store: &dyn Store, session: &Session) -> crate::store::Result<Vec<Turn>> {
     let after = session.summary_upto.unwrap_or(0);
-    turns
+    Ok(store
+        .turns_after(&session.id, after)?
         .into_iter()
-        .filter(|t| t.id > after && (t.role == "assistant" || t.status == "answered"))
-        .collect()
+        .filter(Turn::is_live)
+        .collect())
 }
 
 /// Estimated tokens of the session's live context (summary + pin + turns).
@@ -45,19 +46,26 @@ pub fn estimate(session: &Session, live: &[Turn]) -> usize {
 
 /// Queue a summary of the older live turns when the session is past the
 /// threshold and none is queued yet. Returns whether a job was queued.
-pub fn maybe_enqueue(store: &mut Store, session: &Session, threshold: usize) -> Result<bool> {
+pub fn maybe_enqueue(
+    store: &mut dyn Store,
+    session: &Session,
+    threshold: usize,
+    model: &str,
+) -> Result<bool> {
     if store.has_open_job(&session.id, JobKind::Summary)? {
         return Ok(false);
     }
     // This runs after every turn: rule most turns out from a character count
-    // in SQL (no text is loaded), using the densest rate, ~1.5 chars a token.
-    let chars = store.chars_since(&session.id, session.summary_upto.unwrap_or(0))?
-        + session.summary.as_deref().map_or(0, |s| s.chars().count())
-        + session.pin.as_deref().map_or(0, |p| p.chars().count());
-    if (chars as f64 / 1.5).ceil() < threshold as f64 {
+    // in the store (no text is loaded), using the densest rate, ~1.5 chars
+    // a token (2 chars per 3 tokens).
+    let len = |s: &Option<String>| s.as_deref().map_or(0, |s| s.chars().count() as u64);
+    let chars = store.chars_after(&session.id, session.summary_upto.unwrap_or(0))?
+        + len(&session.summary)
+        + len(&session.pin);
+    if chars.saturating_mul(2) / 3 < threshold as u64 {
         return Ok(false);
     }
-    let live = live_turns(session, store.turns(&session.id, None)?);
+    let live = live_turns(store, session)?;
     if estimate(session, &live) < threshold || live.len() <= KEEP_RECENT {
         return Ok(false);
     }
@@ -80,14 +88,14 @@ pub fn maybe_enqueue(store: &mut Store, session: &Session, threshold: usize) -> 
         let skip = transcript.chars().count() - TRANSCRIPT_MAX_CHARS;
         transcript = transcript.chars().skip(skip).collect();
     }
-    let input = json!({ "transcript": transcript, "upto": upto, "generation": session.generation });
+    let input = json!({ "transcript": transcript, "upto": upto, "generation": session.generation, "model": model });
     store.enqueue_job(JobKind::Summary, &session.id, None, &input)?;
     Ok(true)
 }
 
 /// Store a validated summary and roll the handle, unless the session moved
 /// on meanwhile (another rollover): then the summary is stale and dropped.
-pub fn apply_summary(store: &mut Store, job: &Job, answer: &str) -> Result<String> {
+pub fn apply_summary(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String> {
     let summary = answer.trim();
     let n = summary.chars().count();
     if !(20..=SUMMARY_MAX_CHARS).contains(&n) || summary.eq_ignore_ascii_case("none") {
@@ -96,21 +104,24 @@ pub fn apply_summary(store: &mut Store, job: &Job, answer: &str) -> Result<Strin
     let upto = job.input["upto"]
         .as_i64()
         .ok_or_else(|| anyhow!("summary job without a range"))?;
-    let generation = job.input["generation"].as_u64().unwrap_or(0) as u32;
+    let generation = job.input["generation"]
+        .as_u64()
+        .and_then(|g| u32::try_from(g).ok())
+        .ok_or_else(|| anyhow!("summary job without a generation"))?;
     let session = store
         .session(&job.session_id)?
         .ok_or_else(|| anyhow!("session is gone"))?;
     if session.generation != generation {
         return Ok("session rolled over meanwhile; summary dropped".into());
     }
-    let next = generation + 1;
-    let key = crate::session_id::SessionKey {
-        agent: &session.agent,
-        channel: &session.channel,
-        thread: session.thread.as_deref(),
+    let (next, handle) = session.next_handle();
+    let roll = Roll {
+        from: generation,
+        to: next,
+        handle: &handle,
+        summary: Some((summary, upto)),
     };
-    let handle = crate::session_id::handle_id(&key, next).to_string();
-    if !store.compact(&session.id, generation, next, &handle, summary, upto)? {
+    if !store.roll_handle(&session.id, &roll)? {
         return Ok("session rolled over meanwhile; summary dropped".into());
     }
     Ok(format!(

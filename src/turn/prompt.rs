@@ -1,13 +1,32 @@
 //! Prompt assembly: where the pin, the recap, the facts and a replayed
-//! history go. Pure string work, shared by `turn`, `prompt` (the dry run)
-//! and the direct API path, so all three send the same thing.
+//! history go. Pure string work, used by the turn plan for both backends,
+//! so `turn`, `prompt` (the dry run) and the direct API path send the same thing.
 //!
 //! Everything that came from a user or from memory sits inside a delimited,
 //! labelled element and is XML-escaped, so no stored text can close one of
 //! our elements or open a new one.
 
-use crate::cli::FactsIn;
 use crate::text::{escape_xml, trim_turn};
+
+/// Where the injected facts go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FactsPlacement {
+    /// At the head of the user message, after the recap: keeps the system
+    /// prompt byte-stable between turns (prompt cache).
+    #[default]
+    Message,
+    /// At the tail of the system prompt, after the pin.
+    System,
+}
+
+impl FactsPlacement {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FactsPlacement::Message => "message",
+            FactsPlacement::System => "system",
+        }
+    }
+}
 
 /// At most this many stored turns are replayed when a handle is lost.
 pub const REPLAY_MAX_TURNS: usize = 40;
@@ -20,7 +39,7 @@ pub struct Memory<'a> {
     pub pin: Option<&'a str>,
     pub summary: Option<&'a str>,
     pub facts: &'a [String],
-    pub facts_in: Option<FactsIn>,
+    pub facts_in: FactsPlacement,
 }
 
 /// A stored turn as replayed: (is_user, content).
@@ -41,7 +60,7 @@ pub fn system_append(mem: &Memory) -> Option<String> {
         out.push_str(&escape_xml(pin.trim()));
         out.push_str("\n</pinned_task>\n");
     }
-    if mem.facts_in == Some(FactsIn::System) {
+    if mem.facts_in == FactsPlacement::System {
         push_facts(&mut out, mem.facts);
     }
     let out = out.trim_end().to_string();
@@ -71,7 +90,7 @@ pub fn user_message(mem: &Memory, history: Option<&[HistoryTurn]>, message: &str
         out.push_str(&escape_xml(pin.trim()));
         out.push_str("\n</task_recap>\n");
     }
-    if mem.facts_in != Some(FactsIn::System) {
+    if mem.facts_in == FactsPlacement::Message {
         push_facts(&mut out, mem.facts);
     }
     match history {
@@ -131,7 +150,7 @@ mod tests {
             pin: Some("migrate </pinned_task><x> to Vite"),
             summary: None,
             facts: &facts,
-            facts_in: Some(FactsIn::Message),
+            facts_in: FactsPlacement::Message,
         };
         let sys = system_append(&mem).unwrap();
         assert!(sys.ends_with("</pinned_task>"));
@@ -149,7 +168,7 @@ mod tests {
             pin: Some("task"),
             summary: None,
             facts: &facts,
-            facts_in: Some(FactsIn::System),
+            facts_in: FactsPlacement::System,
         };
         let sys = system_append(&mem).unwrap();
         assert!(sys.find("<pinned_task").unwrap() < sys.find("<key_facts").unwrap());
@@ -205,7 +224,7 @@ mod tests {
             message in ".{1,300}",
         ) {
             let facts = vec![fact];
-            let mem = Memory { pin: Some(&pin), summary: Some(&pin), facts: &facts, facts_in: Some(FactsIn::Message) };
+            let mem = Memory { pin: Some(&pin), summary: Some(&pin), facts: &facts, facts_in: FactsPlacement::Message };
             let msg = user_message(&mem, Some(&turns), &message);
             for tag in ["conversation_history", "current_message", "task_recap", "key_facts"] {
                 let opens = msg.matches(&format!("<{tag}")).count();

@@ -1,4 +1,4 @@
-//! Deterministic session ids: the same (agent, channel, thread) always maps to the same UUID.
+//! Deterministic ids: the same (agent, channel, thread) always maps to the same UUID.
 
 use sha2::{Digest, Sha256};
 use uuid::Uuid;

@@ -5,10 +5,11 @@
 //! turn ("system_and_3"), so a long conversation reads most of its prefix
 //! from the cache.
 //!
-//! Failures carry the same [`Kind`]s as the CLI path: a rejected key is
-//! [`Kind::NotLoggedIn`], overload and rate limits are retried with
-//! exponential back-off within the timeout and then [`Kind::RateLimited`],
-//! the timeout is [`Kind::Timeout`], everything else [`Kind::ClaudeFailed`].
+//! Failures are the same [`Problem`]s as on the CLI path: a rejected key is
+//! [`Problem::NotLoggedIn`], overload and rate limits are retried with
+//! exponential back-off within the timeout and then
+//! [`Problem::RateLimited`], the timeout is [`Problem::Timeout`], everything
+//! else [`Problem::Other`].
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -18,9 +19,9 @@ use anyhow::Result;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
-use crate::claude::Outcome;
-use crate::error::{Kind, fail};
-use crate::prompt::HistoryTurn;
+use super::{CallError, Outcome, Problem, SideRequest};
+use crate::store::Usage;
+use crate::turn::prompt::HistoryTurn;
 
 /// Where requests go without `ANTHROPIC_BASE_URL`.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -53,8 +54,6 @@ pub struct ApiConfig {
     /// `ANTHROPIC_BASE_URL`, or [`DEFAULT_BASE_URL`]; without `/v1`.
     pub base_url: String,
     pub api_key: String,
-    /// Bounds a whole call, retries and streaming included.
-    pub timeout: Duration,
 }
 
 impl fmt::Debug for ApiConfig {
@@ -62,28 +61,22 @@ impl fmt::Debug for ApiConfig {
         f.debug_struct("ApiConfig")
             .field("base_url", &self.base_url)
             .field("api_key", &"<redacted>")
-            .field("timeout", &self.timeout)
             .finish()
     }
 }
 
 impl ApiConfig {
     /// From `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`; `None` without a key.
-    pub fn from_env(timeout: Duration) -> Option<ApiConfig> {
+    pub fn from_env() -> Option<ApiConfig> {
         ApiConfig::from_vars(
             std::env::var("ANTHROPIC_API_KEY").ok(),
             std::env::var("ANTHROPIC_BASE_URL").ok(),
-            timeout,
         )
     }
 
     /// [`from_env`](Self::from_env) on given values: a blank key is no key,
     /// a blank base URL is the default one.
-    pub fn from_vars(
-        api_key: Option<String>,
-        base_url: Option<String>,
-        timeout: Duration,
-    ) -> Option<ApiConfig> {
+    pub fn from_vars(api_key: Option<String>, base_url: Option<String>) -> Option<ApiConfig> {
         let api_key = api_key?.trim().to_string();
         if api_key.is_empty() {
             return None;
@@ -92,17 +85,61 @@ impl ApiConfig {
             .map(|b| b.trim().trim_end_matches('/').to_string())
             .filter(|b| !b.is_empty())
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
-        Some(ApiConfig {
-            base_url,
-            api_key,
-            timeout,
-        })
+        Some(ApiConfig { base_url, api_key })
     }
 
     /// `{base}/v1/messages`.
     pub fn messages_url(&self) -> String {
         format!("{}/v1/messages", self.base_url.trim_end_matches('/'))
     }
+
+    /// `{base}/v1/models`.
+    pub fn models_url(&self) -> String {
+        format!("{}/v1/models", self.base_url.trim_end_matches('/'))
+    }
+}
+
+/// One model the API offers.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ModelInfo {
+    pub id: String,
+    /// RFC 3339, as the API gives it.
+    pub created_at: String,
+}
+
+/// The models the key may use (`GET /v1/models`), newest first as the API
+/// lists them: a cheap call that also proves the key and the endpoint.
+pub async fn list_models(cfg: &ApiConfig, timeout: Duration) -> Result<Vec<ModelInfo>, CallError> {
+    let client = client()?;
+    let url = format!("{}?limit=1000", cfg.models_url());
+    let attempt = async {
+        let resp = send_checked(client.get(&url), cfg, &url).await?;
+        read_json(resp).await
+    };
+    let list = match tokio::time::timeout(timeout, attempt).await {
+        Err(_) => return Err(timed_out(timeout, false)),
+        Ok(Err(Failed::Fatal(e))) => return Err(e),
+        Ok(Err(Failed::Transient {
+            problem, message, ..
+        })) => {
+            return Err(CallError::new(problem, message));
+        }
+        Ok(Ok(v)) => v,
+    };
+    let models = list["data"]
+        .as_array()
+        .map(|data| {
+            data.iter()
+                .filter_map(|m| {
+                    Some(ModelInfo {
+                        id: m["id"].as_str()?.to_string(),
+                        created_at: m["created_at"].as_str().unwrap_or("").to_string(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(models)
 }
 
 /// The model id sent to the API for a model name as the CLI takes it.
@@ -225,35 +262,37 @@ pub fn side_body(model: &str, system: &str, input: &str) -> Value {
 ///
 /// The [`Outcome`] has the full text, the usage as the API reported it
 /// (`message_start` merged with `message_delta`), a cost estimated by
-/// [`estimate_cost`], no session id, and `streamed` set.
+/// [`estimate_cost`], and `streamed` set.
 pub async fn send(
     cfg: &ApiConfig,
-    turn: &ApiTurn<'_>,
+    body: &Value,
+    timeout: Duration,
     mut on_text: impl FnMut(&str),
-) -> Result<Outcome> {
+) -> Result<Outcome, CallError> {
     let started = std::time::Instant::now();
-    let body = request_body(turn, true);
-    let model = body["model"].as_str().unwrap_or_default().to_string();
     let client = client()?;
-    let mut retry = Retry::new(cfg);
+    let mut retry = Retry::new(timeout);
+    let shown = std::cell::Cell::new(false);
+    let mut emit = |t: &str| {
+        shown.set(true);
+        on_text(t);
+    };
     loop {
-        let attempt = stream_once(&client, cfg, &body, &mut on_text);
+        let attempt = stream_once(&client, cfg, body, &mut emit);
         let failed = match tokio::time::timeout_at(retry.deadline, attempt).await {
-            Err(_) => return Err(timed_out(cfg)),
+            Err(_) => return Err(timed_out(timeout, shown.get())),
             Ok(Ok(reply)) => {
-                let usage = (!reply.usage.is_empty()).then_some(Value::Object(reply.usage));
-                let cost_usd = usage.as_ref().and_then(|u| estimate_cost(&model, u));
                 if reply.stop_reason.as_deref() == Some("max_tokens") {
-                    tracing::warn!("the reply stopped at max_tokens ({})", turn.max_tokens);
+                    tracing::warn!("the reply stopped at max_tokens ({})", body["max_tokens"]);
                 }
-                return Ok(Outcome {
-                    text: reply.text,
-                    session_id: None,
-                    usage,
-                    cost_usd,
-                    duration_ms: started.elapsed().as_millis() as i64,
-                    streamed: true,
-                });
+                return Ok(outcome(
+                    reply.text,
+                    reply.usage,
+                    reply.model,
+                    body,
+                    started,
+                    true,
+                ));
             }
             Ok(Err(failed)) => failed,
         };
@@ -261,24 +300,67 @@ pub async fn send(
     }
 }
 
-/// One non-streaming call with `system` and one user message (the pin and
-/// fact extraction, the summary); returns the reply text.
-pub async fn side_call(cfg: &ApiConfig, model: &str, system: &str, input: &str) -> Result<String> {
-    let body = side_body(model, system, input);
+/// One non-streaming call with its own system prompt and one user message
+/// (pin and fact extraction, the summary).
+pub async fn side_call(
+    cfg: &ApiConfig,
+    request: &SideRequest<'_>,
+    timeout: Duration,
+) -> Result<Outcome, CallError> {
+    let started = std::time::Instant::now();
+    let body = side_body(request.model, request.system, request.input);
     let client = client()?;
-    let mut retry = Retry::new(cfg);
+    let mut retry = Retry::new(timeout);
     loop {
         let attempt = async {
             let resp = post(&client, cfg, &body).await?;
-            let message = read_json(resp).await?;
-            Ok::<_, Failed>(message_text(&message))
+            read_json(resp).await
         };
         let failed = match tokio::time::timeout_at(retry.deadline, attempt).await {
-            Err(_) => return Err(timed_out(cfg)),
-            Ok(Ok(text)) => return Ok(text),
+            Err(_) => return Err(timed_out(timeout, false)),
+            Ok(Ok(message)) => {
+                let usage = message["usage"].as_object().cloned().unwrap_or_default();
+                let model = message["model"].as_str().map(str::to_string);
+                return Ok(outcome(
+                    message_text(&message),
+                    usage,
+                    model,
+                    &body,
+                    started,
+                    false,
+                ));
+            }
             Ok(Err(failed)) => failed,
         };
         retry.wait(failed).await?;
+    }
+}
+
+fn outcome(
+    text: String,
+    usage: Map<String, Value>,
+    model: Option<String>,
+    body: &Value,
+    started: std::time::Instant,
+    streamed: bool,
+) -> Outcome {
+    let usage_json = (!usage.is_empty()).then_some(Value::Object(usage));
+    let model = model.or_else(|| body["model"].as_str().map(str::to_string));
+    let cost_usd = usage_json
+        .as_ref()
+        .zip(model.as_deref())
+        .and_then(|(u, m)| estimate_cost(m, u));
+    Outcome {
+        text,
+        usage: usage_json
+            .as_ref()
+            .map(Usage::from_json)
+            .unwrap_or_default(),
+        usage_json,
+        cost_usd,
+        duration_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
+        model,
+        streamed,
     }
 }
 
@@ -320,26 +402,26 @@ pub fn estimate_cost(model: &str, usage: &Value) -> Option<f64> {
 #[derive(Debug)]
 enum Failed {
     /// Worth another attempt (overload, rate limit, a server error, a
-    /// stream cut before any text); `kind` and `message` if none is left.
+    /// stream cut before any text); `problem` and `message` if none is left.
     Transient {
-        kind: Kind,
+        problem: Problem,
         message: String,
         retry_after: Option<Duration>,
     },
-    Fatal(anyhow::Error),
+    Fatal(CallError),
 }
 
 impl Failed {
-    fn transient(kind: Kind, message: String) -> Failed {
+    fn transient(problem: Problem, message: String) -> Failed {
         Failed::Transient {
-            kind,
+            problem,
             message,
             retry_after: None,
         }
     }
 
-    fn fatal(kind: Kind, message: String) -> Failed {
-        Failed::Fatal(fail(kind, message))
+    fn fatal(problem: Problem, message: String) -> Failed {
+        Failed::Fatal(CallError::new(problem, message))
     }
 }
 
@@ -350,23 +432,26 @@ struct Retry {
 }
 
 impl Retry {
-    fn new(cfg: &ApiConfig) -> Retry {
+    fn new(timeout: Duration) -> Retry {
         Retry {
-            deadline: Instant::now() + cfg.timeout,
+            // A deadline past what a clock can hold is no deadline.
+            deadline: Instant::now()
+                .checked_add(timeout)
+                .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365)),
             attempts: 0,
         }
     }
 
     /// Sleep before the next attempt, or give up when `failed` is fatal or
     /// the pause would end past the deadline.
-    async fn wait(&mut self, failed: Failed) -> Result<()> {
-        let (kind, message, retry_after) = match failed {
+    async fn wait(&mut self, failed: Failed) -> Result<(), CallError> {
+        let (problem, message, retry_after) = match failed {
             Failed::Fatal(e) => return Err(e),
             Failed::Transient {
-                kind,
+                problem,
                 message,
                 retry_after,
-            } => (kind, message, retry_after),
+            } => (problem, message, retry_after),
         };
         self.attempts += 1;
         let pause = backoff(self.attempts).max(retry_after.unwrap_or_default());
@@ -375,7 +460,10 @@ impl Retry {
                 1 => "1 attempt".to_string(),
                 n => format!("{n} attempts"),
             };
-            return Err(fail(kind, format!("{message} (gave up after {tries})")));
+            return Err(CallError::new(
+                problem,
+                format!("{message} (gave up after {tries})"),
+            ));
         }
         tracing::info!(
             "{message}; retrying in {}",
@@ -393,18 +481,21 @@ fn backoff(n: u32) -> Duration {
         .min(BACKOFF_MAX)
 }
 
-fn timed_out(cfg: &ApiConfig) -> anyhow::Error {
-    let t = Duration::from_millis(cfg.timeout.as_millis() as u64);
-    fail(
-        Kind::Timeout,
-        format!(
+fn timed_out(timeout: Duration, shown: bool) -> CallError {
+    CallError {
+        problem: Problem::Timeout,
+        message: format!(
             "the API call timed out after {}",
-            humantime::format_duration(t)
+            // Whole milliseconds: humantime would print nanoseconds too.
+            humantime::format_duration(Duration::from_millis(
+                u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)
+            ))
         ),
-    )
+        emitted_text: shown,
+    }
 }
 
-fn client() -> Result<reqwest::Client> {
+fn client() -> Result<reqwest::Client, CallError> {
     // reqwest is built without a default crypto provider (its default one
     // needs aws-lc's C build); install ring's, unless one is already set.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -413,25 +504,33 @@ fn client() -> Result<reqwest::Client> {
         .user_agent(concat!("duduclaw-session/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| {
-            fail(
-                Kind::ClaudeFailed,
+            CallError::new(
+                Problem::Other,
                 format!("could not set up the HTTP client: {}", chain(&e)),
             )
         })
 }
 
-/// POST `body`; a non-2xx answer is turned into its [`Failed`].
+/// POST `body` to the Messages API; a non-2xx answer is turned into its [`Failed`].
 async fn post(
     client: &reqwest::Client,
     cfg: &ApiConfig,
     body: &Value,
 ) -> Result<reqwest::Response, Failed> {
     let url = cfg.messages_url();
-    let resp = client
-        .post(&url)
+    let request = client.post(&url).json(body);
+    send_checked(request, cfg, &url).await
+}
+
+/// Send with the key and version headers; a non-2xx answer is its [`Failed`].
+async fn send_checked(
+    request: reqwest::RequestBuilder,
+    cfg: &ApiConfig,
+    url: &str,
+) -> Result<reqwest::Response, Failed> {
+    let resp = request
         .header("x-api-key", &cfg.api_key)
         .header("anthropic-version", API_VERSION)
-        .json(body)
         .send()
         .await
         .map_err(|e| {
@@ -440,7 +539,7 @@ async fn post(
             } else {
                 "the request to the API failed at"
             };
-            Failed::fatal(Kind::ClaudeFailed, format!("{what} {url}: {}", chain(&e)))
+            Failed::fatal(Problem::Other, format!("{what} {url}: {}", chain(&e)))
         })?;
     let status = resp.status();
     if status.is_success() {
@@ -505,7 +604,7 @@ fn http_failure(
     let (kind, detail) = error_detail(body);
     let failed = match status {
         401 | 403 => Failed::fatal(
-            Kind::NotLoggedIn,
+            Problem::NotLoggedIn,
             format!("the API rejected the key ({status}): {detail}; check ANTHROPIC_API_KEY"),
         ),
         _ if status == 429
@@ -515,33 +614,33 @@ fn http_failure(
             || kind == "rate_limit_error" =>
         {
             Failed::Transient {
-                kind: Kind::RateLimited,
+                problem: Problem::RateLimited,
                 message: format!("the API is rate limited or overloaded ({status}): {detail}"),
                 retry_after,
             }
         }
         500 | 502 | 504 => Failed::Transient {
-            kind: Kind::ClaudeFailed,
+            problem: Problem::Other,
             message: format!("the API failed ({status}): {detail}"),
             retry_after,
         },
         400..=499 if detail.to_lowercase().contains("credit balance") => Failed::fatal(
-            Kind::NotLoggedIn,
+            Problem::NotLoggedIn,
             format!("the API refused the key's account ({status}): {detail}"),
         ),
         400..=499 => Failed::fatal(
-            Kind::ClaudeFailed,
+            Problem::Other,
             format!("the API refused the request ({status}): {detail}"),
         ),
         _ => Failed::fatal(
-            Kind::ClaudeFailed,
+            Problem::Other,
             format!("the API answered with status {status}: {detail}"),
         ),
     };
     match failed {
-        Failed::Transient { kind, message, .. } if should_retry == Some(false) => {
-            Failed::fatal(kind, message)
-        }
+        Failed::Transient {
+            problem, message, ..
+        } if should_retry == Some(false) => Failed::fatal(problem, message),
         other => other,
     }
 }
@@ -550,13 +649,13 @@ fn http_failure(
 async fn read_json(resp: reqwest::Response) -> Result<Value, Failed> {
     let bytes = resp.bytes().await.map_err(|e| {
         Failed::transient(
-            Kind::ClaudeFailed,
+            Problem::Other,
             format!("the API answer broke off: {}", chain(&e)),
         )
     })?;
     serde_json::from_slice(&bytes).map_err(|_| {
         Failed::fatal(
-            Kind::ClaudeFailed,
+            Problem::Other,
             format!(
                 "the API answered with something that is not JSON: {}",
                 crate::text::shorten(&String::from_utf8_lossy(&bytes), 120)
@@ -584,6 +683,7 @@ fn message_text(message: &Value) -> String {
 struct Streamed {
     text: String,
     usage: Map<String, Value>,
+    model: Option<String>,
     stop_reason: Option<String>,
     /// `message_stop` arrived.
     complete: bool,
@@ -610,7 +710,7 @@ impl Streamed {
         let Ok(v) = serde_json::from_str::<Value>(data) else {
             if name == "error" {
                 return Err(Failed::fatal(
-                    Kind::ClaudeFailed,
+                    Problem::Other,
                     format!(
                         "the API stream failed: {}",
                         crate::text::shorten(data, DETAIL_MAX)
@@ -621,7 +721,10 @@ impl Streamed {
             return Ok(());
         };
         match v["type"].as_str().unwrap_or(name) {
-            "message_start" => self.merge_usage(&v["message"]["usage"]),
+            "message_start" => {
+                self.merge_usage(&v["message"]["usage"]);
+                self.model = v["message"]["model"].as_str().map(str::to_string);
+            }
             "content_block_delta" if v["delta"]["type"] == "text_delta" => {
                 if let Some(text) = v["delta"]["text"].as_str().filter(|t| !t.is_empty()) {
                     self.text.push_str(text);
@@ -640,9 +743,9 @@ impl Streamed {
                 let message = format!("the API stream failed: {detail}");
                 let load = kind == "overloaded_error" || kind == "rate_limit_error";
                 let kind = if load {
-                    Kind::RateLimited
+                    Problem::RateLimited
                 } else {
-                    Kind::ClaudeFailed
+                    Problem::Other
                 };
                 // Before any text a retry is invisible to the reader.
                 return Err(if self.text.is_empty() {
@@ -666,9 +769,9 @@ impl Streamed {
             None => "the API stream ended before the reply was complete".to_string(),
         };
         Err(if self.text.is_empty() {
-            Failed::transient(Kind::ClaudeFailed, message)
+            Failed::transient(Problem::Other, message)
         } else {
-            Failed::fatal(Kind::ClaudeFailed, message)
+            Failed::fatal(Problem::Other, message)
         })
     }
 }
@@ -958,13 +1061,11 @@ mod tests {
 
     #[test]
     fn config_needs_a_key() {
-        let t = Duration::from_secs(5);
-        assert!(ApiConfig::from_vars(None, None, t).is_none());
-        assert!(ApiConfig::from_vars(Some(" ".into()), None, t).is_none());
-        let c = ApiConfig::from_vars(Some("k".into()), Some("".into()), t).unwrap();
+        assert!(ApiConfig::from_vars(None, None).is_none());
+        assert!(ApiConfig::from_vars(Some(" ".into()), None).is_none());
+        let c = ApiConfig::from_vars(Some("k".into()), Some("".into())).unwrap();
         assert_eq!(c.messages_url(), "https://api.anthropic.com/v1/messages");
-        let c =
-            ApiConfig::from_vars(Some("k".into()), Some("http://127.0.0.1:9/".into()), t).unwrap();
+        let c = ApiConfig::from_vars(Some("k".into()), Some("http://127.0.0.1:9/".into())).unwrap();
         assert_eq!(c.messages_url(), "http://127.0.0.1:9/v1/messages");
         assert!(!format!("{c:?}").contains("\"k\""));
     }
@@ -1046,8 +1147,10 @@ mod tests {
         );
         let (r, _) = run_events(std::slice::from_ref(&overloaded));
         match r {
-            Err(Failed::Transient { kind, message, .. }) => {
-                assert_eq!(kind, Kind::RateLimited);
+            Err(Failed::Transient {
+                problem, message, ..
+            }) => {
+                assert_eq!(problem, Problem::RateLimited);
                 assert!(
                     message.contains("overloaded_error: Overloaded"),
                     "{message}"
@@ -1066,13 +1169,12 @@ mod tests {
         assert!(e.to_string().contains("before the reply was complete"));
     }
 
-    fn kind_of(f: Failed) -> (Kind, String, bool) {
+    fn kind_of(f: Failed) -> (Problem, String, bool) {
         match f {
-            Failed::Transient { kind, message, .. } => (kind, message, true),
-            Failed::Fatal(e) => {
-                let failure = e.downcast_ref::<crate::error::Failure>().unwrap();
-                (failure.kind, failure.message.clone(), false)
-            }
+            Failed::Transient {
+                problem, message, ..
+            } => (problem, message, true),
+            Failed::Fatal(e) => (e.problem, e.message, false),
         }
     }
 
@@ -1087,26 +1189,26 @@ mod tests {
             None,
             None,
         ));
-        assert_eq!((k, retry), (Kind::NotLoggedIn, false));
+        assert_eq!((k, retry), (Problem::NotLoggedIn, false));
         assert_eq!(
             m,
             "the API rejected the key (401): authentication_error: invalid x-api-key; check ANTHROPIC_API_KEY"
         );
         for status in [429, 503, 529] {
             let (k, _, retry) = kind_of(http_failure(status, &body("x", "busy"), None, None));
-            assert_eq!((k, retry), (Kind::RateLimited, true), "{status}");
+            assert_eq!((k, retry), (Problem::RateLimited, true), "{status}");
         }
         let (k, _, retry) = kind_of(http_failure(529, "", None, Some(false)));
-        assert_eq!((k, retry), (Kind::RateLimited, false));
+        assert_eq!((k, retry), (Problem::RateLimited, false));
         let (k, _, retry) = kind_of(http_failure(500, &body("api_error", "oops"), None, None));
-        assert_eq!((k, retry), (Kind::ClaudeFailed, true));
+        assert_eq!((k, retry), (Problem::Other, true));
         let (k, m, retry) = kind_of(http_failure(
             400,
             &body("invalid_request_error", "messages: roles must alternate"),
             None,
             None,
         ));
-        assert_eq!((k, retry), (Kind::ClaudeFailed, false));
+        assert_eq!((k, retry), (Problem::Other, false));
         assert!(m.ends_with("(400): invalid_request_error: messages: roles must alternate"));
         let (k, _, _) = kind_of(http_failure(
             400,
@@ -1114,7 +1216,7 @@ mod tests {
             None,
             None,
         ));
-        assert_eq!(k, Kind::NotLoggedIn);
+        assert_eq!(k, Problem::NotLoggedIn);
         let (_, m, _) = kind_of(http_failure(404, "<html>\nnot\nfound</html>", None, None));
         assert_eq!(
             m,

@@ -65,9 +65,13 @@ pub fn fit(pin: &str) -> String {
 }
 
 /// Append the user's answer to a clarifying question as a `[+]` line.
+///
+/// Idempotent: an answer already pinned as the newest `[+]` line (a turn
+/// that failed and is sent again) is not added twice.
 pub fn append_clarification(pin: Option<&str>, answer: &str) -> String {
     let line = format!("{MARK}{}", shorten(answer, CLARIFICATION_MAX));
     match pin.map(str::trim).filter(|p| !p.is_empty()) {
+        Some(p) if p.lines().last() == Some(line.as_str()) => p.to_string(),
         Some(p) => fit(&format!("{p}\n{line}")),
         None => line,
     }
@@ -114,6 +118,14 @@ mod tests {
         let pin = append_clarification(Some(&"任務".repeat(600)), "好");
         assert!(chars(&pin) <= PIN_CAP);
         assert!(pin.starts_with("任務"));
+    }
+
+    #[test]
+    fn the_same_answer_twice_is_pinned_once() {
+        let once = append_clarification(Some("task"), "Node 20");
+        assert_eq!(append_clarification(Some(&once), "Node 20"), once);
+        let other = append_clarification(Some(&once), "and pnpm");
+        assert_eq!(other, "task\n[+] Node 20\n[+] and pnpm");
     }
 
     #[test]

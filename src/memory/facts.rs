@@ -1,4 +1,4 @@
-//! Text work for key facts: dedup keys, FTS5 index text and queries, secret filtering, answer parsing.
+//! Text work for key facts: dedup keys, index text and query terms, secret filtering, answer parsing.
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -83,16 +83,11 @@ const STOPWORDS: &[&str] = &[
 /// small enough that a pasted log cannot make an enormous expression.
 const MAX_QUERY_TERMS: usize = 32;
 
-/// An FTS5 MATCH expression for the facts relevant to `message`, or `None` when
-/// the message has no searchable terms. Every term is a quoted string, so
-/// nothing in the message is ever read as FTS5 syntax.
-pub fn fts_query(message: &str) -> Option<String> {
-    let quoted = fts_terms(message);
-    (!quoted.is_empty()).then(|| quoted.join(" OR "))
-}
-
-/// The quoted terms [`fts_query`] joins: each one a valid FTS5 query alone.
-pub fn fts_terms(message: &str) -> Vec<String> {
+/// The search terms of a message: lower-cased words (stop words and
+/// one-letter words dropped) and CJK bigrams, deduplicated, at most
+/// [`MAX_QUERY_TERMS`]. Plain text only: each store engine quotes them in
+/// its own query language, so nothing in a message is ever read as syntax.
+pub fn query_terms(message: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
     let chars: Vec<char> = message.chars().collect();
     let mut i = 0;
@@ -122,7 +117,6 @@ pub fn fts_terms(message: &str) -> Vec<String> {
         .into_iter()
         .filter(|t| seen.insert(t.clone()))
         .take(MAX_QUERY_TERMS)
-        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
         .collect()
 }
 
@@ -286,6 +280,18 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use rusqlite::Connection;
+
+    /// The terms as one FTS5 query, quoted the way the SQLite engine quotes them.
+    fn fts_query(message: &str) -> Option<String> {
+        let terms = query_terms(message);
+        (!terms.is_empty()).then(|| {
+            terms
+                .iter()
+                .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+                .collect::<Vec<_>>()
+                .join(" OR ")
+        })
+    }
 
     #[test]
     fn normalize_equalities() {

@@ -1,0 +1,65 @@
+//! `turn`: one turn of the conversation.
+
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::{address, route};
+use crate::cli::{FactsIn, TurnArgs};
+use crate::output::Output;
+use crate::store::Location;
+use crate::turn::prompt::FactsPlacement;
+use crate::turn::{self, Input, TurnSettings, message};
+
+/// The settings a `turn` (or its dry run) runs with.
+pub fn settings(
+    location: &Location,
+    claude: Option<&Path>,
+    args: &TurnArgs,
+) -> Result<TurnSettings> {
+    Ok(TurnSettings {
+        location: location.clone(),
+        claude: claude.map(Path::to_path_buf),
+        address: address(&args.session)?,
+        user: args.user.clone(),
+        json: args.json,
+        model: args.model.clone(),
+        extract_model: args.extract_model.clone(),
+        extract: !args.no_extract,
+        compact: !args.no_compact,
+        compact_at: usize::try_from(args.compact_at).unwrap_or(usize::MAX),
+        light: args.light,
+        timeout: args.timeout,
+        side_timeout: args.side_timeout,
+        route: route(&args.route),
+        facts_in: match args.facts_in {
+            FactsIn::Message => FactsPlacement::Message,
+            FactsIn::System => FactsPlacement::System,
+        },
+        claude_args: args.claude_args.clone(),
+        wait_side: args.wait_side,
+    })
+}
+
+/// The message of a turn: the argument, stdin, or `--again`'s.
+pub fn input(args: &TurnArgs) -> Result<Input> {
+    if args.again {
+        return Ok(Input::Again);
+    }
+    let arg = args.message.as_deref().map(|m| m.as_bytes());
+    Ok(Input::Message(message::read(arg)?))
+}
+
+pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) -> Result<()> {
+    let settings = settings(location, claude, args)?;
+    let input = input(args)?;
+    let mut out = Output::new(settings.json);
+    let answer = turn::run(&settings, input, &mut out).await?;
+    if settings.json {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{}", serde_json::to_string(&answer)?)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,468 @@
+//! Side calls as durable jobs: a small model condenses the pin, extracts key
+//! facts and summarizes long sessions.
+//!
+//! A turn only enqueues them; they run through the same [`Backend`] as the
+//! turn, on the lightweight flags with a short system prompt of their own,
+//! and never fail or delay a turn: a bad answer is rejected here and the
+//! job retried later, up to [`MAX_ATTEMPTS`].
+
+use std::time::Duration;
+
+use anyhow::{Result, anyhow};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::backend::{Backend, CallError, Outcome, SideRequest};
+use crate::memory::{compact, facts, pin};
+use crate::store::{self, CallRecord, Job, JobKind, NewFact, Store};
+use crate::text;
+
+// Short on purpose: a side call's whole request should stay within ~5% of a
+// normal turn, and Claude Code adds its own envelope around these.
+pub const PIN_SYSTEM: &str = "Condense the user's opening message into the task to pin: goal, constraints, deliverables. \
+One to three short lines in the user's language, at most 400 characters, no preamble; keep names, versions and do/don't rules. \
+If it holds no task (greeting, small talk), answer NONE.";
+
+pub const FACTS_SYSTEM: &str = "List 2 to 4 durable facts about the user, their project or preferences from this exchange, \
+one short line each, in the user's language (e.g. Uses pnpm, never npm i). \
+Skip small talk, one-offs, unconfirmed suggestions, secrets. None? Answer NONE.";
+
+/// A job that failed this often is given up (kept, with its last error).
+pub const MAX_ATTEMPTS: i64 = 3;
+
+/// A failed attempt waits this long times the attempts so far before the
+/// next (2 s, then 4 s): a passing fault often passes in that time, and a
+/// persistent one does not burn all attempts at once.
+pub const RETRY_DELAY_SECS: i64 = 2;
+
+/// Facts are extracted from user messages at least this big (estimated
+/// tokens): about 40 Latin or 15 CJK characters. Shorter messages ("ok",
+/// "thanks", "繼續") rarely state anything durable, and skipping them keeps
+/// side calls off the chatty turns.
+pub const SUBSTANTIVE_TOKENS: usize = 10;
+
+/// Longest text one side call may receive; longer inputs are trimmed in the middle.
+const SIDE_INPUT_MAX: usize = 12_000;
+
+pub fn is_substantive(message: &str) -> bool {
+    text::estimate_tokens(message) >= SUBSTANTIVE_TOKENS
+}
+
+/// A job to enqueue, as a turn's plan decides it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewJob {
+    pub kind: JobKind,
+    pub input: Value,
+}
+
+impl NewJob {
+    /// Condense the session's first message into its pin.
+    pub fn pin(message: &str, model: &str) -> NewJob {
+        NewJob {
+            kind: JobKind::Pin,
+            input: json!({ "message": message, "model": model }),
+        }
+    }
+
+    /// Extract facts from a message and the reply it answers.
+    pub fn facts(
+        agent: &str,
+        user: Option<&str>,
+        previous_reply: Option<&str>,
+        message: &str,
+        model: &str,
+    ) -> NewJob {
+        NewJob {
+            kind: JobKind::Facts,
+            input: json!({ "agent": agent, "user": user, "assistant": previous_reply, "message": message, "model": model }),
+        }
+    }
+}
+
+fn bounded(s: &str) -> String {
+    let n = s.chars().count();
+    if n <= SIDE_INPUT_MAX {
+        return s.to_string();
+    }
+    let head: String = s.chars().take(SIDE_INPUT_MAX / 2).collect();
+    let tail: String = s.chars().skip(n - SIDE_INPUT_MAX / 2).collect();
+    format!("{head}\n[…]\n{tail}")
+}
+
+/// The system prompt and stdin text for a job.
+fn job_prompt(job: &Job) -> (&'static str, String) {
+    let s = |k: &str| job.input[k].as_str().unwrap_or("");
+    match job.kind {
+        JobKind::Pin => (PIN_SYSTEM, bounded(s("message"))),
+        JobKind::Facts => {
+            let mut input = String::new();
+            if let Some(prev) = job.input["assistant"].as_str() {
+                input.push_str("<assistant_said>\n");
+                input.push_str(&text::escape_xml(&bounded(prev)));
+                input.push_str("\n</assistant_said>\n");
+            }
+            input.push_str("<user_said>\n");
+            input.push_str(&text::escape_xml(&bounded(s("message"))));
+            input.push_str("\n</user_said>");
+            (FACTS_SYSTEM, input)
+        }
+        JobKind::Summary => (compact::SUMMARY_SYSTEM, s("transcript").to_string()),
+    }
+}
+
+/// How jobs are run: where the calls go, with which model unless the job
+/// names its own, and how long each may take.
+#[derive(Debug, Clone)]
+pub struct Runner {
+    pub backend: Backend,
+    pub model: String,
+    pub timeout: Duration,
+}
+
+impl Runner {
+    /// A job is claimed for this long: its call is killed at the timeout,
+    /// so past the lease its runner is surely gone (killed or crashed) and
+    /// another may take the job over.
+    pub fn lease_secs(&self) -> i64 {
+        i64::try_from(self.timeout.as_secs())
+            .unwrap_or(i64::MAX)
+            .saturating_add(10)
+    }
+
+    /// Run one job's side call.
+    pub async fn call(&self, job: &Job) -> Result<Outcome, CallError> {
+        let (system, input) = job_prompt(job);
+        let model = job.input["model"].as_str().unwrap_or(&self.model);
+        let request = SideRequest {
+            model,
+            system,
+            input: &input,
+        };
+        self.backend.side_call(&request, self.timeout).await
+    }
+}
+
+/// What a drain did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Drained {
+    pub done: usize,
+    pub failed: usize,
+    /// Still running when the drain had to stop: retried after their lease.
+    pub cut_off: usize,
+}
+
+/// Claim the runnable jobs (of one session, or of all), run them
+/// concurrently, store what they produce, and repeat until none is left or
+/// `until` passes. Nothing here fails the caller: every problem is recorded
+/// on its job (and logged), and the job retried later.
+pub async fn drain(
+    store: &mut dyn Store,
+    runner: &Runner,
+    session_id: Option<&str>,
+    until: Option<Instant>,
+) -> Result<Drained> {
+    let mut report = Drained::default();
+    loop {
+        let jobs = store.claim_jobs(session_id, runner.lease_secs())?;
+        if jobs.is_empty() {
+            // A job that just failed waits a few seconds for its next
+            // attempt: stay for it, within the bound.
+            let Some(at) = store.next_job_at(session_id)? else {
+                return Ok(report);
+            };
+            let wait = Duration::from_secs(u64::try_from(at - store::now()).unwrap_or(0));
+            let wake = Instant::now() + wait;
+            if wait.is_zero() || until.is_some_and(|t| wake > t) {
+                return Ok(report);
+            }
+            tokio::time::sleep_until(wake).await;
+            continue;
+        }
+        let calls = jobs.into_iter().map(|job| {
+            let runner = runner.clone();
+            tokio::spawn(async move {
+                let result = runner.call(&job).await;
+                (job, result)
+            })
+        });
+        let tasks: Vec<_> = calls.collect();
+        for task in tasks {
+            let joined = match until {
+                Some(t) => match tokio::time::timeout_at(t, task).await {
+                    Ok(j) => j,
+                    Err(_) => {
+                        // Left to its lease: a later worker or turn retries it.
+                        report.cut_off += 1;
+                        continue;
+                    }
+                },
+                None => task.await,
+            };
+            let Ok((job, result)) = joined else {
+                report.failed += 1;
+                continue;
+            };
+            if store_result(store, runner, &job, result) {
+                report.done += 1;
+            } else {
+                report.failed += 1;
+            }
+        }
+        if until.is_some_and(|t| Instant::now() >= t) {
+            return Ok(report);
+        }
+    }
+}
+
+/// Record a job's call and store what it produced; whether it succeeded.
+fn store_result(
+    store: &mut dyn Store,
+    runner: &Runner,
+    job: &Job,
+    result: Result<Outcome, CallError>,
+) -> bool {
+    let what = format!("{} job {}", job.kind, job.id);
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            tracing::warn!("{what} failed: {e}");
+            let _ = store.fail_job(job.id, &format!("side call failed: {e}"));
+            return false;
+        }
+    };
+    if let Err(e) = record_call(store, runner, job, &outcome) {
+        tracing::warn!("{what}: could not record its usage: {e:#}");
+    }
+    match apply(store, job, &outcome.text) {
+        Ok(note) => {
+            tracing::info!("{what}: {note}");
+            if let Err(e) = store.finish_job(job.id) {
+                tracing::warn!("{what}: could not mark it done: {e:#}");
+            }
+            true
+        }
+        Err(e) => {
+            tracing::warn!("{what} rejected: {e:#}");
+            let _ = store.fail_job(job.id, &format!("{e:#}"));
+            false
+        }
+    }
+}
+
+fn record_call(store: &mut dyn Store, runner: &Runner, job: &Job, outcome: &Outcome) -> Result<()> {
+    let agent = match store.session(&job.session_id)? {
+        Some(s) => s.agent,
+        // The session was deleted meanwhile: its calls went with it.
+        None => return Ok(()),
+    };
+    store.record_call(&CallRecord {
+        session_id: &job.session_id,
+        agent: &agent,
+        turn_id: job.turn_id,
+        kind: job.kind.into(),
+        path: runner.backend.path(),
+        model: outcome.model.as_deref(),
+        usage: outcome.usage,
+        cost_usd: outcome.cost_usd,
+        duration_ms: outcome.duration_ms,
+        memory_tokens: 0,
+    })?;
+    Ok(())
+}
+
+/// Validate an answer and store what it yields; an error leaves the job for a retry.
+pub fn apply(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String> {
+    let answer = answer.trim();
+    if answer.is_empty() {
+        return Err(anyhow!("empty answer"));
+    }
+    match job.kind {
+        JobKind::Pin => {
+            let Some(task) = clean_pin(answer)? else {
+                return Ok("no task in the message".into());
+            };
+            let mut slot = StoredPin {
+                store,
+                session_id: &job.session_id,
+            };
+            let stored = pin_with_retries(&mut slot, &task)?;
+            Ok(match stored {
+                Some(p) => format!("pinned {} chars", p.chars().count()),
+                None => "a pin was already set".into(),
+            })
+        }
+        JobKind::Facts => {
+            let lines = facts::parse_fact_lines(answer);
+            let agent = job.input["agent"].as_str().unwrap_or_default();
+            let user = job.input["user"].as_str();
+            let new: Vec<NewFact> = lines
+                .iter()
+                .filter(|l| !facts::looks_like_secret(l))
+                .map(|l| NewFact {
+                    source_turn: job.turn_id,
+                    ..NewFact::new(agent, user, l)
+                })
+                .collect();
+            let added = store.add_facts(&new)?.iter().flatten().count();
+            Ok(format!("{added} new facts"))
+        }
+        JobKind::Summary => compact::apply_summary(store, job, answer),
+    }
+}
+
+/// Where a pin is read and compare-and-set.
+trait PinSlot {
+    fn read(&mut self) -> Result<Option<String>>;
+    /// Write `new` if the pin is still `expected`; whether it was.
+    fn swap(&mut self, expected: Option<&str>, new: &str) -> Result<bool>;
+}
+
+/// A session's pin in the store.
+struct StoredPin<'a> {
+    store: &'a mut dyn Store,
+    session_id: &'a str,
+}
+
+impl PinSlot for StoredPin<'_> {
+    fn read(&mut self) -> Result<Option<String>> {
+        self.store
+            .session(self.session_id)?
+            .map(|s| s.pin)
+            .ok_or_else(|| anyhow!("session is gone"))
+    }
+
+    fn swap(&mut self, expected: Option<&str>, new: &str) -> Result<bool> {
+        Ok(self.store.swap_pin(self.session_id, expected, new)?)
+    }
+}
+
+/// Store an extracted task as the pin with a compare-and-set: read the pin,
+/// merge, and write only if it is still what was read, else read again. A
+/// pin set or extended meanwhile (`pin set`, a `[+]` answer from the next
+/// turn) is never overwritten. `Some(pin)` when stored, `None` when a task
+/// was already pinned.
+fn pin_with_retries(slot: &mut impl PinSlot, task: &str) -> Result<Option<String>> {
+    for _ in 0..8 {
+        let current = slot.read()?;
+        let Some(merged) = pin::with_extracted(current.as_deref(), task) else {
+            return Ok(None);
+        };
+        if slot.swap(current.as_deref(), &merged)? {
+            return Ok(Some(merged));
+        }
+    }
+    Err(anyhow!(
+        "the pin kept changing while the extracted one was stored"
+    ))
+}
+
+/// The model's answer as a pin: `None` for NONE; an error for anything
+/// that cannot be a condensed task (too long, an error text, a secret).
+fn clean_pin(answer: &str) -> Result<Option<String>> {
+    let a = answer.trim().trim_matches(|c| c == '"' || c == '`').trim();
+    let a = a
+        .strip_prefix("Pinned task:")
+        .or_else(|| a.strip_prefix("pinned task:"))
+        .unwrap_or(a)
+        .trim();
+    if a.trim_end_matches('.').eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    let n = a.chars().count();
+    if n > pin::EXTRACTED_MAX {
+        return Err(anyhow!("answer is {n} characters, too long for a pin"));
+    }
+    if facts::looks_like_secret(a) {
+        return Ok(None);
+    }
+    let lines: Vec<&str> = a.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    Ok(Some(lines.join("\n")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pin_answers_are_validated() {
+        assert_eq!(clean_pin("NONE").unwrap(), None);
+        assert_eq!(clean_pin("none.").unwrap(), None);
+        assert_eq!(
+            clean_pin("\"Pinned task: migrate to Vite\"")
+                .unwrap()
+                .as_deref(),
+            Some("migrate to Vite")
+        );
+        assert!(clean_pin(&"x".repeat(800)).is_err());
+        assert_eq!(
+            clean_pin("use key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789").unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn substantive_threshold() {
+        assert!(!is_substantive("ok thanks"));
+        assert!(!is_substantive("繼續"));
+        assert!(is_substantive(
+            "We deploy the app with Docker Compose on a single VPS"
+        ));
+        assert!(is_substantive("我們的專案使用 pnpm 管理套件，請不要用 npm"));
+    }
+
+    /// A pin that another writer changes right after our first read.
+    struct Racy {
+        pin: Option<String>,
+        reads: usize,
+        interfere: Option<String>,
+    }
+
+    impl PinSlot for Racy {
+        fn read(&mut self) -> Result<Option<String>> {
+            self.reads += 1;
+            let seen = self.pin.clone();
+            if self.reads == 1
+                && let Some(other) = self.interfere.take()
+            {
+                self.pin = Some(other);
+            }
+            Ok(seen)
+        }
+
+        fn swap(&mut self, expected: Option<&str>, new: &str) -> Result<bool> {
+            if self.pin.as_deref() != expected {
+                return Ok(false);
+            }
+            self.pin = Some(new.to_string());
+            Ok(true)
+        }
+    }
+
+    /// The race the compare-and-set closes: between reading the pin and
+    /// writing the extracted task, the next turn appends a `[+]` answer.
+    /// The write fails, the pin is read again, and both survive.
+    #[test]
+    fn an_extracted_pin_never_overwrites_a_change_made_meanwhile() {
+        let mut slot = Racy {
+            pin: None,
+            reads: 0,
+            interfere: Some("[+] use Node 20".into()),
+        };
+        let stored = pin_with_retries(&mut slot, "migrate to Vite").unwrap();
+        assert_eq!(stored.as_deref(), Some("migrate to Vite\n[+] use Node 20"));
+        assert_eq!(slot.reads, 2);
+        assert_eq!(
+            slot.pin.as_deref(),
+            Some("migrate to Vite\n[+] use Node 20")
+        );
+
+        // A task set by hand meanwhile wins: nothing is written.
+        let mut slot = Racy {
+            pin: None,
+            reads: 0,
+            interfere: Some("set by hand".into()),
+        };
+        assert_eq!(pin_with_retries(&mut slot, "other task").unwrap(), None);
+        assert_eq!(slot.pin.as_deref(), Some("set by hand"));
+    }
+}

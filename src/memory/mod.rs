@@ -1,0 +1,10 @@
+//! The memory that rides along with every turn: the pinned task and its
+//! recap, key facts (extracted, ranked, injected), the side-call jobs that
+//! produce them, and compaction of long sessions.
+
+pub mod compact;
+pub mod facts;
+pub mod jobs;
+pub mod pin;
+pub mod recall;
+pub mod worker;

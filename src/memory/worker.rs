@@ -1,0 +1,221 @@
+//! The detached worker that runs a session's side calls after its turn
+//! has returned, the way `git gc --auto` detaches: a new session (`setsid`),
+//! standard streams on `/dev/null`, nothing for the caller to wait on.
+//!
+//! The jobs table stays the one source of truth: the worker claims jobs
+//! under their lease, records every failure on its job and in a small log
+//! beside the store, and exits when its session has nothing left to run. A
+//! worker killed mid-call leaves its jobs to the next worker, turn or
+//! `jobs run`, once their lease has expired.
+
+use std::ffi::OsString;
+use std::fs::{self, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Result;
+use tokio::time::Instant;
+
+use crate::backend::{self, ProbeCache, Route};
+use crate::memory::jobs::{self, Runner};
+use crate::store::{self, Location, Store, TurnStatus};
+use crate::turn::TurnSettings;
+
+/// The latest a worker waits for its turn's reply before it starts calling:
+/// side calls start after the reply so they do not compete with the main
+/// call's start-up for the CPU.
+pub const START_DELAY: Duration = Duration::from_secs(2);
+
+/// The worker's log is cut when it passes this size (one older copy kept).
+const LOG_MAX_BYTES: u64 = 1024 * 1024;
+
+/// What a worker needs to know, as its command line carries it.
+#[derive(Debug, Clone)]
+pub struct WorkerSettings {
+    pub location: Location,
+    pub claude: Option<std::path::PathBuf>,
+    pub route: Route,
+    pub extract_model: String,
+    pub side_timeout: Duration,
+    pub session_id: String,
+    /// Wait for this turn to be answered (or [`START_DELAY`]) before calling.
+    pub after_turn: Option<i64>,
+}
+
+/// Start a worker for the session's jobs and do not wait for it. A worker
+/// that cannot start is logged, not fatal: the jobs stay queued for the
+/// next turn or `jobs run`.
+pub fn spawn(settings: &TurnSettings, session_id: &str, after_turn: Option<i64>) {
+    let w = WorkerSettings {
+        location: settings.location.clone(),
+        claude: settings.claude.clone(),
+        route: settings.route,
+        extract_model: settings.extract_model.clone(),
+        side_timeout: settings.side_timeout,
+        session_id: session_id.to_string(),
+        after_turn,
+    };
+    if let Err(e) = spawn_worker(&w) {
+        tracing::warn!("could not start the side-call worker: {e}; the jobs stay queued");
+    }
+}
+
+fn spawn_worker(w: &WorkerSettings) -> std::io::Result<()> {
+    let exe = std::env::current_exe()?;
+    let mut cmd = Command::new(exe);
+    cmd.args(worker_args(w))
+        // The store in the environment, not in argv: a server URL may hold
+        // a password, and argv is visible to every user in `ps`.
+        .env("DUDUCLAW_DB", w.location.as_value())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        // The worker runs in the background whatever the caller's choice.
+        .env_remove("DUDUCLAW_WAIT_SIDE");
+    // Never waited for: it outlives this process, and is reaped by init.
+    let child = cmd.spawn()?;
+    tracing::debug!(pid = child.id(), "side-call worker started");
+    Ok(())
+}
+
+/// The worker's argv: `jobs work` with everything it needs spelled out.
+pub fn worker_args(w: &WorkerSettings) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    if let Some(c) = &w.claude {
+        a.push("--claude".into());
+        a.push(c.into());
+    }
+    a.extend(["jobs".into(), "work".into(), "--session".into()]);
+    a.push(w.session_id.clone().into());
+    a.push(format!("--extract-model={}", w.extract_model).into());
+    a.push(format!("--side-timeout={}s", w.side_timeout.as_secs()).into());
+    match w.route {
+        Route::Auto => {}
+        Route::CliOnly => a.push("--no-direct-api".into()),
+        Route::ApiOnly => a.push("--direct-api".into()),
+    }
+    if let Some(t) = w.after_turn {
+        a.push(format!("--after-turn={t}").into());
+    }
+    a
+}
+
+/// The worker itself (`jobs work`): detach, log to the file beside the
+/// store, wait for the turn's reply, drain the session's jobs, exit.
+pub async fn work(w: &WorkerSettings) -> Result<()> {
+    // A new session: no controlling terminal, so no signal meant for the
+    // caller's terminal (Ctrl-C, a closed window) reaches the worker.
+    let _ = nix::unistd::setsid();
+    init_log(&w.location.log_path());
+    match run(w).await {
+        Ok(d) => {
+            tracing::info!(
+                session = %w.session_id,
+                "worker done: {} jobs done, {} failed",
+                d.done,
+                d.failed
+            );
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!(session = %w.session_id, "worker failed: {e:#}");
+            Err(e)
+        }
+    }
+}
+
+async fn run(w: &WorkerSettings) -> Result<jobs::Drained> {
+    let mut store = store::open(&w.location)?;
+    if let Some(turn) = w.after_turn {
+        wait_for_turn(&*store, &w.session_id, turn).await;
+    }
+    let backend =
+        backend::resolve(w.route, w.claude.as_deref(), ProbeCache::Store(&mut *store)).await?;
+    let runner = Runner {
+        backend,
+        model: w.extract_model.clone(),
+        timeout: w.side_timeout,
+    };
+    jobs::drain(&mut *store, &runner, Some(&w.session_id), None).await
+}
+
+/// Until the turn is answered or failed, at most [`START_DELAY`].
+async fn wait_for_turn(store: &dyn Store, session_id: &str, turn: i64) {
+    let until = Instant::now() + START_DELAY;
+    while Instant::now() < until {
+        let pending = store
+            .turns(session_id, Some(2))
+            .map(|ts| {
+                ts.iter()
+                    .any(|t| t.id == turn && t.status == TurnStatus::Pending)
+            })
+            .unwrap_or(false);
+        if !pending {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Log to `path` (appended, private), keeping it small: past
+/// [`LOG_MAX_BYTES`] it is moved aside to `path.1` and started afresh.
+fn init_log(path: &Path) {
+    if fs::metadata(path).is_ok_and(|m| m.len() > LOG_MAX_BYTES) {
+        let mut old = path.as_os_str().to_os_string();
+        old.push(".1");
+        let _ = fs::rename(path, old);
+    }
+    let Ok(file) = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+    else {
+        return;
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(std::sync::Mutex::new(file))
+        .with_ansi(false)
+        .with_target(false)
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_args_carry_everything() {
+        let w = WorkerSettings {
+            location: Location::File("/data/s.db".into()),
+            claude: Some("/bin/claude".into()),
+            route: Route::ApiOnly,
+            extract_model: "haiku".into(),
+            side_timeout: Duration::from_secs(45),
+            session_id: "sid".into(),
+            after_turn: Some(7),
+        };
+        let args: Vec<String> = worker_args(&w)
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "--claude",
+                "/bin/claude",
+                "jobs",
+                "work",
+                "--session",
+                "sid",
+                "--extract-model=haiku",
+                "--side-timeout=45s",
+                "--direct-api",
+                "--after-turn=7"
+            ]
+        );
+    }
+}

@@ -1,0 +1,409 @@
+//! The rows the store holds, as types: what every engine reads and writes.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::session::SessionKey;
+
+/// A closed set of values stored as text: one spelling in the database, in
+/// JSON and on screen, and a typed value everywhere else.
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            pub fn parse(s: &str) -> Option<$name> {
+                match s {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl crate::store::TextEnum for $name {
+            fn as_str(self) -> &'static str {
+                $name::as_str(self)
+            }
+
+            fn parse(s: &str) -> Option<$name> {
+                $name::parse(s)
+            }
+        }
+    };
+}
+
+text_enum! {
+    /// Who said a turn.
+    Role { User = "user", Assistant = "assistant" }
+}
+
+text_enum! {
+    /// Where a turn stands. User turns are `pending` until answered or
+    /// failed; assistant turns are stored as `ok`.
+    TurnStatus {
+        Pending = "pending",
+        Answered = "answered",
+        Failed = "failed",
+        /// An assistant turn: the reply as received.
+        Reply = "ok",
+    }
+}
+
+text_enum! {
+    /// How the main call reached its conversation.
+    Mode {
+        /// The first turn of a handle (`--session-id`).
+        New = "new",
+        /// Native `--resume` of the handle.
+        Resumed = "resumed",
+        /// The stored history was sent in the prompt.
+        Replayed = "replayed",
+    }
+}
+
+text_enum! {
+    /// Which way a call went.
+    CallPath { Cli = "cli", Api = "api" }
+}
+
+text_enum! {
+    /// What a side-call job does.
+    JobKind {
+        /// Condense the session's first message into its pinned task.
+        Pin = "pin",
+        /// Extract durable facts from a substantive exchange.
+        Facts = "facts",
+        /// Summarize the older turns of a long session (compaction).
+        Summary = "summary",
+    }
+}
+
+text_enum! {
+    /// Where a side-call job stands.
+    JobStatus {
+        Pending = "pending",
+        /// Claimed under a lease by a worker or a turn.
+        Running = "running",
+        Done = "done",
+        /// Gave up after its last attempt; kept with its last error.
+        Failed = "failed",
+    }
+}
+
+text_enum! {
+    /// What a recorded model call was for.
+    CallKind {
+        /// The turn's own call.
+        Main = "main",
+        Pin = "pin",
+        Facts = "facts",
+        Summary = "summary",
+    }
+}
+
+impl From<JobKind> for CallKind {
+    fn from(k: JobKind) -> CallKind {
+        match k {
+            JobKind::Pin => CallKind::Pin,
+            JobKind::Facts => CallKind::Facts,
+            JobKind::Summary => CallKind::Summary,
+        }
+    }
+}
+
+/// One conversation, addressed by (agent, channel, thread).
+#[derive(Debug, Clone, Serialize)]
+pub struct Session {
+    pub id: String,
+    pub agent: String,
+    pub channel: String,
+    pub thread: Option<String>,
+    /// How many times the claude handle moved on (lost transcript, compaction).
+    pub generation: u32,
+    /// Claude's session id for the current generation.
+    pub handle: String,
+    /// Successful claude turns on the current handle: 0 means the next call
+    /// starts it with `--session-id`, otherwise it is resumed.
+    pub handle_turns: i64,
+    /// Where the handle's transcript was written ([`crate::session::transcript_host`]);
+    /// `None` for sessions from before hosts were recorded.
+    pub handle_host: Option<String>,
+    pub cwd: String,
+    pub pin: Option<String>,
+    pub summary: Option<String>,
+    /// The last turn the summary covers.
+    pub summary_upto: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl Session {
+    /// A session as [`Store::ensure_session`](crate::store::Store::ensure_session)
+    /// creates it: generation 0, whose handle is the session id.
+    pub fn fresh(id: &str, key: &SessionKey, cwd: &str) -> Session {
+        Session {
+            id: id.to_string(),
+            agent: key.agent.to_string(),
+            channel: key.channel.to_string(),
+            thread: key.thread.map(str::to_string),
+            generation: 0,
+            handle: id.to_string(),
+            handle_turns: 0,
+            handle_host: None,
+            cwd: cwd.to_string(),
+            pin: None,
+            summary: None,
+            summary_upto: None,
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    pub fn key(&self) -> SessionKey<'_> {
+        SessionKey {
+            agent: &self.agent,
+            channel: &self.channel,
+            thread: self.thread.as_deref(),
+        }
+    }
+}
+
+/// A session as listed, with its turn count.
+#[derive(Debug, Clone)]
+pub struct SessionListing {
+    pub session: Session,
+    pub turns: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Turn {
+    pub id: i64,
+    pub role: Role,
+    pub content: String,
+    pub status: TurnStatus,
+    pub mode: Option<Mode>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<CallPath>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Value>,
+    pub cost_usd: Option<f64>,
+    pub duration_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub created_at: i64,
+}
+
+impl Turn {
+    /// Part of the conversation as the model saw it: every reply, and the
+    /// user messages that were answered (a failed message never reached it).
+    pub fn is_live(&self) -> bool {
+        self.role == Role::Assistant || self.status == TurnStatus::Answered
+    }
+}
+
+/// A reply to record.
+#[derive(Debug, Clone)]
+pub struct Reply<'a> {
+    pub content: &'a str,
+    pub mode: Mode,
+    pub path: CallPath,
+    pub handle: &'a str,
+    /// Where the transcript was written (claude turns only).
+    pub host: Option<&'a str>,
+    pub usage: Option<&'a Value>,
+    pub cost_usd: Option<f64>,
+    pub duration_ms: i64,
+}
+
+/// The next handle of a session: where a roll moves it.
+#[derive(Debug, Clone)]
+pub struct Roll<'a> {
+    /// The generation the session must still be on (compare-and-swap).
+    pub from: u32,
+    pub to: u32,
+    pub handle: &'a str,
+    /// A compaction summary and the last turn it covers, stored in the same step.
+    pub summary: Option<(&'a str, i64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fact {
+    pub id: i64,
+    pub agent: String,
+    /// `None` for agent-wide facts.
+    pub user: Option<String>,
+    pub content: String,
+    pub access_count: i64,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    pub source_turn: Option<i64>,
+}
+
+pub struct NewFact<'a> {
+    pub agent: &'a str,
+    pub user: Option<&'a str>,
+    pub content: &'a str,
+    pub source_turn: Option<i64>,
+    /// Imported facts keep their counters and times.
+    pub access_count: i64,
+    pub created_at: Option<i64>,
+    pub last_used_at: Option<i64>,
+}
+
+impl<'a> NewFact<'a> {
+    pub fn new(agent: &'a str, user: Option<&'a str>, content: &'a str) -> Self {
+        NewFact {
+            agent,
+            user,
+            content,
+            source_turn: None,
+            access_count: 0,
+            created_at: None,
+            last_used_at: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScoredFact {
+    #[serde(flatten)]
+    pub fact: Fact,
+    /// Higher is more relevant (BM25 relevance, nudged by use).
+    pub score: f64,
+}
+
+/// Whose facts: an agent's, plus one person's when given.
+#[derive(Debug, Clone, Copy)]
+pub struct FactScope<'a> {
+    pub agent: &'a str,
+    pub user: Option<&'a str>,
+}
+
+/// A durable side call to make.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub id: i64,
+    pub kind: JobKind,
+    pub session_id: String,
+    pub turn_id: Option<i64>,
+    pub input: Value,
+    pub attempts: i64,
+}
+
+/// A job as shown to people (`jobs list`, `sessions show`).
+#[derive(Debug, Clone, Serialize)]
+pub struct JobRow {
+    pub id: i64,
+    pub kind: JobKind,
+    pub status: JobStatus,
+    pub session_id: String,
+    pub agent: String,
+    pub channel: String,
+    pub thread: Option<String>,
+    pub turn_id: Option<i64>,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// Which jobs to list.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter<'a> {
+    pub session_id: Option<&'a str>,
+    pub agent: Option<&'a str>,
+    /// Finished (done or failed) jobs older than this (epoch seconds) are left out.
+    pub finished_since: Option<i64>,
+}
+
+/// Token counts of one model call, as the API reports them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Input neither read from nor written to the prompt cache.
+    pub input_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+    pub cache_read_input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// From the API's (or claude's) `usage` object; missing counts are 0.
+    pub fn from_json(v: &Value) -> Usage {
+        let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+        Usage {
+            input_tokens: n("input_tokens"),
+            cache_creation_input_tokens: n("cache_creation_input_tokens"),
+            cache_read_input_tokens: n("cache_read_input_tokens"),
+            output_tokens: n("output_tokens"),
+        }
+    }
+
+    /// All input: fresh, cache-written and cache-read.
+    pub fn input_total(&self) -> u64 {
+        self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+    }
+}
+
+/// One model call, for `stats`.
+#[derive(Debug, Clone)]
+pub struct CallRecord<'a> {
+    pub session_id: &'a str,
+    pub agent: &'a str,
+    pub turn_id: Option<i64>,
+    pub kind: CallKind,
+    pub path: CallPath,
+    pub model: Option<&'a str>,
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
+    pub duration_ms: i64,
+    /// Estimated tokens of injected memory (pin, recap, facts): main calls only.
+    pub memory_tokens: u64,
+}
+
+/// A stored call, as `stats` reads it.
+#[derive(Debug, Clone)]
+pub struct CallRow {
+    pub kind: CallKind,
+    pub path: CallPath,
+    pub model: Option<String>,
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
+    pub duration_ms: i64,
+    pub memory_tokens: u64,
+}
+
+/// Which calls `stats` counts.
+#[derive(Debug, Clone, Default)]
+pub struct CallFilter<'a> {
+    pub agent: Option<&'a str>,
+    pub session_id: Option<&'a str>,
+    /// Epoch seconds.
+    pub since: Option<i64>,
+}
+
+/// Row counts, for `doctor`.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Counts {
+    pub sessions: i64,
+    pub turns: i64,
+    pub facts: i64,
+    pub open_jobs: i64,
+}

@@ -1,0 +1,693 @@
+//! The embedded engine: one SQLite file holds everything.
+//!
+//! Opened the same way every time: private file mode, WAL, a busy timeout
+//! and migrations keyed by `user_version`. A file that is not a database, or
+//! that a newer version of this program wrote, is refused and left untouched.
+
+mod calls;
+mod facts;
+mod jobs;
+mod sessions;
+
+use std::fs;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use super::{
+    CallFilter, CallRecord, CallRow, Counts, Fact, FactQuery, FactScope, Job, JobFilter, JobKind,
+    JobRow, NewFact, Reply, Result, Roll, Session, SessionListing, SessionLock, Store, TextEnum,
+    Turn, lock,
+};
+use crate::session::SessionKey;
+
+/// Append-only: each entry moves the schema from `user_version` N to N+1.
+/// Never edit a released entry; add a new one.
+const MIGRATIONS: &[&str] = &[
+    r"
+CREATE TABLE sessions (
+    id           TEXT PRIMARY KEY,
+    agent        TEXT NOT NULL,
+    channel      TEXT NOT NULL,
+    thread       TEXT,
+    generation   INTEGER NOT NULL DEFAULT 0,
+    handle       TEXT NOT NULL,
+    -- successful claude turns on the current handle: 0 means the next call
+    -- starts it with --session-id, otherwise it is resumed
+    handle_turns INTEGER NOT NULL DEFAULT 0,
+    cwd          TEXT NOT NULL,
+    pin          TEXT,
+    summary      TEXT,
+    summary_upto INTEGER,
+    created_at   INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL
+);
+CREATE INDEX sessions_agent ON sessions(agent, updated_at);
+CREATE TABLE turns (
+    id          INTEGER PRIMARY KEY,
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    role        TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+    content     TEXT NOT NULL,
+    -- user turns: pending until answered, failed if the call failed
+    status      TEXT NOT NULL,
+    mode        TEXT,
+    handle      TEXT,
+    usage       TEXT,
+    cost_usd    REAL,
+    duration_ms INTEGER,
+    error       TEXT,
+    created_at  INTEGER NOT NULL
+);
+CREATE INDEX turns_session ON turns(session_id, id);
+CREATE TABLE facts (
+    id           INTEGER PRIMARY KEY,
+    agent        TEXT NOT NULL,
+    user_id      TEXT NOT NULL DEFAULT '',
+    content      TEXT NOT NULL,
+    norm         TEXT NOT NULL,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    created_at   INTEGER NOT NULL,
+    last_used_at INTEGER,
+    source_turn  INTEGER,
+    UNIQUE (agent, user_id, norm)
+);
+-- rowid = facts.id; body = the content with CJK runs split into bigrams,
+-- because unicode61 alone keeps a run of CJK characters as one token
+CREATE VIRTUAL TABLE facts_fts USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2');
+CREATE TABLE jobs (
+    id          INTEGER PRIMARY KEY,
+    kind        TEXT NOT NULL,
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    turn_id     INTEGER,
+    input       TEXT NOT NULL,
+    status      TEXT NOT NULL DEFAULT 'pending',
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    lease_until INTEGER NOT NULL DEFAULT 0,
+    last_error  TEXT,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+CREATE INDEX jobs_open ON jobs(session_id, status);
+-- small cached values, e.g. what an installed claude binary supports
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+",
+    // 2: which way each reply went, and every model call's usage (main and
+    // side calls) for `stats`, back-filled from the replies stored so far.
+    r"
+ALTER TABLE turns ADD COLUMN path TEXT;
+-- where the handle's transcript lives: resumed only there
+ALTER TABLE sessions ADD COLUMN handle_host TEXT;
+UPDATE turns SET path = CASE WHEN handle = 'api' THEN 'api' ELSE 'cli' END WHERE role = 'assistant';
+CREATE TABLE calls (
+    id                          INTEGER PRIMARY KEY,
+    session_id                  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    agent                       TEXT NOT NULL,
+    turn_id                     INTEGER,
+    kind                        TEXT NOT NULL,
+    path                        TEXT NOT NULL,
+    model                       TEXT,
+    input_tokens                INTEGER NOT NULL,
+    cache_creation_input_tokens INTEGER NOT NULL,
+    cache_read_input_tokens     INTEGER NOT NULL,
+    output_tokens               INTEGER NOT NULL,
+    cost_usd                    REAL,
+    duration_ms                 INTEGER NOT NULL,
+    -- estimated tokens of injected memory (pin, recap, facts), main calls
+    memory_tokens               INTEGER NOT NULL DEFAULT 0,
+    created_at                  INTEGER NOT NULL
+);
+CREATE INDEX calls_time ON calls(created_at);
+CREATE INDEX calls_session ON calls(session_id);
+INSERT INTO calls (session_id, agent, turn_id, kind, path, input_tokens, cache_creation_input_tokens,
+                   cache_read_input_tokens, output_tokens, cost_usd, duration_ms, created_at)
+SELECT t.session_id, s.agent, t.id, 'main', t.path,
+       COALESCE(json_extract(t.usage, '$.input_tokens'), 0),
+       COALESCE(json_extract(t.usage, '$.cache_creation_input_tokens'), 0),
+       COALESCE(json_extract(t.usage, '$.cache_read_input_tokens'), 0),
+       COALESCE(json_extract(t.usage, '$.output_tokens'), 0),
+       t.cost_usd, COALESCE(t.duration_ms, 0), t.created_at
+FROM turns t JOIN sessions s ON s.id = t.session_id
+WHERE t.role = 'assistant' AND json_valid(COALESCE(t.usage, '{}'));
+CREATE INDEX jobs_runnable ON jobs(status, lease_until);
+",
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// How long a write waits for another process's transaction. Turns of
+/// different sessions share the file, and their writes are short.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct SqliteStore {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// Text-valued enums go in and out of SQLite as their spelling.
+macro_rules! sql_text {
+    ($($t:ty),+) => {$(
+        impl ToSql for $t {
+            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                Ok(ToSqlOutput::from(TextEnum::as_str(*self)))
+            }
+        }
+
+        impl FromSql for $t {
+            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+                let s = value.as_str()?;
+                <$t as TextEnum>::parse(s).ok_or_else(|| {
+                    FromSqlError::Other(format!("unknown {} {s:?}", stringify!($t)).into())
+                })
+            }
+        }
+    )+};
+}
+
+sql_text!(
+    super::Role,
+    super::TurnStatus,
+    super::Mode,
+    super::CallPath,
+    super::JobKind,
+    super::JobStatus,
+    super::CallKind
+);
+
+impl SqliteStore {
+    /// Open (creating if needed) the store at `path` and bring its schema up to date.
+    pub fn open(path: &Path) -> anyhow::Result<SqliteStore> {
+        Self::open_inner(path, false).map_err(|e| super::StoreError::from(e).into())
+    }
+
+    /// Open an existing store without creating or migrating anything.
+    pub fn open_existing(path: &Path) -> anyhow::Result<SqliteStore> {
+        Self::open_inner(path, true).map_err(|e| super::StoreError::from(e).into())
+    }
+
+    fn open_inner(path: &Path, read_only: bool) -> anyhow::Result<SqliteStore> {
+        let context = || format!("could not open session store: {}", path.display());
+        if path.is_dir() {
+            anyhow::bail!(
+                "could not open session store: {} is a folder (give --db a file path)",
+                path.display()
+            );
+        }
+        if read_only {
+            if !path.exists() {
+                anyhow::bail!("no session store at {}", path.display());
+            }
+        } else {
+            prepare_file(path)
+                .with_context(|| format!("could not create session store {}", path.display()))?;
+        }
+        match Self::connect(path, read_only, false) {
+            // A WAL database in a folder we cannot write cannot even be read
+            // normally (SQLite needs its -shm file). For reading, open it as
+            // immutable: the folder is read-only, so nobody is writing it.
+            Err(e) if read_only && is_cant_open(&e) => {
+                Self::connect(path, true, true).with_context(context)
+            }
+            r => r.with_context(context),
+        }
+    }
+
+    fn connect(path: &Path, read_only: bool, immutable: bool) -> anyhow::Result<SqliteStore> {
+        let flags = if read_only {
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        } else {
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        };
+        let conn = if immutable {
+            let uri = format!("file:{}?immutable=1", uri_path(path));
+            Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)?
+        } else {
+            Connection::open_with_flags(path, flags)?
+        };
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        let mut store = SqliteStore {
+            conn,
+            path: path.to_owned(),
+        };
+        store.configure(read_only)?;
+        Ok(store)
+    }
+
+    fn configure(&mut self, read_only: bool) -> anyhow::Result<()> {
+        // Reading user_version is the first real read: a file that is not a
+        // SQLite database fails here, before anything is written to it.
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| {
+                let why = match e.sqlite_error_code() {
+                    Some(rusqlite::ErrorCode::NotADatabase) => "not a SQLite database",
+                    Some(rusqlite::ErrorCode::CannotOpen) => {
+                        "cannot open it (is its folder writable?)"
+                    }
+                    Some(rusqlite::ErrorCode::ReadOnly) => "it is read-only",
+                    _ => "not readable",
+                };
+                anyhow::Error::new(e).context(why)
+            })?;
+        if version > SCHEMA_VERSION {
+            anyhow::bail!(
+                "the store has schema version {version}, newer than this program's {SCHEMA_VERSION}: upgrade duduclaw-session"
+            );
+        }
+        self.conn.pragma_update(None, "foreign_keys", true)?;
+        if read_only {
+            return Ok(());
+        }
+        let mode: String = self
+            .conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!("store journal mode is {mode}, not wal");
+        }
+        // NORMAL is durable across process crashes in WAL mode; only a power
+        // loss can drop the last commits, which is the trade SQLite documents.
+        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        self.migrate(version)
+    }
+
+    fn migrate(&mut self, from: i64) -> anyhow::Result<()> {
+        if from == SCHEMA_VERSION {
+            return Ok(());
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        // Another process may have migrated while we waited for the lock.
+        let current: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        for (i, sql) in MIGRATIONS
+            .iter()
+            .enumerate()
+            .skip(usize::try_from(current).unwrap_or(0))
+        {
+            tx.execute_batch(sql)
+                .with_context(|| format!("migration to schema version {} failed", i + 1))?;
+        }
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Run `f` in one IMMEDIATE transaction: taking the write lock up front
+    /// avoids the deadlock-prone upgrade from a read to a write transaction.
+    fn write<T>(
+        &mut self,
+        f: impl FnOnce(&rusqlite::Transaction) -> rusqlite::Result<T>,
+    ) -> Result<T> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+}
+
+impl Store for SqliteStore {
+    fn describe(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn session(&self, id: &str) -> Result<Option<Session>> {
+        sessions::session(&self.conn, id)
+    }
+
+    fn ensure_session(&mut self, id: &str, key: &SessionKey, cwd: &str) -> Result<Session> {
+        sessions::ensure(&self.conn, id, key, cwd)
+    }
+
+    fn sessions(&self, agent: Option<&str>) -> Result<Vec<SessionListing>> {
+        sessions::list(&self.conn, agent)
+    }
+
+    fn stale_sessions(&self, before: i64) -> Result<Vec<Session>> {
+        sessions::stale(&self.conn, before)
+    }
+
+    fn delete_session(&mut self, id: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .execute("DELETE FROM sessions WHERE id = ?1", [id])?
+            > 0)
+    }
+
+    fn add_user_turn(&mut self, session_id: &str, content: &str) -> Result<i64> {
+        self.write(|tx| sessions::add_user_turn(tx, session_id, content))
+    }
+
+    fn reopen_user_turn(&mut self, turn_id: i64) -> Result<()> {
+        sessions::reopen_user_turn(&self.conn, turn_id)
+    }
+
+    fn add_reply(&mut self, session_id: &str, user_turn: i64, reply: &Reply) -> Result<i64> {
+        self.write(|tx| sessions::add_reply(tx, session_id, user_turn, reply))
+    }
+
+    fn fail_user_turn(&mut self, user_turn: i64, error: &str) -> Result<()> {
+        sessions::fail_user_turn(&self.conn, user_turn, error)
+    }
+
+    fn turns(&self, session_id: &str, limit: Option<usize>) -> Result<Vec<Turn>> {
+        sessions::turns(&self.conn, session_id, limit)
+    }
+
+    fn turns_after(&self, session_id: &str, after: i64) -> Result<Vec<Turn>> {
+        sessions::turns_after(&self.conn, session_id, after)
+    }
+
+    fn chars_after(&self, session_id: &str, after: i64) -> Result<u64> {
+        sessions::chars_after(&self.conn, session_id, after)
+    }
+
+    fn turn_count(&self, session_id: &str) -> Result<i64> {
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) FROM turns WHERE session_id = ?1",
+            [session_id],
+            |r| r.get(0),
+        )?)
+    }
+
+    fn mark_handle_started(&mut self, session_id: &str, handle: &str, host: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE sessions SET handle_turns = MAX(handle_turns, 1), handle_host = ?3 WHERE id = ?1 AND handle = ?2",
+            [session_id, handle, host],
+        )?;
+        Ok(())
+    }
+
+    fn roll_handle(&mut self, session_id: &str, roll: &Roll) -> Result<bool> {
+        sessions::roll_handle(&self.conn, session_id, roll)
+    }
+
+    fn set_pin(&mut self, session_id: &str, pin: Option<&str>) -> Result<()> {
+        self.conn.execute(
+            "UPDATE sessions SET pin = ?2, updated_at = ?3 WHERE id = ?1",
+            rusqlite::params![session_id, pin, super::now()],
+        )?;
+        Ok(())
+    }
+
+    fn swap_pin(&mut self, session_id: &str, expected: Option<&str>, pin: &str) -> Result<bool> {
+        let n = self.conn.execute(
+            "UPDATE sessions SET pin = ?3 WHERE id = ?1 AND pin IS ?2",
+            rusqlite::params![session_id, expected, pin],
+        )?;
+        Ok(n > 0)
+    }
+
+    fn add_facts(&mut self, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
+        self.write(|tx| facts::add(tx, new))
+    }
+
+    fn list_facts(&self, scope: FactScope, limit: Option<usize>) -> Result<Vec<Fact>> {
+        facts::list(&self.conn, scope, limit)
+    }
+
+    fn all_facts(&self, agent: &str, only_user: Option<&str>) -> Result<Vec<Fact>> {
+        facts::all(&self.conn, agent, only_user)
+    }
+
+    fn count_fact_matches(&self, query: &FactQuery, cap: i64) -> Result<i64> {
+        facts::count_matches(&self.conn, query, cap)
+    }
+
+    fn rank_facts(
+        &self,
+        query: &FactQuery,
+        scope: FactScope,
+        want: usize,
+        window: Option<usize>,
+    ) -> Result<Vec<(Fact, f64)>> {
+        facts::rank(&self.conn, query, scope, want, window)
+    }
+
+    fn bump_facts(&mut self, ids: &[i64]) -> Result<()> {
+        let t = super::now();
+        self.write(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE facts SET access_count = access_count + 1, last_used_at = ?2 WHERE id = ?1",
+            )?;
+            for id in ids {
+                stmt.execute(rusqlite::params![id, t])?;
+            }
+            Ok(())
+        })
+    }
+
+    fn forget_facts(&mut self, agent: &str, ids: &[i64]) -> Result<usize> {
+        self.write(|tx| facts::forget(tx, agent, ids))
+    }
+
+    fn enqueue_job(
+        &mut self,
+        kind: JobKind,
+        session_id: &str,
+        turn_id: Option<i64>,
+        input: &serde_json::Value,
+    ) -> Result<i64> {
+        jobs::enqueue(&self.conn, kind, session_id, turn_id, input)
+    }
+
+    fn has_open_job(&self, session_id: &str, kind: JobKind) -> Result<bool> {
+        jobs::has_open(&self.conn, session_id, kind)
+    }
+
+    fn has_runnable_jobs(&self, session_id: Option<&str>) -> Result<bool> {
+        jobs::has_runnable(&self.conn, session_id)
+    }
+
+    fn next_job_at(&self, session_id: Option<&str>) -> Result<Option<i64>> {
+        jobs::next_at(&self.conn, session_id)
+    }
+
+    fn claim_jobs(&mut self, session_id: Option<&str>, lease_secs: i64) -> Result<Vec<Job>> {
+        self.write(|tx| jobs::claim(tx, session_id, lease_secs))
+    }
+
+    fn finish_job(&mut self, id: i64) -> Result<()> {
+        jobs::finish(&self.conn, id)
+    }
+
+    fn fail_job(&mut self, id: i64, error: &str) -> Result<()> {
+        jobs::fail(&self.conn, id, error)
+    }
+
+    fn retry_job(&mut self, id: i64) -> Result<bool> {
+        jobs::retry(&self.conn, id)
+    }
+
+    fn jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>> {
+        jobs::list(&self.conn, filter)
+    }
+
+    fn record_call(&mut self, call: &CallRecord) -> Result<()> {
+        calls::record(&self.conn, call)
+    }
+
+    fn calls(&self, filter: &CallFilter) -> Result<Vec<CallRow>> {
+        calls::list(&self.conn, filter)
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?)
+    }
+
+    fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [key, value],
+        )?;
+        Ok(())
+    }
+
+    fn schema_version(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+
+    fn integrity_check(&self) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare("PRAGMA integrity_check")?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    fn counts(&self) -> Result<Counts> {
+        Ok(self.conn.query_row(
+            "SELECT (SELECT COUNT(*) FROM sessions), (SELECT COUNT(*) FROM turns), (SELECT COUNT(*) FROM facts),
+                    (SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running'))",
+            [],
+            |r| {
+                Ok(Counts {
+                    sessions: r.get(0)?,
+                    turns: r.get(1)?,
+                    facts: r.get(2)?,
+                    open_jobs: r.get(3)?,
+                })
+            },
+        )?)
+    }
+
+    fn try_lock_session(&self, session_id: &str, create: bool) -> Result<Option<SessionLock>> {
+        let path = lock::lock_dir(&self.path).join(format!("{session_id}.lock"));
+        Ok(lock::try_lock(&path, create)?.map(SessionLock::new))
+    }
+}
+
+fn is_cant_open(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<rusqlite::Error>()
+            .and_then(rusqlite::Error::sqlite_error_code)
+            .is_some_and(|code| code == rusqlite::ErrorCode::CannotOpen)
+    })
+}
+
+/// A path as the path part of a `file:` URI: the characters a URI gives
+/// meaning to are percent-encoded.
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' | '?' | '#' => out.push_str(&format!("%{:02X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Create the folder (0700) and the file (0600) before SQLite touches them,
+/// so the store is private from its first byte.
+fn prepare_file(path: &Path) -> anyhow::Result<()> {
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+    {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("could not create store folder {}", dir.display()))?;
+    }
+    match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let meta = fs::metadata(path).context("could not read it")?;
+            if meta.permissions().mode() & 0o077 != 0 {
+                // Tighten a store someone created by hand; failure is not fatal
+                // (the file may belong to another user who granted us access).
+                let _ = fs::set_permissions(path, fs::Permissions::from_mode(0o600));
+            }
+            Ok(())
+        }
+        Err(e) => Err(e).context("could not create it"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Kind;
+
+    #[test]
+    fn creates_private_file_and_migrates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/dir/sessions.db");
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let dmode = fs::metadata(path.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(dmode, 0o700);
+        drop(store);
+        // Reopening is a no-op migration.
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.integrity_check().unwrap(), vec!["ok".to_string()]);
+    }
+
+    #[test]
+    fn refuses_a_file_that_is_not_a_database_and_leaves_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        let junk = b"this is not sqlite, but a user's precious file\n".repeat(100);
+        fs::write(&path, &junk).unwrap();
+        let err = SqliteStore::open(&path).err().unwrap();
+        assert_eq!(crate::error::exit_code_of(&err), Kind::Store.exit_code());
+        assert_eq!(fs::read(&path).unwrap(), junk);
+    }
+
+    #[test]
+    fn refuses_a_newer_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+                .unwrap();
+        }
+        let err = SqliteStore::open(&path).err().unwrap();
+        assert!(format!("{err:#}").contains("newer"), "{err:#}");
+    }
+
+    #[test]
+    fn a_folder_is_named_as_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = SqliteStore::open(dir.path()).err().unwrap();
+        assert!(format!("{err:#}").contains("is a folder"), "{err:#}");
+        assert_eq!(crate::error::exit_code_of(&err), Kind::Store.exit_code());
+    }
+
+    /// A version-1 store (as the first release wrote it) migrates, and its
+    /// replies become calls that `stats` counts.
+    #[test]
+    fn migrates_a_version_1_store_with_its_usage() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(MIGRATIONS[0]).unwrap();
+            c.execute_batch(
+                "PRAGMA user_version = 1;
+                 INSERT INTO sessions (id, agent, channel, handle, cwd, created_at, updated_at) VALUES ('s', 'a', 'c', 's', '/', 1, 1);
+                 INSERT INTO turns (session_id, role, content, status, created_at) VALUES ('s', 'user', 'hi', 'answered', 1);
+                 INSERT INTO turns (session_id, role, content, status, mode, handle, usage, cost_usd, duration_ms, created_at)
+                   VALUES ('s', 'assistant', 'hello', 'ok', 'new', 's', '{\"input_tokens\":7,\"cache_read_input_tokens\":3,\"output_tokens\":2}', 0.5, 10, 2);
+                 INSERT INTO turns (session_id, role, content, status, mode, handle, created_at)
+                   VALUES ('s', 'assistant', 'api reply', 'ok', 'new', 'api', 3);",
+            )
+            .unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        let calls = store.calls(&CallFilter::default()).unwrap();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].usage.input_tokens, 7);
+        assert_eq!(calls[0].usage.cache_read_input_tokens, 3);
+        assert_eq!(calls[0].path, super::super::CallPath::Cli);
+        assert_eq!(calls[1].path, super::super::CallPath::Api);
+        let turns = store.turns("s", None).unwrap();
+        assert_eq!(turns[1].path, Some(super::super::CallPath::Cli));
+    }
+}

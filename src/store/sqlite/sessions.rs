@@ -1,0 +1,203 @@
+//! Sessions and their turns on SQLite.
+
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+
+use crate::session::SessionKey;
+use crate::store::{Reply, Result, Role, Roll, Session, SessionListing, Turn, TurnStatus, now};
+
+const SESSION_COLS: &str = "id, agent, channel, thread, generation, handle, handle_turns, handle_host, cwd, pin, summary, summary_upto, created_at, updated_at";
+
+fn session_from_row(r: &Row) -> rusqlite::Result<Session> {
+    Ok(Session {
+        id: r.get(0)?,
+        agent: r.get(1)?,
+        channel: r.get(2)?,
+        thread: r.get(3)?,
+        generation: r.get(4)?,
+        handle: r.get(5)?,
+        handle_turns: r.get(6)?,
+        handle_host: r.get(7)?,
+        cwd: r.get(8)?,
+        pin: r.get(9)?,
+        summary: r.get(10)?,
+        summary_upto: r.get(11)?,
+        created_at: r.get(12)?,
+        updated_at: r.get(13)?,
+    })
+}
+
+const TURN_COLS: &str =
+    "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at";
+
+fn turn_from_row(r: &Row) -> rusqlite::Result<Turn> {
+    let usage: Option<String> = r.get(6)?;
+    Ok(Turn {
+        id: r.get(0)?,
+        role: r.get(1)?,
+        content: r.get(2)?,
+        status: r.get(3)?,
+        mode: r.get(4)?,
+        path: r.get(5)?,
+        usage: usage.and_then(|u| serde_json::from_str(&u).ok()),
+        cost_usd: r.get(7)?,
+        duration_ms: r.get(8)?,
+        error: r.get(9)?,
+        created_at: r.get(10)?,
+    })
+}
+
+pub fn session(conn: &Connection, id: &str) -> Result<Option<Session>> {
+    Ok(conn
+        .query_row(
+            &format!("SELECT {SESSION_COLS} FROM sessions WHERE id = ?1"),
+            [id],
+            session_from_row,
+        )
+        .optional()?)
+}
+
+pub fn ensure(conn: &Connection, id: &str, key: &SessionKey, cwd: &str) -> Result<Session> {
+    let t = now();
+    // RETURNING only answers for an inserted row; an existing one is read after.
+    conn.execute(
+        "INSERT INTO sessions (id, agent, channel, thread, handle, cwd, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?1, ?5, ?6, ?6) ON CONFLICT (id) DO NOTHING",
+        params![id, key.agent, key.channel, key.thread, cwd, t],
+    )?;
+    session(conn, id)?.ok_or_else(|| {
+        anyhow::anyhow!("session {id} vanished right after it was created (deleted meanwhile?)")
+            .into()
+    })
+}
+
+pub fn list(conn: &Connection, agent: Option<&str>) -> Result<Vec<SessionListing>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {SESSION_COLS}, (SELECT COUNT(*) FROM turns t WHERE t.session_id = sessions.id)
+         FROM sessions WHERE ?1 IS NULL OR agent = ?1 ORDER BY updated_at DESC, id"
+    ))?;
+    let rows = stmt.query_map([agent], |r| {
+        Ok(SessionListing {
+            session: session_from_row(r)?,
+            turns: r.get(14)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub fn stale(conn: &Connection, before: i64) -> Result<Vec<Session>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {SESSION_COLS} FROM sessions WHERE updated_at < ?1 ORDER BY updated_at"
+    ))?;
+    let rows = stmt.query_map([before], session_from_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub fn add_user_turn(tx: &Transaction, session_id: &str, content: &str) -> rusqlite::Result<i64> {
+    let t = now();
+    tx.execute(
+        "INSERT INTO turns (session_id, role, content, status, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![session_id, Role::User, content, TurnStatus::Pending, t],
+    )?;
+    let id = tx.last_insert_rowid();
+    tx.execute(
+        "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
+        params![session_id, t],
+    )?;
+    Ok(id)
+}
+
+pub fn reopen_user_turn(conn: &Connection, turn_id: i64) -> Result<()> {
+    conn.execute(
+        "UPDATE turns SET status = ?2, error = NULL WHERE id = ?1 AND role = ?3",
+        params![turn_id, TurnStatus::Pending, Role::User],
+    )?;
+    Ok(())
+}
+
+pub fn add_reply(
+    tx: &Transaction,
+    session_id: &str,
+    user_turn: i64,
+    reply: &Reply,
+) -> rusqlite::Result<i64> {
+    let t = now();
+    let usage = reply.usage.map(ToString::to_string);
+    tx.execute(
+        "INSERT INTO turns (session_id, role, content, status, mode, path, handle, usage, cost_usd, duration_ms, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            session_id,
+            Role::Assistant,
+            reply.content,
+            TurnStatus::Reply,
+            reply.mode,
+            reply.path,
+            reply.handle,
+            usage,
+            reply.cost_usd,
+            reply.duration_ms,
+            t
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    tx.execute(
+        "UPDATE turns SET status = ?2, mode = ?3, handle = ?4, error = NULL WHERE id = ?1",
+        params![user_turn, TurnStatus::Answered, reply.mode, reply.handle],
+    )?;
+    tx.execute(
+        "UPDATE sessions SET handle_turns = handle_turns + 1, handle_host = COALESCE(?4, handle_host), updated_at = ?2
+         WHERE id = ?1 AND handle = ?3",
+        params![session_id, t, reply.handle, reply.host],
+    )?;
+    Ok(id)
+}
+
+pub fn fail_user_turn(conn: &Connection, user_turn: i64, error: &str) -> Result<()> {
+    conn.execute(
+        "UPDATE turns SET status = ?2, error = ?3 WHERE id = ?1",
+        params![user_turn, TurnStatus::Failed, error],
+    )?;
+    Ok(())
+}
+
+pub fn turns(conn: &Connection, session_id: &str, limit: Option<usize>) -> Result<Vec<Turn>> {
+    let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT * FROM (SELECT {TURN_COLS} FROM turns WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2) ORDER BY id"
+    ))?;
+    let rows = stmt.query_map(params![session_id, limit], turn_from_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub fn turns_after(conn: &Connection, session_id: &str, after: i64) -> Result<Vec<Turn>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {TURN_COLS} FROM turns WHERE session_id = ?1 AND id > ?2 ORDER BY id"
+    ))?;
+    let rows = stmt.query_map(params![session_id, after], turn_from_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub fn chars_after(conn: &Connection, session_id: &str, after: i64) -> Result<u64> {
+    let n: i64 = conn.query_row(
+        "SELECT COALESCE(SUM(length(content)), 0) FROM turns WHERE session_id = ?1 AND id > ?2",
+        params![session_id, after],
+        |r| r.get(0),
+    )?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+pub fn roll_handle(conn: &Connection, session_id: &str, roll: &Roll) -> Result<bool> {
+    let n = match roll.summary {
+        None => conn.execute(
+            "UPDATE sessions SET generation = ?3, handle = ?4, handle_turns = 0, handle_host = NULL, updated_at = ?5
+             WHERE id = ?1 AND generation = ?2",
+            params![session_id, roll.from, roll.to, roll.handle, now()],
+        )?,
+        Some((summary, upto)) => conn.execute(
+            "UPDATE sessions SET generation = ?3, handle = ?4, handle_turns = 0, handle_host = NULL, summary = ?5, summary_upto = ?6
+             WHERE id = ?1 AND generation = ?2",
+            params![session_id, roll.from, roll.to, roll.handle, summary, upto],
+        )?,
+    };
+    Ok(n > 0)
+}

@@ -1,0 +1,498 @@
+//! One turn, step by step: record the message, gather what the store
+//! holds, plan, call (recovering as the policy says), record the reply.
+//! Side calls are queued for a detached worker: the turn never waits for
+//! them unless asked to (`--wait-side`).
+
+pub mod message;
+pub mod plan;
+pub mod prompt;
+pub mod recovery;
+pub mod settings;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::backend::{self, Backend, CallError, Outcome, ProbeCache, Problem, api};
+use crate::error::{Kind, fail};
+use crate::memory::jobs::{self, Runner};
+use crate::memory::{compact, recall, worker};
+use crate::output::{Output, interrupted};
+use crate::session::transcript_host;
+use crate::store::{
+    self, CallPath, CallRecord, FactScope, JobKind, Mode, Reply, Role, Roll, Session, SessionLock,
+    Store, Turn, TurnStatus,
+};
+use plan::{Attempt, MemoryPlan, State, Target};
+use recovery::Next;
+pub use settings::{Input, Route, TurnSettings};
+
+/// What a turn reports (`turn --json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Answer {
+    pub session_id: String,
+    /// claude's session id for this turn, or `api`.
+    pub handle: String,
+    pub mode: Mode,
+    pub path: CallPath,
+    pub reply: String,
+    /// The pin as stored when the reply was recorded.
+    pub pinned: Option<String>,
+    pub facts_injected: Vec<String>,
+    pub usage: Value,
+    pub cost_usd: Option<f64>,
+    pub duration_ms: u64,
+}
+
+/// Run one turn, streaming the reply to `out`.
+pub async fn run(settings: &TurnSettings, input: Input, out: &mut Output) -> Result<Answer> {
+    let started = Instant::now();
+    let deadline = deadline_after(started, settings.timeout);
+    let mut store = store::open(&settings.location)?;
+    let sid = settings.address.session_id();
+    let _lock = lock_session(&*store, &sid, deadline).await?;
+    let session = store.ensure_session(&sid, &settings.address.key(), &cwd())?;
+    let (user_turn, message) = record_input(&mut *store, &session, input)?;
+    // From here every failure is kept on the user turn, with its reason.
+    let result = tokio::select! {
+        r = answer(&mut *store, settings, &sid, user_turn, &message, out, started, deadline) => r,
+        // The kill happens inside this branch's future: select! drops the
+        // call (and with it the registry entry) before running this body.
+        sig = async { let sig = interrupted().await; backend::claude::kill_all_children(); sig } => {
+            Err(fail(Kind::Interrupted, format!("interrupted by {sig}: claude was stopped and the turn left unanswered")))
+        }
+    };
+    out.stop_spinner();
+    if let Err(e) = &result {
+        let _ = store.fail_user_turn(user_turn, &format!("{e:#}"));
+    }
+    result
+}
+
+/// A deadline `timeout` from `start`; settings bound timeouts, so the far
+/// fallback never matters in practice.
+fn deadline_after(start: Instant, timeout: Duration) -> Instant {
+    start
+        .checked_add(timeout)
+        .unwrap_or_else(|| start + Duration::from_secs(86_400))
+}
+
+/// The working folder a new session records.
+pub fn cwd() -> String {
+    std::env::current_dir()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "/".into())
+}
+
+/// Wait for the session's turn lock: turns of one session run one at a
+/// time (claude's transcript takes one writer).
+pub async fn lock_session(store: &dyn Store, sid: &str, deadline: Instant) -> Result<SessionLock> {
+    let mut logged = false;
+    loop {
+        if let Some(lock) = store.try_lock_session(sid, true)? {
+            return Ok(lock);
+        }
+        if !logged {
+            tracing::info!("waiting for another turn of session {sid}");
+            logged = true;
+        }
+        if Instant::now() >= deadline {
+            return Err(fail(
+                Kind::Timeout,
+                format!("timed out waiting for another turn of session {sid} to finish"),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Store the message before anything can fail, or take back the last one
+/// that failed (`--again`).
+fn record_input(store: &mut dyn Store, session: &Session, input: Input) -> Result<(i64, String)> {
+    match input {
+        Input::Message(m) => Ok((store.add_user_turn(&session.id, &m)?, m)),
+        Input::Again => {
+            let t = resendable(store, &session.id)?;
+            store.reopen_user_turn(t.id)?;
+            Ok((t.id, t.content))
+        }
+    }
+}
+
+/// The message `--again` sends: the session's last one, if it was not answered.
+pub fn resendable(store: &dyn Store, session_id: &str) -> Result<Turn> {
+    match store.turns(session_id, Some(1))?.pop() {
+        // A pending turn whose process died is as unanswered as a failed
+        // one (a running turn holds the lock, so `turn --again` waits for it).
+        Some(t)
+            if t.role == Role::User
+                && matches!(t.status, TurnStatus::Failed | TurnStatus::Pending) =>
+        {
+            Ok(t)
+        }
+        Some(_) => Err(fail(
+            Kind::BadInput,
+            "nothing to send again: the session's last message was answered",
+        )),
+        None => Err(fail(
+            Kind::BadInput,
+            "nothing to send again: the session has no messages",
+        )),
+    }
+}
+
+/// What the store holds for a turn of `session` about `message`.
+pub struct Gathered {
+    pub live: Vec<Turn>,
+    pub pin_job_open: bool,
+    pub facts: Vec<store::ScoredFact>,
+    pub cwd: Option<PathBuf>,
+}
+
+impl Gathered {
+    /// Nothing stored yet (a dry run before the first turn).
+    pub fn empty(session: &Session) -> Gathered {
+        Gathered {
+            live: Vec::new(),
+            pin_job_open: false,
+            facts: Vec::new(),
+            cwd: Some(PathBuf::from(&session.cwd)).filter(|p| p.is_dir()),
+        }
+    }
+
+    pub fn read(
+        store: &dyn Store,
+        session: &Session,
+        message: &str,
+        user: Option<&str>,
+    ) -> Result<Gathered> {
+        let scope = FactScope {
+            agent: &session.agent,
+            user,
+        };
+        Ok(Gathered {
+            live: compact::live_turns(store, session)?,
+            pin_job_open: store.has_open_job(&session.id, JobKind::Pin)?,
+            facts: recall::search(store, scope, message, recall::FACTS_PER_TURN * 3)?,
+            cwd: Some(PathBuf::from(&session.cwd)).filter(|p| p.is_dir()),
+        })
+    }
+
+    pub fn state<'a>(&'a self, session: &'a Session, host: &'a str) -> State<'a> {
+        State {
+            session,
+            live: &self.live,
+            pin_job_open: self.pin_job_open,
+            facts: self.facts.clone(),
+            cwd: self.cwd.clone(),
+            host,
+        }
+    }
+}
+
+/// The model id a turn on the API sends.
+pub fn api_model(settings: &TurnSettings) -> String {
+    api::model_id(settings.model.as_deref().unwrap_or(api::DEFAULT_MODEL))
+}
+
+/// What an attempt is rendered for, given the backend.
+pub fn target<'a>(backend: &'a Backend, api_model: &'a str) -> Target<'a> {
+    match backend {
+        Backend::Cli { caps, .. } => Target::Cli(caps),
+        Backend::Api(_) => Target::Api { model: api_model },
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn answer(
+    store: &mut dyn Store,
+    settings: &TurnSettings,
+    sid: &str,
+    user_turn: i64,
+    message: &str,
+    out: &mut Output,
+    started: Instant,
+    deadline: Instant,
+) -> Result<Answer> {
+    let host = transcript_host();
+    let mut backend = backend::resolve(
+        settings.route,
+        settings.claude.as_deref(),
+        ProbeCache::Store(store),
+    )
+    .await?;
+    let mut session = reload(store, sid)?;
+    let gathered = Gathered::read(store, &session, message, settings.user.as_deref())?;
+    let memory = plan::memory(&gathered.state(&session, &host), message, settings);
+    remember(store, settings, sid, user_turn, &memory)?;
+
+    let api_model = api_model(settings);
+    let mut attempts = 0;
+    let (attempt, rendered, outcome) = loop {
+        let state = gathered.state(&session, &host);
+        let target = target(&backend, &api_model);
+        let attempt = plan::attempt(&state, target);
+        if let Attempt::Replay {
+            handle,
+            roll_from: Some(from),
+            ..
+        } = &attempt
+        {
+            // The handle in use was written on another host: move on first.
+            roll(store, &session, *from, handle)?;
+            session = reload(store, sid)?;
+            continue;
+        }
+        attempts += 1;
+        if attempts > recovery::MAX_ATTEMPTS {
+            return Err(fail(
+                Kind::SessionLost,
+                "could not start or resume the conversation after several attempts",
+            ));
+        }
+        let rendered = plan::render(&memory, &state, &attempt, message, settings, target);
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(timed_out(settings));
+        }
+        let err = match backend
+            .main_call(&rendered.request, remaining, |t| out.text(t))
+            .await
+        {
+            Ok(outcome) => break (attempt, rendered, outcome),
+            Err(e) => e,
+        };
+        let api = settings.route.api();
+        match recovery::next(attempt.step(), err.problem, err.emitted_text, api.is_some()) {
+            Next::ResumeInstead => {
+                tracing::info!(
+                    "handle {} already has a transcript: resuming it",
+                    attempt.handle()
+                );
+                store.mark_handle_started(sid, attempt.handle(), &host)?;
+            }
+            Next::RollAndReplay => {
+                eprintln!(
+                    "duduclaw-session: {}; continuing on a new handle with the stored history",
+                    err.message
+                );
+                let (_, handle) = session.next_handle();
+                roll(store, &session, session.generation, &handle)?;
+            }
+            Next::UseApi => {
+                eprintln!(
+                    "duduclaw-session: {}; using the Messages API directly (ANTHROPIC_API_KEY)",
+                    err.message
+                );
+                if let Some(cfg) = api {
+                    backend = Backend::Api(cfg);
+                }
+            }
+            Next::Fail => return Err(failure(err, settings)),
+        }
+        session = reload(store, sid)?;
+    };
+
+    if !outcome.streamed {
+        out.text(&outcome.text);
+    }
+    out.end();
+    let path = backend.path();
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    store.add_reply(
+        sid,
+        user_turn,
+        &Reply {
+            content: &outcome.text,
+            mode: attempt.mode(),
+            path,
+            handle: attempt.handle(),
+            host: (path == CallPath::Cli).then_some(host.as_str()),
+            usage: outcome.usage_json.as_ref(),
+            cost_usd: outcome.cost_usd,
+            duration_ms: i64::try_from(duration_ms).unwrap_or(i64::MAX),
+        },
+    )?;
+    record_main_call(
+        store,
+        &session,
+        user_turn,
+        path,
+        &outcome,
+        rendered.memory_tokens,
+    );
+    tracing::info!(
+        session = %sid,
+        handle = %attempt.handle(),
+        mode = %attempt.mode(),
+        path = %path,
+        facts = memory.facts.len(),
+        ms = duration_ms,
+        "turn answered"
+    );
+    if path == CallPath::Api && session.handle_turns > 0 {
+        // claude's transcript has not seen this exchange: the next claude
+        // turn starts a new handle with the history, this turn included.
+        let (_, handle) = session.next_handle();
+        roll(store, &session, session.generation, &handle)?;
+    }
+    after_reply(store, settings, sid, &backend).await;
+
+    Ok(Answer {
+        session_id: sid.to_string(),
+        handle: attempt.handle().to_string(),
+        mode: attempt.mode(),
+        path,
+        reply: outcome.text,
+        pinned: store.session(sid)?.and_then(|s| s.pin),
+        facts_injected: memory
+            .facts
+            .iter()
+            .map(|f| f.fact.content.clone())
+            .collect(),
+        usage: outcome.usage_json.unwrap_or(Value::Null),
+        cost_usd: outcome.cost_usd,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
+fn reload(store: &dyn Store, sid: &str) -> Result<Session> {
+    store
+        .session(sid)?
+        .with_context(|| format!("session {sid} was deleted during its turn"))
+}
+
+/// Move the session from generation `from` to the handle given, unless it
+/// moved already (then whatever moved it stands; the next plan reads it).
+fn roll(store: &mut dyn Store, session: &Session, from: u32, handle: &str) -> Result<()> {
+    let roll = Roll {
+        from,
+        to: from.saturating_add(1),
+        handle,
+        summary: None,
+    };
+    if !store.roll_handle(&session.id, &roll)? {
+        tracing::info!("session {} moved to another handle meanwhile", session.id);
+    }
+    Ok(())
+}
+
+/// Store what the plan decided about memory: a grown pin, the facts' use,
+/// the side calls; then start a worker for them.
+fn remember(
+    store: &mut dyn Store,
+    settings: &TurnSettings,
+    sid: &str,
+    user_turn: i64,
+    memory: &MemoryPlan,
+) -> Result<()> {
+    if let Some(p) = &memory.pin_update {
+        store.set_pin(sid, Some(p))?;
+    }
+    let ids: Vec<i64> = memory.facts.iter().map(|f| f.fact.id).collect();
+    if !ids.is_empty() {
+        store.bump_facts(&ids)?;
+    }
+    for job in &memory.jobs {
+        store.enqueue_job(job.kind, sid, Some(user_turn), &job.input)?;
+    }
+    // Started now, before the main call, so the first pin is normally
+    // stored before a person could type the second message; it waits for
+    // this turn's reply (or two seconds) before calling anything.
+    if !settings.wait_side && store.has_runnable_jobs(Some(sid))? {
+        worker::spawn(settings, sid, Some(user_turn));
+    }
+    Ok(())
+}
+
+/// The main call's usage, for `stats`. Never fails the turn: the reply is
+/// already recorded.
+fn record_main_call(
+    store: &mut dyn Store,
+    session: &Session,
+    user_turn: i64,
+    path: CallPath,
+    outcome: &Outcome,
+    memory_tokens: usize,
+) {
+    let call = CallRecord {
+        session_id: &session.id,
+        agent: &session.agent,
+        turn_id: Some(user_turn),
+        kind: store::CallKind::Main,
+        path,
+        model: outcome.model.as_deref(),
+        usage: outcome.usage,
+        cost_usd: outcome.cost_usd,
+        duration_ms: outcome.duration_ms,
+        memory_tokens: memory_tokens as u64,
+    };
+    if let Err(e) = store.record_call(&call) {
+        tracing::warn!("could not record the turn's usage: {e:#}");
+    }
+}
+
+/// After the reply: queue a compaction summary when the session grew past
+/// its threshold, and run or hand off the side calls. Nothing here can
+/// fail the turn.
+async fn after_reply(store: &mut dyn Store, settings: &TurnSettings, sid: &str, backend: &Backend) {
+    let mut queued = false;
+    if settings.compact {
+        let check = reload(store, sid).and_then(|s| {
+            compact::maybe_enqueue(store, &s, settings.compact_at, &settings.extract_model)
+        });
+        match check {
+            Ok(q) => queued = q,
+            Err(e) => tracing::warn!("compaction check failed: {e:#}"),
+        }
+    }
+    if settings.wait_side {
+        let runner = Runner {
+            backend: backend.clone(),
+            model: settings.extract_model.clone(),
+            timeout: settings.side_timeout,
+        };
+        let until = deadline_after(
+            Instant::now(),
+            settings.side_timeout + Duration::from_secs(5),
+        );
+        match jobs::drain(store, &runner, Some(sid), Some(until)).await {
+            Ok(d) => tracing::info!(
+                "side calls: {} done, {} failed, {} left running",
+                d.done,
+                d.failed,
+                d.cut_off
+            ),
+            Err(e) => tracing::warn!("side calls could not run: {e:#}"),
+        }
+    } else if queued {
+        worker::spawn(settings, sid, None);
+    }
+}
+
+fn timed_out(settings: &TurnSettings) -> anyhow::Error {
+    fail(
+        Kind::Timeout,
+        format!(
+            "turn timed out after {} (--timeout)",
+            humantime::format_duration(settings.timeout)
+        ),
+    )
+}
+
+fn failure(err: CallError, settings: &TurnSettings) -> anyhow::Error {
+    match err.problem {
+        Problem::Timeout => fail(
+            Kind::Timeout,
+            format!(
+                "the main call timed out after {} (--timeout) and was stopped",
+                humantime::format_duration(settings.timeout)
+            ),
+        ),
+        _ => err.into_failure(),
+    }
+}

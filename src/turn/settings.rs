@@ -1,0 +1,49 @@
+//! A turn's settings, resolved: what the command line asked for, validated
+//! and in plain types. Nothing below this point sees a clap type.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use crate::backend::Route;
+use crate::session::Address;
+use crate::store::Location;
+use crate::turn::prompt::FactsPlacement;
+
+/// What to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A new message.
+    Message(String),
+    /// The session's last failed message, sent again (`--again`).
+    Again,
+}
+
+#[derive(Debug, Clone)]
+pub struct TurnSettings {
+    pub location: Location,
+    pub claude: Option<PathBuf>,
+    pub address: Address,
+    /// Scope facts to one person as well as the agent.
+    pub user: Option<String>,
+    /// One JSON object instead of the streamed reply.
+    pub json: bool,
+    pub model: Option<String>,
+    pub extract_model: String,
+    /// Pin and fact extraction.
+    pub extract: bool,
+    /// Compaction past `compact_at` estimated tokens.
+    pub compact: bool,
+    pub compact_at: usize,
+    /// The main call on the lightweight flags.
+    pub light: bool,
+    pub timeout: Duration,
+    pub side_timeout: Duration,
+    pub route: Route,
+    pub facts_in: FactsPlacement,
+    /// Passed to claude's main call, last.
+    pub claude_args: Vec<OsString>,
+    /// Run this turn's side calls in the foreground, bounded, instead of in
+    /// a detached worker.
+    pub wait_side: bool,
+}
