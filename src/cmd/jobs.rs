@@ -13,7 +13,7 @@ use crate::error::{Kind, fail};
 use crate::memory::jobs::{self, Runner};
 use crate::memory::worker::{self, WorkerSettings};
 use crate::session::Address;
-use crate::store::{self, JobFilter, JobRow, Location};
+use crate::store::{self, JobFilter, JobRow, JobSelect, Location};
 
 /// The session a scope names when it names one (agent and channel given).
 fn scope_session(scope: &JobScope) -> Option<String> {
@@ -72,8 +72,11 @@ fn list(
             let sid = scope_session(scope);
             let age = i64::try_from(since.as_secs()).unwrap_or(i64::MAX);
             store.jobs(&JobFilter {
-                session_id: sid.as_deref(),
-                agent: scope.agent.as_deref(),
+                select: JobSelect {
+                    session_id: sid.as_deref(),
+                    agent: scope.agent.as_deref(),
+                    kind: None,
+                },
                 finished_since: Some(store::now().saturating_sub(age)),
             })?
         }
@@ -93,7 +96,12 @@ fn list(
         writeln!(
             out,
             "{}\t{}\t{}\t{}\t{}\t{}",
-            j.id, j.kind, j.status, j.attempts, j.session_id, error
+            j.id,
+            j.kind,
+            j.status,
+            j.attempts,
+            j.session_id.as_deref().unwrap_or(&j.agent),
+            error
         )?;
     }
     Ok(())
@@ -111,12 +119,12 @@ async fn run_now(
     };
     let mut store = store::open(location)?;
     let sid = scope_session(scope);
-    if scope.agent.is_some() && sid.is_none() {
-        return Err(super::usage(
-            "jobs run takes a whole session: --agent with --channel (and --thread if it has one)",
-        ));
-    }
-    if !store.has_runnable_jobs(sid.as_deref())? {
+    let select = JobSelect {
+        session_id: sid.as_deref(),
+        agent: scope.agent.as_deref(),
+        kind: None,
+    };
+    if !store.has_runnable_jobs(select)? {
         summary("no runnable jobs");
         return Ok(());
     }
@@ -127,7 +135,7 @@ async fn run_now(
         model: side.extract_model.clone(),
         timeout: side.side_timeout,
     };
-    let d = jobs::drain(&mut *store, &runner, sid.as_deref(), None).await?;
+    let d = jobs::drain(&mut *store, &runner, select, None).await?;
     summary(format!(
         "ran {} jobs: {} done, {} failed",
         d.done + d.failed,

@@ -10,7 +10,7 @@ use super::{address, describe, no_session, open_for_reading, summary};
 use crate::cli::{SessionArgs, SessionsAction};
 use crate::error::{Kind, fail};
 use crate::memory::compact;
-use crate::store::{self, JobFilter, Location, Role, Session, Store, TurnStatus};
+use crate::store::{self, JobFilter, JobSelect, Location, Role, Session, Store, TurnStatus};
 
 pub fn history(
     location: &Location,
@@ -58,8 +58,8 @@ fn canonical_id(id: &str) -> Option<String> {
 fn session_json(store: &dyn Store, s: &Session) -> Result<Value> {
     let live = compact::live_turns(store, s)?;
     let filter = JobFilter {
-        session_id: Some(&s.id),
-        ..JobFilter::default()
+        select: JobSelect::session(&s.id),
+        finished_since: None,
     };
     let jobs: Vec<Value> = store
         .jobs(&filter)?

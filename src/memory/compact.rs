@@ -7,7 +7,7 @@
 use anyhow::{Result, anyhow};
 use serde_json::json;
 
-use crate::store::{Job, JobKind, Roll, Session, Store, Turn};
+use crate::store::{Job, JobKind, JobSelect, Roll, Session, Store, Turn};
 use crate::text::{escape_xml, estimate_tokens};
 
 pub const SUMMARY_SYSTEM: &str = "Summarize the earlier part of this conversation between a user and an AI assistant \
@@ -52,7 +52,11 @@ pub fn maybe_enqueue(
     threshold: usize,
     model: &str,
 ) -> Result<bool> {
-    if store.has_open_job(&session.id, JobKind::Summary)? {
+    let open = JobSelect {
+        kind: Some(JobKind::Summary),
+        ..JobSelect::session(&session.id)
+    };
+    if store.has_open_job(open)? {
         return Ok(false);
     }
     // This runs after every turn: rule most turns out from a character count
@@ -89,7 +93,13 @@ pub fn maybe_enqueue(
         transcript = transcript.chars().skip(skip).collect();
     }
     let input = json!({ "transcript": transcript, "upto": upto, "generation": session.generation, "model": model });
-    store.enqueue_job(JobKind::Summary, &session.id, None, &input)?;
+    store.enqueue_job(
+        JobKind::Summary,
+        &session.agent,
+        Some(&session.id),
+        None,
+        &input,
+    )?;
     Ok(true)
 }
 
@@ -108,8 +118,12 @@ pub fn apply_summary(store: &mut dyn Store, job: &Job, answer: &str) -> Result<S
         .as_u64()
         .and_then(|g| u32::try_from(g).ok())
         .ok_or_else(|| anyhow!("summary job without a generation"))?;
-    let session = store
-        .session(&job.session_id)?
+    let session = job
+        .session_id
+        .as_deref()
+        .map(|sid| store.session(sid))
+        .transpose()?
+        .flatten()
         .ok_or_else(|| anyhow!("session is gone"))?;
     if session.generation != generation {
         return Ok("session rolled over meanwhile; summary dropped".into());

@@ -258,21 +258,87 @@ fn is_preamble(line: &str) -> bool {
         .ends_with([':', '：'])
 }
 
-/// The facts in a side call's plain-text answer: one per line, or `NONE`.
+/// A fact as a side call answered it: its text and its search keywords.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extracted {
+    pub content: String,
+    pub keywords: Vec<String>,
+}
+
+/// At most this many keywords are kept per fact...
+pub const MAX_KEYWORDS: usize = 16;
+/// ...each at most this long (a keyword is a word or a short phrase).
+pub const MAX_KEYWORD_CHARS: usize = 40;
+
+/// The facts in a side call's plain-text answer: one per line as
+/// `- FACT | keyword, keyword, …` (the keywords optional), or `NONE`.
 /// Lenient about decoration, strict about what ends up stored.
-pub fn parse_fact_lines(answer: &str) -> Vec<String> {
+pub fn parse_fact_lines(answer: &str) -> Vec<Extracted> {
     answer
         .lines()
-        .map(|line| {
+        .filter_map(|line| {
             let line = line.trim();
             let line = BULLET.find(line).map_or(line, |m| &line[m.end()..]);
-            strip_wrapping(line)
+            // The last '|' divides: a fact rarely holds one, a keyword never.
+            let (fact, keywords) = match line.rsplit_once('|') {
+                Some((f, k)) => (f, parse_keywords(k)),
+                None => (line, Vec::new()),
+            };
+            let fact = strip_wrapping(fact);
+            let ok = !fact.is_empty()
+                && !is_none_marker(fact)
+                && !is_preamble(fact)
+                && (MIN_FACT_CHARS..=MAX_FACT_CHARS).contains(&fact.chars().count());
+            ok.then(|| Extracted {
+                content: fact.to_string(),
+                keywords,
+            })
         })
-        .filter(|line| !line.is_empty() && !is_none_marker(line) && !is_preamble(line))
-        .filter(|line| (MIN_FACT_CHARS..=MAX_FACT_CHARS).contains(&line.chars().count()))
         .take(MAX_FACTS_PER_ANSWER)
+        .collect()
+}
+
+/// Keywords from a comma-separated list (ASCII or CJK commas, semicolons):
+/// trimmed, unquoted, each a short line of text, duplicates (by the dedup
+/// key) and anything that looks like a secret dropped, at most
+/// [`MAX_KEYWORDS`]. They only ever reach the index as plain text.
+pub fn parse_keywords(list: &str) -> Vec<String> {
+    let mut seen = HashSet::new();
+    list.split([',', '，', '、', ';', '；', '\n'])
+        .map(|k| strip_wrapping(k.trim().trim_end_matches(['.', '。'])))
+        .filter(|k| !k.is_empty() && k.chars().count() <= MAX_KEYWORD_CHARS)
+        .filter(|k| !k.chars().any(char::is_control) && !looks_like_secret(k))
+        .filter(|k| seen.insert(normalize(k)) && !normalize(k).is_empty())
+        .take(MAX_KEYWORDS)
         .map(str::to_owned)
         .collect()
+}
+
+/// Keywords a person gave (`--keywords`, an import): the same rules.
+pub fn clean_keywords(given: &[String]) -> Vec<String> {
+    parse_keywords(&given.join(", "))
+}
+
+/// An enrichment answer: one line per fact, `ID | keyword, keyword, …`.
+/// Lines naming no id of `ids` are ignored.
+pub fn parse_enrich_lines(answer: &str, ids: &[i64]) -> Vec<(i64, Vec<String>)> {
+    let mut out: Vec<(i64, Vec<String>)> = Vec::new();
+    for line in answer.lines() {
+        let line = line.trim();
+        let line = BULLET.find(line).map_or(line, |m| &line[m.end()..]);
+        let Some((id, keywords)) = line.split_once('|') else {
+            continue;
+        };
+        let id = id.trim().trim_start_matches('#').trim_end_matches(':');
+        let Ok(id) = id.trim().parse::<i64>() else {
+            continue;
+        };
+        let keywords = parse_keywords(keywords);
+        if ids.contains(&id) && !keywords.is_empty() && !out.iter().any(|(i, _)| *i == id) {
+            out.push((id, keywords));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -541,6 +607,13 @@ mod tests {
         }
     }
 
+    fn contents(answer: &str) -> Vec<String> {
+        parse_fact_lines(answer)
+            .into_iter()
+            .map(|f| f.content)
+            .collect()
+    }
+
     #[test]
     fn parse_basic_lines() {
         let answer = "Here are the facts:\n\
@@ -551,12 +624,52 @@ mod tests {
                       1. deploys from main\n\
                       2) fifth fact is dropped\n";
         assert_eq!(
-            parse_fact_lines(answer),
+            contents(answer),
             [
                 "uses pnpm, never npm i",
                 "prefers Traditional Chinese replies",
                 "project lives in ~/work/app",
                 "deploys from main",
+            ]
+        );
+    }
+
+    #[test]
+    fn parse_facts_with_keywords() {
+        let answer = "- Deployment target is Cloudflare Workers. | deploy, hosting, 部署, 上線, deploy\n\
+                      - 報表金額必須以新台幣計價。 | currency、TWD，新台幣; money\n\
+                      - Uses pnpm | \n\
+                      - a fact | sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv, fine";
+        let facts = parse_fact_lines(answer);
+        assert_eq!(facts[0].content, "Deployment target is Cloudflare Workers.");
+        assert_eq!(facts[0].keywords, ["deploy", "hosting", "部署", "上線"]);
+        assert_eq!(facts[1].keywords, ["currency", "TWD", "新台幣", "money"]);
+        assert_eq!(facts[2].content, "Uses pnpm");
+        assert!(facts[2].keywords.is_empty());
+        assert_eq!(facts[3].keywords, ["fine"], "a secret is never a keyword");
+    }
+
+    #[test]
+    fn keywords_are_bounded() {
+        let many: Vec<String> = (0..40).map(|i| format!("word{i}")).collect();
+        assert_eq!(parse_keywords(&many.join(", ")).len(), MAX_KEYWORDS);
+        let long = "x".repeat(MAX_KEYWORD_CHARS + 1);
+        assert!(parse_keywords(&long).is_empty());
+        assert_eq!(parse_keywords("\"quoted\", `code`."), ["quoted", "code"]);
+        assert_eq!(
+            parse_keywords("NEAR(a b), \"x\" OR y*"),
+            ["NEAR(a b)", "\"x\" OR y*"]
+        );
+    }
+
+    #[test]
+    fn enrich_answers_name_their_facts() {
+        let answer = "12 | deploy, 部署\n#13: | currency, 幣別\n99 | not ours\nnoise\n12 | again";
+        assert_eq!(
+            parse_enrich_lines(answer, &[12, 13]),
+            [
+                (12, vec!["deploy".to_string(), "部署".to_string()]),
+                (13, vec!["currency".to_string(), "幣別".to_string()])
             ]
         );
     }
@@ -575,9 +688,7 @@ mod tests {
     #[test]
     fn parse_strips_quotes_and_decoration() {
         assert_eq!(
-            parse_fact_lines(
-                "\"uses pnpm\"\n- 「偏好繁體中文」\n“likes tabs”\n**Facts:**\n**uses vite**"
-            ),
+            contents("\"uses pnpm\"\n- 「偏好繁體中文」\n“likes tabs”\n**Facts:**\n**uses vite**"),
             ["uses pnpm", "偏好繁體中文", "likes tabs", "uses vite"]
         );
     }
@@ -588,7 +699,7 @@ mod tests {
         let max = "y".repeat(300);
         let answer = format!("ab\nabc\n{long}\n{max}\n  \r\n中文字");
         assert_eq!(
-            parse_fact_lines(&answer),
+            contents(&answer),
             ["abc".to_owned(), max, "中文字".to_owned()]
         );
     }
@@ -596,7 +707,7 @@ mod tests {
     #[test]
     fn parse_windows_line_endings() {
         assert_eq!(
-            parse_fact_lines("- uses pnpm\r\n- likes tabs\r\n"),
+            contents("- uses pnpm\r\n- likes tabs\r\n"),
             ["uses pnpm", "likes tabs"]
         );
     }
@@ -647,8 +758,27 @@ mod tests {
             let facts = parse_fact_lines(&answer);
             prop_assert!(facts.len() <= MAX_FACTS_PER_ANSWER);
             for f in facts {
-                let n = f.chars().count();
+                let n = f.content.chars().count();
                 prop_assert!((MIN_FACT_CHARS..=MAX_FACT_CHARS).contains(&n));
+                prop_assert!(f.keywords.len() <= MAX_KEYWORDS);
+                prop_assert!(f.keywords.iter().all(|k| !k.is_empty() && k.chars().count() <= MAX_KEYWORD_CHARS));
+            }
+        }
+
+        /// Keywords go into the index as text: whatever they hold, the
+        /// index text of a keyword list is never read as query syntax, and
+        /// a fact tagged with them finds itself by them.
+        #[test]
+        fn any_keywords_are_inert(list in any::<String>()) {
+            let keywords = parse_keywords(&list);
+            let db = fact_db(&["a fact"]);
+            db.execute(
+                "UPDATE facts_fts SET body = body || ' ' || ?1 WHERE rowid = 0",
+                [index_text(&keywords.join(", "))],
+            )
+            .unwrap();
+            if let Some(q) = fts_query(&keywords.join(" ")) {
+                prop_assert!(search(&db, &q).is_ok(), "{:?} -> {:?}", keywords, q);
             }
         }
     }

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::backend::{Backend, CallError, Outcome, SideRequest};
 use crate::memory::{compact, facts, pin};
-use crate::store::{self, CallRecord, Job, JobKind, NewFact, Store};
+use crate::store::{self, CallRecord, Job, JobKind, JobSelect, NewFact, Store};
 use crate::text;
 
 // Short on purpose: a side call's whole request should stay within ~5% of a
@@ -24,8 +24,20 @@ One to three short lines in the user's language, at most 400 characters, no prea
 If it holds no task (greeting, small talk), answer NONE.";
 
 pub const FACTS_SYSTEM: &str = "List 2 to 4 durable facts about the user, their project or preferences from this exchange, \
-one short line each, in the user's language (e.g. Uses pnpm, never npm i). \
+one per line as: - FACT | keywords. FACT: one short line in the user's language. keywords: 6 to 12 comma-separated \
+words people would use when asking about it later: synonyms, related terms, question words, and the key terms in both \
+English and Chinese (Traditional if the user writes Chinese). \
+Example: - Uses pnpm, never npm i | package manager, install, dependencies, 套件管理, 安裝. \
 Skip small talk, one-offs, unconfirmed suggestions, secrets. None? Answer NONE.";
+
+pub const ENRICH_SYSTEM: &str = "For each fact below (one per line as ID: FACT), write the keywords people would use \
+when asking about it later: 6 to 12 comma-separated synonyms, related terms, question words, and the key terms in both \
+English and Chinese (Traditional when the fact is in Chinese). Answer one line per fact as: ID | keyword, keyword, ... \
+and nothing else.";
+
+/// Facts per enrichment call: enough to amortize the call's envelope,
+/// few enough that one answer stays short and one failure costs little.
+pub const ENRICH_BATCH: usize = 20;
 
 /// A job that failed this often is given up (kept, with its last error).
 pub const MAX_ATTEMPTS: i64 = 3;
@@ -61,6 +73,18 @@ impl NewJob {
         NewJob {
             kind: JobKind::Pin,
             input: json!({ "message": message, "model": model }),
+        }
+    }
+
+    /// Write keywords for facts that have none.
+    pub fn enrich(facts: &[crate::store::Fact], model: &str) -> NewJob {
+        let facts: Vec<Value> = facts
+            .iter()
+            .map(|f| json!({ "id": f.id, "content": f.content }))
+            .collect();
+        NewJob {
+            kind: JobKind::Enrich,
+            input: json!({ "facts": facts, "model": model }),
         }
     }
 
@@ -107,7 +131,24 @@ fn job_prompt(job: &Job) -> (&'static str, String) {
             (FACTS_SYSTEM, input)
         }
         JobKind::Summary => (compact::SUMMARY_SYSTEM, s("transcript").to_string()),
+        JobKind::Enrich => {
+            let lines: Vec<String> = enrich_facts(job)
+                .iter()
+                .map(|(id, content)| format!("{id}: {}", content.replace('\n', " ")))
+                .collect();
+            (ENRICH_SYSTEM, lines.join("\n"))
+        }
     }
+}
+
+/// The (id, text) pairs an enrichment job covers.
+fn enrich_facts(job: &Job) -> Vec<(i64, String)> {
+    job.input["facts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| Some((f["id"].as_i64()?, f["content"].as_str()?.to_string())))
+        .collect()
 }
 
 /// How jobs are run: where the calls go, with which model unless the job
@@ -158,16 +199,16 @@ pub struct Drained {
 pub async fn drain(
     store: &mut dyn Store,
     runner: &Runner,
-    session_id: Option<&str>,
+    select: JobSelect<'_>,
     until: Option<Instant>,
 ) -> Result<Drained> {
     let mut report = Drained::default();
     loop {
-        let jobs = store.claim_jobs(session_id, runner.lease_secs())?;
+        let jobs = store.claim_jobs(select, runner.lease_secs())?;
         if jobs.is_empty() {
             // A job that just failed waits a few seconds for its next
             // attempt: stay for it, within the bound.
-            let Some(at) = store.next_job_at(session_id)? else {
+            let Some(at) = store.next_job_at(select)? else {
                 return Ok(report);
             };
             let wait = Duration::from_secs(u64::try_from(at - store::now()).unwrap_or(0));
@@ -250,14 +291,15 @@ fn store_result(
 }
 
 fn record_call(store: &mut dyn Store, runner: &Runner, job: &Job, outcome: &Outcome) -> Result<()> {
-    let agent = match store.session(&job.session_id)? {
-        Some(s) => s.agent,
+    if let Some(sid) = &job.session_id
+        && store.session(sid)?.is_none()
+    {
         // The session was deleted meanwhile: its calls went with it.
-        None => return Ok(()),
-    };
+        return Ok(());
+    }
     store.record_call(&CallRecord {
-        session_id: &job.session_id,
-        agent: &agent,
+        session_id: job.session_id.as_deref(),
+        agent: &job.agent,
         turn_id: job.turn_id,
         kind: job.kind.into(),
         path: runner.backend.path(),
@@ -281,10 +323,11 @@ pub fn apply(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String> {
             let Some(task) = clean_pin(answer)? else {
                 return Ok("no task in the message".into());
             };
-            let mut slot = StoredPin {
-                store,
-                session_id: &job.session_id,
-            };
+            let session_id = job
+                .session_id
+                .as_deref()
+                .ok_or_else(|| anyhow!("a pin job without a session"))?;
+            let mut slot = StoredPin { store, session_id };
             let stored = pin_with_retries(&mut slot, &task)?;
             Ok(match stored {
                 Some(p) => format!("pinned {} chars", p.chars().count()),
@@ -293,18 +336,32 @@ pub fn apply(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String> {
         }
         JobKind::Facts => {
             let lines = facts::parse_fact_lines(answer);
-            let agent = job.input["agent"].as_str().unwrap_or_default();
+            let agent = job.agent.as_str();
             let user = job.input["user"].as_str();
             let new: Vec<NewFact> = lines
                 .iter()
-                .filter(|l| !facts::looks_like_secret(l))
+                .filter(|l| !facts::looks_like_secret(&l.content))
                 .map(|l| NewFact {
                     source_turn: job.turn_id,
-                    ..NewFact::new(agent, user, l)
+                    keywords: &l.keywords,
+                    ..NewFact::new(agent, user, &l.content)
                 })
                 .collect();
             let added = store.add_facts(&new)?.iter().flatten().count();
             Ok(format!("{added} new facts"))
+        }
+        JobKind::Enrich => {
+            let ids: Vec<i64> = enrich_facts(job).iter().map(|(id, _)| *id).collect();
+            let mut done = 0;
+            for (id, keywords) in facts::parse_enrich_lines(answer, &ids) {
+                if store.set_fact_keywords(id, &keywords)? {
+                    done += 1;
+                }
+            }
+            if done == 0 && !ids.is_empty() {
+                return Err(anyhow!("the answer named none of the job's facts"));
+            }
+            Ok(format!("keywords for {done} of {} facts", ids.len()))
         }
         JobKind::Summary => compact::apply_summary(store, job, answer),
     }

@@ -12,6 +12,11 @@ pub const FACTS_PER_TURN: usize = 3;
 /// ...within about this many tokens.
 pub const FACTS_TOKEN_BUDGET: usize = 150;
 
+/// How much a match in a fact's keywords counts against one in its text:
+/// below 1, so a fact that says the words wins over one that was only
+/// tagged with them. Measured on the cross-language set (BENCHMARKS.md).
+pub const KEYWORD_WEIGHT: f64 = 0.5;
+
 /// How many BM25 candidates are re-ranked with the use bonus.
 const CANDIDATES: usize = 24;
 
@@ -109,20 +114,23 @@ pub fn within_budget(ranked: Vec<ScoredFact>) -> Vec<ScoredFact> {
 fn focused_query(store: &dyn Store, message: &str) -> Result<Option<FactQuery>> {
     let terms = query_terms(message);
     if terms.len() <= 1 {
-        return Ok((!terms.is_empty()).then(|| FactQuery::any(terms)));
+        return Ok((!terms.is_empty()).then(|| FactQuery::any(terms, KEYWORD_WEIGHT)));
     }
     // Per-term counts (each capped, so a common term costs no more than a
     // rare one); their sum bounds the OR query's matches from above.
     let mut counted = Vec::with_capacity(terms.len());
     for t in terms {
-        let n = store.count_fact_matches(&FactQuery::any(vec![t.clone()]), MATCH_BUDGET + 1)?;
+        let n = store.count_fact_matches(
+            &FactQuery::any(vec![t.clone()], KEYWORD_WEIGHT),
+            MATCH_BUDGET + 1,
+        )?;
         if n > 0 {
             counted.push((n, t));
         }
     }
     if counted.iter().map(|(n, _)| n).sum::<i64>() <= MATCH_BUDGET {
         let all: Vec<String> = counted.into_iter().map(|(_, t)| t).collect();
-        return Ok((!all.is_empty()).then(|| FactQuery::any(all)));
+        return Ok((!all.is_empty()).then(|| FactQuery::any(all, KEYWORD_WEIGHT)));
     }
     counted.sort_by_key(|(n, _)| *n);
     if counted.first().is_some_and(|(n, _)| *n > MATCH_BUDGET) {
@@ -138,16 +146,16 @@ fn focused_query(store: &dyn Store, message: &str) -> Result<Option<FactQuery>> 
         total += n;
         keep.push(t);
     }
-    Ok((!keep.is_empty()).then(|| FactQuery::any(keep)))
+    Ok((!keep.is_empty()).then(|| FactQuery::any(keep, KEYWORD_WEIGHT)))
 }
 
 /// Every term is common: require the rarest terms together, adding one at
 /// a time until the matches fit the budget, while at least a few facts
 /// still match; else the rarest term alone.
 fn narrowed(store: &dyn Store, terms: Vec<String>) -> Result<FactQuery> {
-    let mut best = FactQuery::any(terms[..1].to_vec());
+    let mut best = FactQuery::any(terms[..1].to_vec(), KEYWORD_WEIGHT);
     for k in 2..=terms.len() {
-        let all = FactQuery::every(terms[..k].to_vec());
+        let all = FactQuery::every(terms[..k].to_vec(), KEYWORD_WEIGHT);
         let n = store.count_fact_matches(&all, MATCH_BUDGET + 1)?;
         if n < FACTS_AT_LEAST {
             break;

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 
 use crate::backend::{self, ProbeCache, Route};
 use crate::memory::jobs::{self, Runner};
-use crate::store::{self, Location, Store, TurnStatus};
+use crate::store::{self, JobSelect, Location, Store, TurnStatus};
 use crate::turn::TurnSettings;
 
 /// The latest a worker waits for its turn's reply before it starts calling:
@@ -138,7 +138,13 @@ async fn run(w: &WorkerSettings) -> Result<jobs::Drained> {
         model: w.extract_model.clone(),
         timeout: w.side_timeout,
     };
-    jobs::drain(&mut *store, &runner, Some(&w.session_id), None).await
+    jobs::drain(
+        &mut *store,
+        &runner,
+        JobSelect::session(&w.session_id),
+        None,
+    )
+    .await
 }
 
 /// Until the turn is answered or failed, at most [`START_DELAY`].

@@ -7,6 +7,8 @@
 pub mod lock;
 mod model;
 mod sqlite;
+#[cfg(test)]
+pub mod suite;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -58,22 +60,33 @@ pub trait TextEnum: Copy + Sized + 'static {
     fn parse(s: &str) -> Option<Self>;
 }
 
-/// Facts matching terms: all of them (`all`) or any.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Facts matching terms: all of them (`all`) or any, in the text or the
+/// keywords.
+#[derive(Debug, Clone, PartialEq)]
 pub struct FactQuery {
     /// Words (lower-cased) and CJK bigrams, never query syntax: each engine
     /// quotes them in its own full-text language.
     pub terms: Vec<String>,
     pub all: bool,
+    /// How much a match in the keywords counts against one in the text (1.0).
+    pub keyword_weight: f64,
 }
 
 impl FactQuery {
-    pub fn any(terms: Vec<String>) -> FactQuery {
-        FactQuery { terms, all: false }
+    pub fn any(terms: Vec<String>, keyword_weight: f64) -> FactQuery {
+        FactQuery {
+            terms,
+            all: false,
+            keyword_weight,
+        }
     }
 
-    pub fn every(terms: Vec<String>) -> FactQuery {
-        FactQuery { terms, all: true }
+    pub fn every(terms: Vec<String>, keyword_weight: f64) -> FactQuery {
+        FactQuery {
+            terms,
+            all: true,
+            keyword_weight,
+        }
     }
 }
 
@@ -157,27 +170,33 @@ pub trait Store: Send {
     ) -> Result<Vec<(Fact, f64)>>;
     /// Count an injection of each fact.
     fn bump_facts(&mut self, ids: &[i64]) -> Result<()>;
+    /// Replace a fact's keywords (and its index entry); whether it exists.
+    fn set_fact_keywords(&mut self, id: i64, keywords: &[String]) -> Result<bool>;
+    /// Facts without keywords, oldest first, of one agent or of all.
+    fn facts_without_keywords(&self, agent: Option<&str>, limit: usize) -> Result<Vec<Fact>>;
     /// Delete the agent's facts by id; how many went.
     fn forget_facts(&mut self, agent: &str, ids: &[i64]) -> Result<usize>;
 
     // Side-call jobs.
+    /// Queue a job of an agent, for one of its sessions or for none.
     fn enqueue_job(
         &mut self,
         kind: JobKind,
-        session_id: &str,
+        agent: &str,
+        session_id: Option<&str>,
         turn_id: Option<i64>,
         input: &serde_json::Value,
     ) -> Result<i64>;
-    /// Whether the session has a job of this kind that may still run.
-    fn has_open_job(&self, session_id: &str, kind: JobKind) -> Result<bool>;
-    /// Whether any job of the session (or of all) could be claimed now.
-    fn has_runnable_jobs(&self, session_id: Option<&str>) -> Result<bool>;
-    /// When the next waiting job of the session (or of all) may run (epoch
-    /// seconds): a failed attempt waits a little before the next.
-    fn next_job_at(&self, session_id: Option<&str>) -> Result<Option<i64>>;
-    /// Claim runnable jobs (pending, or running with an expired lease because
-    /// their runner died) for `lease_secs`, of one session or of all.
-    fn claim_jobs(&mut self, session_id: Option<&str>, lease_secs: i64) -> Result<Vec<Job>>;
+    /// Whether a selected job is waiting or running and may still run.
+    fn has_open_job(&self, select: JobSelect) -> Result<bool>;
+    /// Whether a selected job could be claimed now.
+    fn has_runnable_jobs(&self, select: JobSelect) -> Result<bool>;
+    /// When the next waiting selected job may run (epoch seconds): a failed
+    /// attempt waits a little before the next.
+    fn next_job_at(&self, select: JobSelect) -> Result<Option<i64>>;
+    /// Claim the selected runnable jobs (pending, or running with an
+    /// expired lease because their runner died) for `lease_secs`.
+    fn claim_jobs(&mut self, select: JobSelect, lease_secs: i64) -> Result<Vec<Job>>;
     fn finish_job(&mut self, id: i64) -> Result<()>;
     /// Put a failed job back for a retry after a short wait, or give it up
     /// after its last attempt.

@@ -93,6 +93,8 @@ text_enum! {
         Facts = "facts",
         /// Summarize the older turns of a long session (compaction).
         Summary = "summary",
+        /// Write search keywords for facts that have none (`facts enrich`).
+        Enrich = "enrich",
     }
 }
 
@@ -116,6 +118,7 @@ text_enum! {
         Pin = "pin",
         Facts = "facts",
         Summary = "summary",
+        Enrich = "enrich",
     }
 }
 
@@ -125,6 +128,7 @@ impl From<JobKind> for CallKind {
             JobKind::Pin => CallKind::Pin,
             JobKind::Facts => CallKind::Facts,
             JobKind::Summary => CallKind::Summary,
+            JobKind::Enrich => CallKind::Enrich,
         }
     }
 }
@@ -251,6 +255,9 @@ pub struct Fact {
     /// `None` for agent-wide facts.
     pub user: Option<String>,
     pub content: String,
+    /// Words people may use to ask for it (synonyms, the other language's
+    /// terms): indexed beside the content, never shown as it.
+    pub keywords: Vec<String>,
     pub access_count: i64,
     pub created_at: i64,
     pub last_used_at: Option<i64>,
@@ -261,6 +268,7 @@ pub struct NewFact<'a> {
     pub agent: &'a str,
     pub user: Option<&'a str>,
     pub content: &'a str,
+    pub keywords: &'a [String],
     pub source_turn: Option<i64>,
     /// Imported facts keep their counters and times.
     pub access_count: i64,
@@ -274,6 +282,7 @@ impl<'a> NewFact<'a> {
             agent,
             user,
             content,
+            keywords: &[],
             source_turn: None,
             access_count: 0,
             created_at: None,
@@ -302,7 +311,9 @@ pub struct FactScope<'a> {
 pub struct Job {
     pub id: i64,
     pub kind: JobKind,
-    pub session_id: String,
+    pub agent: String,
+    /// `None` for an agent's jobs that belong to no session (`facts enrich`).
+    pub session_id: Option<String>,
     pub turn_id: Option<i64>,
     pub input: Value,
     pub attempts: i64,
@@ -314,9 +325,9 @@ pub struct JobRow {
     pub id: i64,
     pub kind: JobKind,
     pub status: JobStatus,
-    pub session_id: String,
     pub agent: String,
-    pub channel: String,
+    pub session_id: Option<String>,
+    pub channel: Option<String>,
     pub thread: Option<String>,
     pub turn_id: Option<i64>,
     pub attempts: i64,
@@ -325,11 +336,27 @@ pub struct JobRow {
     pub updated_at: i64,
 }
 
+/// Which jobs: of a session, of an agent, of a kind (each optional).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JobSelect<'a> {
+    pub session_id: Option<&'a str>,
+    pub agent: Option<&'a str>,
+    pub kind: Option<JobKind>,
+}
+
+impl<'a> JobSelect<'a> {
+    pub fn session(id: &'a str) -> JobSelect<'a> {
+        JobSelect {
+            session_id: Some(id),
+            ..JobSelect::default()
+        }
+    }
+}
+
 /// Which jobs to list.
 #[derive(Debug, Clone, Default)]
 pub struct JobFilter<'a> {
-    pub session_id: Option<&'a str>,
-    pub agent: Option<&'a str>,
+    pub select: JobSelect<'a>,
     /// Finished (done or failed) jobs older than this (epoch seconds) are left out.
     pub finished_since: Option<i64>,
 }
@@ -365,7 +392,8 @@ impl Usage {
 /// One model call, for `stats`.
 #[derive(Debug, Clone)]
 pub struct CallRecord<'a> {
-    pub session_id: &'a str,
+    /// `None` for an agent's calls that belong to no session (`facts enrich`).
+    pub session_id: Option<&'a str>,
     pub agent: &'a str,
     pub turn_id: Option<i64>,
     pub kind: CallKind,

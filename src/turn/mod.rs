@@ -24,8 +24,8 @@ use crate::memory::{compact, recall, worker};
 use crate::output::{Output, interrupted};
 use crate::session::transcript_host;
 use crate::store::{
-    self, CallPath, CallRecord, FactScope, JobKind, Mode, Reply, Role, Roll, Session, SessionLock,
-    Store, Turn, TurnStatus,
+    self, CallPath, CallRecord, FactScope, JobKind, JobSelect, Mode, Reply, Role, Roll, Session,
+    SessionLock, Store, Turn, TurnStatus,
 };
 use plan::{Attempt, MemoryPlan, State, Target};
 use recovery::Next;
@@ -176,7 +176,10 @@ impl Gathered {
         };
         Ok(Gathered {
             live: compact::live_turns(store, session)?,
-            pin_job_open: store.has_open_job(&session.id, JobKind::Pin)?,
+            pin_job_open: store.has_open_job(JobSelect {
+                kind: Some(JobKind::Pin),
+                ..JobSelect::session(&session.id)
+            })?,
             facts: recall::search(store, scope, message, recall::FACTS_PER_TURN * 3)?,
             cwd: Some(PathBuf::from(&session.cwd)).filter(|p| p.is_dir()),
         })
@@ -398,12 +401,18 @@ fn remember(
         store.bump_facts(&ids)?;
     }
     for job in &memory.jobs {
-        store.enqueue_job(job.kind, sid, Some(user_turn), &job.input)?;
+        store.enqueue_job(
+            job.kind,
+            &settings.address.agent,
+            Some(sid),
+            Some(user_turn),
+            &job.input,
+        )?;
     }
     // Started now, before the main call, so the first pin is normally
     // stored before a person could type the second message; it waits for
     // this turn's reply (or two seconds) before calling anything.
-    if !settings.wait_side && store.has_runnable_jobs(Some(sid))? {
+    if !settings.wait_side && store.has_runnable_jobs(JobSelect::session(sid))? {
         worker::spawn(settings, sid, Some(user_turn));
     }
     Ok(())
@@ -420,7 +429,7 @@ fn record_main_call(
     memory_tokens: usize,
 ) {
     let call = CallRecord {
-        session_id: &session.id,
+        session_id: Some(&session.id),
         agent: &session.agent,
         turn_id: Some(user_turn),
         kind: store::CallKind::Main,
@@ -460,7 +469,7 @@ async fn after_reply(store: &mut dyn Store, settings: &TurnSettings, sid: &str, 
             Instant::now(),
             settings.side_timeout + Duration::from_secs(5),
         );
-        match jobs::drain(store, &runner, Some(sid), Some(until)).await {
+        match jobs::drain(store, &runner, JobSelect::session(sid), Some(until)).await {
             Ok(d) => tracing::info!(
                 "side calls: {} done, {} failed, {} left running",
                 d.done,

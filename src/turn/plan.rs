@@ -505,6 +505,7 @@ mod tests {
                     agent: "a".into(),
                     user: None,
                     content: format!("fact {i}"),
+                    keywords: Vec::new(),
                     access_count: 0,
                     created_at: 0,
                     last_used_at: None,

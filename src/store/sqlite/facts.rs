@@ -6,20 +6,29 @@ use rusqlite::{Connection, Row, Transaction, params};
 use crate::memory::facts::{index_text, normalize};
 use crate::store::{Fact, FactQuery, FactScope, NewFact, Result, now};
 
-const FACT_COLS: &str = "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn";
+const FACT_COLS: &str = "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords";
 
 fn fact_from_row(r: &Row) -> rusqlite::Result<Fact> {
     let user: String = r.get(2)?;
+    let keywords: String = r.get(8)?;
     Ok(Fact {
         id: r.get(0)?,
         agent: r.get(1)?,
         user: (!user.is_empty()).then_some(user),
         content: r.get(3)?,
+        // Written by us as a JSON array; anything else reads as none.
+        keywords: serde_json::from_str(&keywords).unwrap_or_default(),
         access_count: r.get(4)?,
         created_at: r.get(5)?,
         last_used_at: r.get(6)?,
         source_turn: r.get(7)?,
     })
+}
+
+/// Keywords as stored (a JSON array) and as indexed (one line of text).
+fn keyword_columns(keywords: &[String]) -> (String, String) {
+    let stored = serde_json::to_string(keywords).unwrap_or_else(|_| "[]".into());
+    (stored, index_text(&keywords.join(", ")))
 }
 
 /// The query in FTS5's language: every term a quoted string, so nothing in
@@ -37,10 +46,11 @@ fn fts5(query: &FactQuery) -> String {
 pub fn add(tx: &Transaction, facts: &[NewFact]) -> rusqlite::Result<Vec<Option<i64>>> {
     let t = now();
     let mut ins = tx.prepare_cached(
-        "INSERT INTO facts (agent, user_id, content, norm, access_count, created_at, last_used_at, source_turn)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (agent, user_id, norm) DO NOTHING",
+        "INSERT INTO facts (agent, user_id, content, norm, access_count, created_at, last_used_at, source_turn, keywords)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (agent, user_id, norm) DO NOTHING",
     )?;
-    let mut fts = tx.prepare_cached("INSERT INTO facts_fts (rowid, body) VALUES (?1, ?2)")?;
+    let mut fts =
+        tx.prepare_cached("INSERT INTO facts_fts (rowid, body, keys) VALUES (?1, ?2, ?3)")?;
     let mut out = Vec::with_capacity(facts.len());
     for f in facts {
         let norm = normalize(f.content);
@@ -48,6 +58,7 @@ pub fn add(tx: &Transaction, facts: &[NewFact]) -> rusqlite::Result<Vec<Option<i
             out.push(None);
             continue;
         }
+        let (stored, indexed) = keyword_columns(f.keywords);
         let n = ins.execute(params![
             f.agent,
             f.user.unwrap_or(""),
@@ -56,17 +67,42 @@ pub fn add(tx: &Transaction, facts: &[NewFact]) -> rusqlite::Result<Vec<Option<i
             f.access_count,
             f.created_at.unwrap_or(t),
             f.last_used_at,
-            f.source_turn
+            f.source_turn,
+            stored
         ])?;
         if n == 0 {
             out.push(None);
             continue;
         }
         let id = tx.last_insert_rowid();
-        fts.execute(params![id, index_text(f.content)])?;
+        fts.execute(params![id, index_text(f.content), indexed])?;
         out.push(Some(id));
     }
     Ok(out)
+}
+
+pub fn set_keywords(tx: &Transaction, id: i64, keywords: &[String]) -> rusqlite::Result<bool> {
+    let (stored, indexed) = keyword_columns(keywords);
+    let n = tx.execute(
+        "UPDATE facts SET keywords = ?2 WHERE id = ?1",
+        params![id, stored],
+    )?;
+    if n > 0 {
+        tx.execute(
+            "UPDATE facts_fts SET keys = ?2 WHERE rowid = ?1",
+            params![id, indexed],
+        )?;
+    }
+    Ok(n > 0)
+}
+
+pub fn without_keywords(conn: &Connection, agent: Option<&str>, limit: usize) -> Result<Vec<Fact>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {FACT_COLS} FROM facts f WHERE (?1 IS NULL OR f.agent = ?1) AND f.keywords = '[]' ORDER BY f.id LIMIT ?2"
+    ))?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = stmt.query_map(params![agent, limit], fact_from_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 pub fn list(conn: &Connection, scope: FactScope, limit: Option<usize>) -> Result<Vec<Fact>> {
@@ -111,33 +147,36 @@ pub fn rank(
             // CROSS JOIN keeps the planner from scanning all of `facts` and
             // probing the window; the window drives the loop.
             "SELECT {FACT_COLS}, m.score FROM
-               (SELECT rowid, rank AS score FROM facts_fts WHERE facts_fts MATCH ?1 ORDER BY rank LIMIT ?5) m
+               (SELECT rowid, bm25(facts_fts, 1.0, ?6) AS score FROM facts_fts WHERE facts_fts MATCH ?1
+                ORDER BY score LIMIT ?5) m
              CROSS JOIN facts f ON f.id = m.rowid
              WHERE f.agent = ?2 AND f.user_id IN ('', ?3) ORDER BY m.score LIMIT ?4"
         ),
         None => format!(
-            "SELECT {FACT_COLS}, bm25(facts_fts) FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
+            "SELECT {FACT_COLS}, bm25(facts_fts, 1.0, ?5) FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
              WHERE facts_fts MATCH ?1 AND f.agent = ?2 AND f.user_id IN ('', ?3)
-             ORDER BY bm25(facts_fts) LIMIT ?4"
+             ORDER BY bm25(facts_fts, 1.0, ?5) LIMIT ?4"
         ),
     };
     let mut stmt = conn.prepare_cached(&sql)?;
     // bm25() is negative, lower is better: flip it so higher is better.
-    let row = |r: &Row| Ok((fact_from_row(r)?, -r.get::<_, f64>(8)?));
+    let row = |r: &Row| Ok((fact_from_row(r)?, -r.get::<_, f64>(9)?));
     let (q, user) = (fts5(query), scope.user.unwrap_or(""));
     let want = i64::try_from(want).unwrap_or(i64::MAX);
+    let w = query.keyword_weight;
     let rows = match window {
-        Some(w) => stmt.query_map(
+        Some(n) => stmt.query_map(
             params![
                 q,
                 scope.agent,
                 user,
                 want,
-                i64::try_from(w).unwrap_or(i64::MAX)
+                i64::try_from(n).unwrap_or(i64::MAX),
+                w
             ],
             row,
         ),
-        None => stmt.query_map(params![q, scope.agent, user, want], row),
+        None => stmt.query_map(params![q, scope.agent, user, want, w], row),
     }?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
@@ -163,10 +202,10 @@ mod tests {
 
     #[test]
     fn fts5_quotes_every_term() {
-        let q = FactQuery::any(vec!["a\"b".into(), "near".into()]);
+        let q = FactQuery::any(vec!["a\"b".into(), "near".into()], 0.5);
         assert_eq!(fts5(&q), "\"a\"\"b\" OR \"near\"");
         assert_eq!(
-            fts5(&FactQuery::every(vec!["x".into(), "y".into()])),
+            fts5(&FactQuery::every(vec!["x".into(), "y".into()], 0.5)),
             "\"x\" AND \"y\""
         );
     }

@@ -20,8 +20,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::{
     CallFilter, CallRecord, CallRow, Counts, Fact, FactQuery, FactScope, Job, JobFilter, JobKind,
-    JobRow, NewFact, Reply, Result, Roll, Session, SessionListing, SessionLock, Store, TextEnum,
-    Turn, lock,
+    JobRow, JobSelect, NewFact, Reply, Result, Roll, Session, SessionListing, SessionLock, Store,
+    TextEnum, Turn, lock,
 };
 use crate::session::SessionKey;
 
@@ -98,8 +98,10 @@ CREATE TABLE meta (
     value TEXT NOT NULL
 );
 ",
-    // 2: which way each reply went, and every model call's usage (main and
-    // side calls) for `stats`, back-filled from the replies stored so far.
+    // 2: which way each reply went and where its transcript is; every model
+    // call's usage (main and side calls) for `stats`, back-filled from the
+    // replies stored so far; facts' search keywords, indexed in a second
+    // column; jobs of an agent that belong to no session (`facts enrich`).
     r"
 ALTER TABLE turns ADD COLUMN path TEXT;
 -- where the handle's transcript lives: resumed only there
@@ -107,7 +109,7 @@ ALTER TABLE sessions ADD COLUMN handle_host TEXT;
 UPDATE turns SET path = CASE WHEN handle = 'api' THEN 'api' ELSE 'cli' END WHERE role = 'assistant';
 CREATE TABLE calls (
     id                          INTEGER PRIMARY KEY,
-    session_id                  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    session_id                  TEXT REFERENCES sessions(id) ON DELETE CASCADE,
     agent                       TEXT NOT NULL,
     turn_id                     INTEGER,
     kind                        TEXT NOT NULL,
@@ -135,7 +137,37 @@ SELECT t.session_id, s.agent, t.id, 'main', t.path,
        t.cost_usd, COALESCE(t.duration_ms, 0), t.created_at
 FROM turns t JOIN sessions s ON s.id = t.session_id
 WHERE t.role = 'assistant' AND json_valid(COALESCE(t.usage, '{}'));
+ALTER TABLE facts ADD COLUMN keywords TEXT NOT NULL DEFAULT '[]';
+-- an FTS5 table cannot grow a column: a new index with the keywords beside the body
+CREATE VIRTUAL TABLE facts_index USING fts5(body, keys, tokenize = 'porter unicode61 remove_diacritics 2');
+INSERT INTO facts_index (rowid, body, keys) SELECT rowid, body, '' FROM facts_fts;
+DROP TABLE facts_fts;
+ALTER TABLE facts_index RENAME TO facts_fts;
+CREATE TABLE jobs_new (
+    id          INTEGER PRIMARY KEY,
+    kind        TEXT NOT NULL,
+    agent       TEXT NOT NULL,
+    -- NULL for an agent's jobs that belong to no session
+    session_id  TEXT REFERENCES sessions(id) ON DELETE CASCADE,
+    turn_id     INTEGER,
+    input       TEXT NOT NULL,
+    status      TEXT NOT NULL DEFAULT 'pending',
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    -- running: the lease; pending: not before (a retry waits a little)
+    lease_until INTEGER NOT NULL DEFAULT 0,
+    last_error  TEXT,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+INSERT INTO jobs_new (id, kind, agent, session_id, turn_id, input, status, attempts, lease_until, last_error, created_at, updated_at)
+SELECT j.id, j.kind, COALESCE(s.agent, ''), j.session_id, j.turn_id, j.input, j.status, j.attempts, j.lease_until,
+       j.last_error, j.created_at, j.updated_at
+FROM jobs j LEFT JOIN sessions s ON s.id = j.session_id;
+DROP TABLE jobs;
+ALTER TABLE jobs_new RENAME TO jobs;
+CREATE INDEX jobs_open ON jobs(session_id, status);
 CREATE INDEX jobs_runnable ON jobs(status, lease_until);
+CREATE INDEX jobs_agent ON jobs(agent, kind, status);
 ",
 ];
 
@@ -411,6 +443,14 @@ impl Store for SqliteStore {
         self.write(|tx| facts::add(tx, new))
     }
 
+    fn set_fact_keywords(&mut self, id: i64, keywords: &[String]) -> Result<bool> {
+        self.write(|tx| facts::set_keywords(tx, id, keywords))
+    }
+
+    fn facts_without_keywords(&self, agent: Option<&str>, limit: usize) -> Result<Vec<Fact>> {
+        facts::without_keywords(&self.conn, agent, limit)
+    }
+
     fn list_facts(&self, scope: FactScope, limit: Option<usize>) -> Result<Vec<Fact>> {
         facts::list(&self.conn, scope, limit)
     }
@@ -453,27 +493,28 @@ impl Store for SqliteStore {
     fn enqueue_job(
         &mut self,
         kind: JobKind,
-        session_id: &str,
+        agent: &str,
+        session_id: Option<&str>,
         turn_id: Option<i64>,
         input: &serde_json::Value,
     ) -> Result<i64> {
-        jobs::enqueue(&self.conn, kind, session_id, turn_id, input)
+        jobs::enqueue(&self.conn, kind, agent, session_id, turn_id, input)
     }
 
-    fn has_open_job(&self, session_id: &str, kind: JobKind) -> Result<bool> {
-        jobs::has_open(&self.conn, session_id, kind)
+    fn has_open_job(&self, select: JobSelect) -> Result<bool> {
+        jobs::has_open(&self.conn, select)
     }
 
-    fn has_runnable_jobs(&self, session_id: Option<&str>) -> Result<bool> {
-        jobs::has_runnable(&self.conn, session_id)
+    fn has_runnable_jobs(&self, select: JobSelect) -> Result<bool> {
+        jobs::has_runnable(&self.conn, select)
     }
 
-    fn next_job_at(&self, session_id: Option<&str>) -> Result<Option<i64>> {
-        jobs::next_at(&self.conn, session_id)
+    fn next_job_at(&self, select: JobSelect) -> Result<Option<i64>> {
+        jobs::next_at(&self.conn, select)
     }
 
-    fn claim_jobs(&mut self, session_id: Option<&str>, lease_secs: i64) -> Result<Vec<Job>> {
-        self.write(|tx| jobs::claim(tx, session_id, lease_secs))
+    fn claim_jobs(&mut self, select: JobSelect, lease_secs: i64) -> Result<Vec<Job>> {
+        self.write(|tx| jobs::claim(tx, select, lease_secs))
     }
 
     fn finish_job(&mut self, id: i64) -> Result<()> {
@@ -601,6 +642,21 @@ fn prepare_file(path: &Path) -> anyhow::Result<()> {
         }
         Err(e) => Err(e).context("could not create it"),
     }
+}
+
+/// The shared store suite, on a file in a fresh folder.
+#[cfg(test)]
+mod suite {
+    fn fixture() -> Box<dyn Fn() -> Box<dyn crate::store::Store>> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        Box::new(move || {
+            let _keep = &dir;
+            Box::new(super::SqliteStore::open(&path).unwrap())
+        })
+    }
+
+    crate::store_suite!(fixture());
 }
 
 #[cfg(test)]

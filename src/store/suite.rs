@@ -1,0 +1,658 @@
+//! The behaviour every store engine must have, as one test suite: each
+//! engine instantiates it with [`store_suite!`], so the same assertions run
+//! on SQLite and on PostgreSQL.
+//!
+//! A case gets a function that opens a fresh, empty store (each call of it
+//! within one case opens the same store again: a second connection).
+
+use std::collections::HashMap;
+
+use serde_json::json;
+
+use super::{
+    CallFilter, CallKind, CallPath, CallRecord, FactScope, JobFilter, JobKind, JobSelect,
+    JobStatus, Mode, NewFact, Reply, Role, Roll, Store, TurnStatus, Usage,
+};
+use crate::memory::recall;
+use crate::session::SessionKey;
+
+/// Opens the case's store (again).
+pub type Open<'a> = &'a dyn Fn() -> Box<dyn Store>;
+
+const KEY: SessionKey<'static> = SessionKey {
+    agent: "a",
+    channel: "c",
+    thread: None,
+};
+
+fn scope(agent: &str) -> FactScope<'_> {
+    FactScope { agent, user: None }
+}
+
+fn top(store: &dyn Store, agent: &str, q: &str) -> Vec<String> {
+    recall::search(store, scope(agent), q, 3)
+        .unwrap()
+        .into_iter()
+        .map(|f| f.fact.content)
+        .collect()
+}
+
+fn add(store: &mut dyn Store, agent: &str, facts: &[&str]) -> Vec<Option<i64>> {
+    let new: Vec<NewFact> = facts.iter().map(|f| NewFact::new(agent, None, f)).collect();
+    store.add_facts(&new).unwrap()
+}
+
+fn reply<'a>(content: &'a str, handle: &'a str) -> Reply<'a> {
+    Reply {
+        content,
+        mode: Mode::New,
+        path: CallPath::Cli,
+        handle,
+        host: Some("host-1"),
+        usage: None,
+        cost_usd: Some(0.01),
+        duration_ms: 5,
+    }
+}
+
+pub fn sessions_and_turns(open: Open) {
+    let mut s = open();
+    assert!(s.session("sid").unwrap().is_none());
+    let created = s.ensure_session("sid", &KEY, "/w").unwrap();
+    assert_eq!((created.generation, created.handle.as_str()), (0, "sid"));
+    assert_eq!(created.handle_turns, 0);
+    // Idempotent: the second call reads the same row.
+    assert_eq!(s.ensure_session("sid", &KEY, "/other").unwrap().cwd, "/w");
+
+    let u1 = s.add_user_turn("sid", "hello").unwrap();
+    s.add_reply("sid", u1, &reply("hi there", "sid")).unwrap();
+    let u2 = s.add_user_turn("sid", "second").unwrap();
+    s.fail_user_turn(u2, "claude failed").unwrap();
+    let turns = s.turns("sid", None).unwrap();
+    let seen: Vec<(Role, TurnStatus, &str)> = turns
+        .iter()
+        .map(|t| (t.role, t.status, t.content.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Role::User, TurnStatus::Answered, "hello"),
+            (Role::Assistant, TurnStatus::Reply, "hi there"),
+            (Role::User, TurnStatus::Failed, "second"),
+        ]
+    );
+    assert_eq!(turns[2].error.as_deref(), Some("claude failed"));
+    assert_eq!(turns[1].path, Some(CallPath::Cli));
+    assert_eq!(s.turns("sid", Some(1)).unwrap()[0].content, "second");
+    assert_eq!(s.turns_after("sid", u1).unwrap().len(), 2);
+    assert_eq!(s.chars_after("sid", 0).unwrap(), 5 + 8 + 6);
+    assert_eq!(s.turn_count("sid").unwrap(), 3);
+    s.reopen_user_turn(u2).unwrap();
+    let t = s.turns("sid", Some(1)).unwrap().pop().unwrap();
+    assert_eq!((t.status, t.error), (TurnStatus::Pending, None));
+
+    let session = s.session("sid").unwrap().unwrap();
+    assert_eq!(session.handle_turns, 1);
+    assert_eq!(session.handle_host.as_deref(), Some("host-1"));
+
+    s.ensure_session(
+        "other",
+        &SessionKey {
+            channel: "d",
+            ..KEY
+        },
+        "/",
+    )
+    .unwrap();
+    let listed = s.sessions(Some("a")).unwrap();
+    assert_eq!(listed.len(), 2);
+    let counts: HashMap<String, i64> = listed
+        .into_iter()
+        .map(|l| (l.session.id, l.turns))
+        .collect();
+    assert_eq!(counts["sid"], 3);
+    assert_eq!(counts["other"], 0);
+    assert!(s.sessions(Some("nobody")).unwrap().is_empty());
+    assert_eq!(s.stale_sessions(i64::MAX).unwrap().len(), 2);
+    assert!(s.stale_sessions(0).unwrap().is_empty());
+
+    let c = s.counts().unwrap();
+    assert_eq!((c.sessions, c.turns), (2, 3));
+    assert!(s.delete_session("sid").unwrap());
+    assert!(!s.delete_session("sid").unwrap());
+    assert_eq!(s.turn_count("sid").unwrap(), 0, "turns go with the session");
+}
+
+pub fn handles_and_pins(open: Open) {
+    let mut s = open();
+    s.ensure_session("sid", &KEY, "/").unwrap();
+    let u = s.add_user_turn("sid", "q").unwrap();
+    s.add_reply("sid", u, &reply("a", "sid")).unwrap();
+    // A roll from a generation the session is no longer on changes nothing.
+    let stale = Roll {
+        from: 5,
+        to: 6,
+        handle: "h6",
+        summary: None,
+    };
+    assert!(!s.roll_handle("sid", &stale).unwrap());
+    let roll = Roll {
+        from: 0,
+        to: 1,
+        handle: "h1",
+        summary: Some(("the summary", u)),
+    };
+    assert!(s.roll_handle("sid", &roll).unwrap());
+    assert!(!s.roll_handle("sid", &roll).unwrap(), "compare-and-swap");
+    let session = s.session("sid").unwrap().unwrap();
+    assert_eq!((session.generation, session.handle.as_str()), (1, "h1"));
+    assert_eq!(session.handle_turns, 0);
+    assert_eq!(session.handle_host, None);
+    assert_eq!(session.summary.as_deref(), Some("the summary"));
+    assert_eq!(session.summary_upto, Some(u));
+    s.mark_handle_started("sid", "h1", "host-2").unwrap();
+    s.mark_handle_started("sid", "not-the-handle", "host-3")
+        .unwrap();
+    let session = s.session("sid").unwrap().unwrap();
+    assert_eq!(session.handle_turns, 1);
+    assert_eq!(session.handle_host.as_deref(), Some("host-2"));
+
+    assert!(s.swap_pin("sid", None, "task").unwrap());
+    assert!(
+        !s.swap_pin("sid", None, "other").unwrap(),
+        "the pin changed"
+    );
+    assert!(!s.swap_pin("sid", Some("nope"), "other").unwrap());
+    assert!(s.swap_pin("sid", Some("task"), "task\n[+] more").unwrap());
+    s.set_pin("sid", None).unwrap();
+    assert_eq!(s.session("sid").unwrap().unwrap().pin, None);
+}
+
+pub fn facts_are_deduplicated_scoped_and_keyworded(open: Open) {
+    let mut s = open();
+    let ids = s
+        .add_facts(&[
+            NewFact::new("a", None, "Uses pnpm, never npm i."),
+            NewFact::new("a", None, "uses PNPM never npm i"),
+            NewFact::new("b", None, "Uses pnpm, never npm i."),
+            NewFact::new("a", Some("u1"), "Prefers tabs"),
+            NewFact::new("a", None, "..."),
+        ])
+        .unwrap();
+    assert!(ids[0].is_some() && ids[1].is_none() && ids[2].is_some() && ids[3].is_some());
+    assert!(ids[4].is_none(), "no words, no fact");
+    assert_eq!(s.list_facts(scope("a"), None).unwrap().len(), 1);
+    let u1 = FactScope {
+        agent: "a",
+        user: Some("u1"),
+    };
+    assert_eq!(s.list_facts(u1, None).unwrap().len(), 2);
+    assert_eq!(s.all_facts("a", None).unwrap().len(), 2);
+    assert_eq!(s.all_facts("a", Some("u1")).unwrap().len(), 1);
+    let hits = recall::search(&*s, scope("b"), "pnpm install", 3).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].fact.agent, "b");
+    let u2 = FactScope {
+        agent: "a",
+        user: Some("u2"),
+    };
+    assert!(recall::search(&*s, u2, "tabs", 3).unwrap().is_empty());
+
+    // Keywords are stored, found, replaced, and never the content.
+    let kw = vec!["deploy".to_string(), "部署".to_string()];
+    let id = s
+        .add_facts(&[NewFact {
+            keywords: &kw,
+            ..NewFact::new("a", None, "Production runs on Fly.io")
+        }])
+        .unwrap()[0]
+        .unwrap();
+    let f = s
+        .all_facts("a", None)
+        .unwrap()
+        .into_iter()
+        .find(|f| f.id == id)
+        .unwrap();
+    assert_eq!(f.keywords, kw);
+    assert_eq!(f.content, "Production runs on Fly.io");
+    assert_eq!(top(&*s, "a", "部署到哪裡？"), ["Production runs on Fly.io"]);
+    let without: Vec<i64> = s
+        .facts_without_keywords(Some("a"), 10)
+        .unwrap()
+        .iter()
+        .map(|f| f.id)
+        .collect();
+    assert!(!without.contains(&id) && without.contains(&ids[0].unwrap()));
+    assert!(s.set_fact_keywords(id, &["hosting".to_string()]).unwrap());
+    assert!(
+        top(&*s, "a", "部署").is_empty(),
+        "old keywords left the index"
+    );
+    assert_eq!(top(&*s, "a", "hosting"), ["Production runs on Fly.io"]);
+    assert!(!s.set_fact_keywords(999_999, &kw).unwrap());
+
+    // Use is counted; forgetting removes from the index too.
+    s.bump_facts(&[id]).unwrap();
+    let f = s
+        .all_facts("a", None)
+        .unwrap()
+        .into_iter()
+        .find(|f| f.id == id)
+        .unwrap();
+    assert_eq!(f.access_count, 1);
+    assert!(f.last_used_at.is_some());
+    assert_eq!(s.forget_facts("b", &[id]).unwrap(), 0, "not b's fact");
+    assert_eq!(s.forget_facts("a", &[id]).unwrap(), 1);
+    assert!(top(&*s, "a", "hosting").is_empty());
+}
+
+pub fn english_stemming_and_chinese_bigrams(open: Open) {
+    let mut s = open();
+    add(
+        &mut *s,
+        "a",
+        &[
+            "The user deploys with Docker Compose",
+            "使用者偏好繁體中文回覆",
+            "Tests run with cargo nextest",
+        ],
+    );
+    assert_eq!(
+        top(&*s, "a", "how should I deploy this?")[0],
+        "The user deploys with Docker Compose"
+    );
+    assert_eq!(top(&*s, "a", "請用繁體中文")[0], "使用者偏好繁體中文回覆");
+}
+
+pub fn query_syntax_in_a_message_is_inert(open: Open) {
+    let mut s = open();
+    add(&mut *s, "a", &["likes NEAR queries", "x y z"]);
+    for q in [
+        "\"",
+        "NEAR(",
+        "a OR",
+        "*",
+        "col:val",
+        "'); DROP TABLE facts; --",
+        "^x -y AND NOT",
+        "body:likes keys:x",
+        "!x & | <-> :* ''",
+        "𞤀𞤁 𞤂𞤃",
+    ] {
+        recall::search(&*s, scope("a"), q, 3).unwrap();
+    }
+    assert_eq!(top(&*s, "a", "NEAR queries?")[0], "likes NEAR queries");
+    assert_eq!(s.list_facts(scope("a"), None).unwrap().len(), 2);
+}
+
+pub fn use_breaks_ties(open: Open) {
+    let mut s = open();
+    let ids = add(&mut *s, "a", &["deploy target alpha", "deploy target beta"]);
+    let beta = ids[1].unwrap();
+    s.bump_facts(&[beta]).unwrap();
+    let hits = recall::search(&*s, scope("a"), "deploy target", 3).unwrap();
+    assert_eq!(hits[0].fact.id, beta);
+}
+
+/// The right fact surfaces among a few hundred unrelated ones, in English
+/// (with stemming) and in Traditional Chinese (bigrams).
+pub fn retrieval_among_hundreds_of_unrelated_facts(open: Open) {
+    let mut s = open();
+    let topics = [
+        "garden",
+        "violin",
+        "marathon",
+        "sourdough",
+        "astronomy",
+        "chess",
+        "kayak",
+        "pottery",
+    ];
+    let zh = [
+        "喜歡園藝",
+        "練習小提琴",
+        "準備馬拉松",
+        "烘焙酸種麵包",
+        "觀察星空",
+        "下西洋棋",
+    ];
+    let mut texts = Vec::new();
+    for i in 0..300 {
+        texts.push(format!(
+            "Note {i}: the user once mentioned {} on day {}",
+            topics[i % topics.len()],
+            i * 7
+        ));
+        texts.push(format!("備註{i}：使用者{}第{}天", zh[i % zh.len()], i));
+    }
+    texts.push("Deploys the API with Kubernetes on GKE, never by hand".into());
+    texts.push("使用者的專案用 pnpm 管理套件，不要用 npm".into());
+    texts.push("回覆請一律使用繁體中文".into());
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    add(&mut *s, "a", &refs);
+    assert_eq!(s.list_facts(scope("a"), None).unwrap().len(), 603);
+    assert_eq!(
+        top(&*s, "a", "how are we deploying the new api?")[0],
+        "Deploys the API with Kubernetes on GKE, never by hand"
+    );
+    assert_eq!(
+        top(&*s, "a", "幫我安裝套件")[0],
+        "使用者的專案用 pnpm 管理套件，不要用 npm"
+    );
+    assert_eq!(
+        top(&*s, "a", "請用繁體中文回答")[0],
+        "回覆請一律使用繁體中文"
+    );
+    assert!(top(&*s, "a", "quantum chromodynamics").is_empty());
+}
+
+/// Past the match budget only the rarest terms are ranked, so a common word
+/// cannot drown the one that matters; a query of common terms still answers.
+pub fn common_terms_are_dropped_past_the_budget(open: Open) {
+    let mut s = open();
+    let texts: Vec<String> = (0..1500)
+        .map(|i| format!("deploy note number {i}"))
+        .collect();
+    let mut refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    refs.push("Production runs on Kubernetes");
+    add(&mut *s, "a", &refs);
+    assert_eq!(
+        top(&*s, "a", "deploy to kubernetes")[0],
+        "Production runs on Kubernetes"
+    );
+    assert_eq!(top(&*s, "a", "deploy note").len(), 3);
+}
+
+/// When other agents' facts fill the fast window, the scope's own matches
+/// are still found.
+pub fn other_agents_cannot_crowd_out_the_scope(open: Open) {
+    let mut s = open();
+    let theirs: Vec<String> = (0..400).map(|i| format!("alpha {i}")).collect();
+    let refs: Vec<&str> = theirs.iter().map(String::as_str).collect();
+    add(&mut *s, "b", &refs);
+    add(
+        &mut *s,
+        "a",
+        &["alpha release notes are written in a long and winding prose style"],
+    );
+    let hits = recall::search(&*s, scope("a"), "alpha", 3).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].fact.agent, "a");
+}
+
+/// When every term is common, facts holding the rarest terms together win.
+pub fn all_common_terms_are_required_together(open: Open) {
+    let mut s = open();
+    let mut texts: Vec<String> = (0..1200).map(|i| format!("deploy job {i}")).collect();
+    texts.extend((0..1200).map(|i| format!("billing report {i}")));
+    texts.extend((0..4).map(|i| format!("billing is deployed by the pipeline, variant {i}")));
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    add(&mut *s, "a", &refs);
+    let hits = recall::search(&*s, scope("a"), "how do we deploy billing?", 3).unwrap();
+    assert_eq!(hits.len(), 3);
+    assert!(
+        hits.iter()
+            .all(|h| h.fact.content.starts_with("billing is deployed")),
+        "{hits:?}"
+    );
+}
+
+/// A fact that says the words outranks one only tagged with them.
+pub fn text_outranks_keywords(open: Open) {
+    let mut s = open();
+    let kw = vec!["deploy".to_string(), "hosting".to_string()];
+    s.add_facts(&[
+        NewFact {
+            keywords: &kw,
+            ..NewFact::new("a", None, "Staging runs on a single VPS")
+        },
+        NewFact::new("a", None, "We deploy from the main branch only"),
+    ])
+    .unwrap();
+    assert_eq!(
+        top(&*s, "a", "how do we deploy?"),
+        [
+            "We deploy from the main branch only",
+            "Staging runs on a single VPS"
+        ]
+    );
+}
+
+pub fn jobs_lease_retry_and_list(open: Open) {
+    let mut s = open();
+    s.ensure_session("sid", &KEY, "/").unwrap();
+    let session = JobSelect::session("sid");
+    let pin = s
+        .enqueue_job(
+            JobKind::Pin,
+            "a",
+            Some("sid"),
+            Some(1),
+            &json!({"message": "m"}),
+        )
+        .unwrap();
+    let facts = s
+        .enqueue_job(JobKind::Facts, "a", Some("sid"), Some(1), &json!({}))
+        .unwrap();
+    let enrich = s
+        .enqueue_job(JobKind::Enrich, "a", None, None, &json!({"facts": []}))
+        .unwrap();
+    let pins = JobSelect {
+        kind: Some(JobKind::Pin),
+        ..session
+    };
+    assert!(s.has_open_job(pins).unwrap());
+    assert!(s.has_runnable_jobs(session).unwrap());
+
+    let claimed = s.claim_jobs(session, 60).unwrap();
+    assert_eq!(
+        claimed.iter().map(|j| j.id).collect::<Vec<_>>(),
+        [pin, facts]
+    );
+    assert_eq!(claimed[0].input["message"], "m");
+    assert_eq!(claimed[0].agent, "a");
+    assert_eq!(claimed[0].attempts, 1);
+    // Leased: nobody else gets them.
+    assert!(open().claim_jobs(session, 60).unwrap().is_empty());
+    assert!(!s.has_runnable_jobs(session).unwrap());
+
+    s.finish_job(pin).unwrap();
+    assert!(!s.has_open_job(pins).unwrap());
+    // A failed attempt waits before the next.
+    s.fail_job(facts, "boom").unwrap();
+    assert!(s.claim_jobs(session, 60).unwrap().is_empty());
+    let at = s.next_job_at(session).unwrap().unwrap();
+    assert!(at > super::now(), "a retry waits: {at}");
+    assert!(s.retry_job(facts).unwrap());
+    assert!(!s.retry_job(999_999).unwrap());
+    assert_eq!(s.claim_jobs(session, 60).unwrap()[0].id, facts);
+
+    // An agent's job without a session, claimed by agent and kind.
+    let agent_jobs = JobSelect {
+        agent: Some("a"),
+        kind: Some(JobKind::Enrich),
+        session_id: None,
+    };
+    let claimed = s.claim_jobs(agent_jobs, 60).unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(
+        (claimed[0].id, claimed[0].session_id.as_deref()),
+        (enrich, None)
+    );
+    // An expired lease (its runner died) makes a job claimable again.
+    let reclaimed = s.claim_jobs(agent_jobs, -1).unwrap();
+    assert!(reclaimed.is_empty(), "the lease is still valid");
+
+    let rows = s
+        .jobs(&JobFilter {
+            select: JobSelect::default(),
+            finished_since: None,
+        })
+        .unwrap();
+    assert_eq!(rows.len(), 3);
+    let statuses: Vec<JobStatus> = rows.iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses,
+        [JobStatus::Done, JobStatus::Running, JobStatus::Running]
+    );
+    assert_eq!(rows[0].channel.as_deref(), Some("c"));
+    assert_eq!(rows[2].session_id, None);
+    // Finished long ago: left out when only recent ones are asked for.
+    let recent = s
+        .jobs(&JobFilter {
+            select: JobSelect::default(),
+            finished_since: Some(super::now() + 3600),
+        })
+        .unwrap();
+    assert_eq!(recent.len(), 2);
+
+    // An expired lease (its runner died) lets the job be claimed again;
+    // after the last attempt a failure gives it up, with its error kept.
+    let lone = s
+        .enqueue_job(JobKind::Summary, "a", Some("sid"), None, &json!({}))
+        .unwrap();
+    let mine = JobSelect {
+        kind: Some(JobKind::Summary),
+        ..session
+    };
+    for n in 1..=3 {
+        let got = s.claim_jobs(mine, -1).unwrap();
+        assert_eq!((got.len(), got[0].attempts), (1, n));
+    }
+    assert!(
+        s.claim_jobs(mine, -1).unwrap().is_empty(),
+        "attempts used up"
+    );
+    s.fail_job(lone, "failure 3").unwrap();
+    let row = s
+        .jobs(&JobFilter::default())
+        .unwrap()
+        .into_iter()
+        .find(|r| r.id == lone)
+        .unwrap();
+    assert_eq!(row.status, JobStatus::Failed);
+    assert_eq!(row.last_error.as_deref(), Some("failure 3"));
+    assert!(!s.has_open_job(mine).unwrap());
+}
+
+pub fn calls_are_recorded(open: Open) {
+    let mut s = open();
+    s.ensure_session("sid", &KEY, "/").unwrap();
+    let usage = Usage {
+        input_tokens: 10,
+        cache_creation_input_tokens: 20,
+        cache_read_input_tokens: 30,
+        output_tokens: 5,
+    };
+    for (kind, path, session) in [
+        (CallKind::Main, CallPath::Cli, Some("sid")),
+        (CallKind::Facts, CallPath::Api, Some("sid")),
+        (CallKind::Enrich, CallPath::Api, None),
+    ] {
+        s.record_call(&CallRecord {
+            session_id: session,
+            agent: "a",
+            turn_id: None,
+            kind,
+            path,
+            model: Some("m"),
+            usage,
+            cost_usd: Some(0.5),
+            duration_ms: 7,
+            memory_tokens: 3,
+        })
+        .unwrap();
+    }
+    let all = s.calls(&CallFilter::default()).unwrap();
+    assert_eq!(all.len(), 3);
+    assert_eq!(all[0].usage, usage);
+    assert_eq!(all[1].path, CallPath::Api);
+    assert_eq!(all[2].kind, CallKind::Enrich);
+    let of_session = s
+        .calls(&CallFilter {
+            session_id: Some("sid"),
+            ..CallFilter::default()
+        })
+        .unwrap();
+    assert_eq!(of_session.len(), 2);
+    assert!(
+        s.calls(&CallFilter {
+            agent: Some("b"),
+            ..CallFilter::default()
+        })
+        .unwrap()
+        .is_empty()
+    );
+    assert!(
+        s.calls(&CallFilter {
+            since: Some(super::now() + 60),
+            ..CallFilter::default()
+        })
+        .unwrap()
+        .is_empty()
+    );
+    s.delete_session("sid").unwrap();
+    assert_eq!(s.calls(&CallFilter::default()).unwrap().len(), 1);
+}
+
+pub fn meta_health_and_locks(open: Open) {
+    let mut s = open();
+    assert_eq!(s.meta("k").unwrap(), None);
+    s.set_meta("k", "v1").unwrap();
+    s.set_meta("k", "v2").unwrap();
+    assert_eq!(s.meta("k").unwrap().as_deref(), Some("v2"));
+    assert_eq!(s.schema_version().unwrap(), super::SCHEMA_VERSION);
+    assert_eq!(s.integrity_check().unwrap(), ["ok"]);
+
+    let other = open();
+    // A session that never ran a turn has no lock to hold.
+    assert!(s.try_lock_session("sid", false).unwrap().is_some());
+    let held = s.try_lock_session("sid", true).unwrap().unwrap();
+    assert!(
+        other.try_lock_session("sid", true).unwrap().is_none(),
+        "busy"
+    );
+    assert!(
+        other.try_lock_session("sid", false).unwrap().is_none(),
+        "busy"
+    );
+    assert!(
+        other.try_lock_session("sid2", true).unwrap().is_some(),
+        "others run"
+    );
+    drop(held);
+    assert!(other.try_lock_session("sid", true).unwrap().is_some());
+}
+
+/// Instantiate the suite for an engine: `store_suite!(open_fn)` where
+/// `open_fn()` returns a closure opening one fresh store (again).
+#[macro_export]
+macro_rules! store_suite {
+    ($fixture:expr) => {
+        $crate::store_suite!(@cases $fixture;
+            sessions_and_turns,
+            handles_and_pins,
+            facts_are_deduplicated_scoped_and_keyworded,
+            english_stemming_and_chinese_bigrams,
+            query_syntax_in_a_message_is_inert,
+            use_breaks_ties,
+            retrieval_among_hundreds_of_unrelated_facts,
+            common_terms_are_dropped_past_the_budget,
+            other_agents_cannot_crowd_out_the_scope,
+            all_common_terms_are_required_together,
+            text_outranks_keywords,
+            jobs_lease_retry_and_list,
+            calls_are_recorded,
+            meta_health_and_locks
+        );
+    };
+    (@cases $fixture:expr; $($case:ident),+) => {
+        $(
+            #[test]
+            fn $case() {
+                let fixture = $fixture;
+                $crate::store::suite::$case(&*fixture);
+            }
+        )+
+    };
+}
