@@ -49,11 +49,17 @@ _duduclaw__session() {
             duduclaw__session,sessions)
                 cmd="duduclaw__session__subcmd__sessions"
                 ;;
+            duduclaw__session,stats)
+                cmd="duduclaw__session__subcmd__stats"
+                ;;
             duduclaw__session,turn)
                 cmd="duduclaw__session__subcmd__turn"
                 ;;
             duduclaw__session__subcmd__facts,add)
                 cmd="duduclaw__session__subcmd__facts__subcmd__add"
+                ;;
+            duduclaw__session__subcmd__facts,enrich)
+                cmd="duduclaw__session__subcmd__facts__subcmd__enrich"
                 ;;
             duduclaw__session__subcmd__facts,export)
                 cmd="duduclaw__session__subcmd__facts__subcmd__export"
@@ -75,6 +81,9 @@ _duduclaw__session() {
                 ;;
             duduclaw__session__subcmd__facts__subcmd__help,add)
                 cmd="duduclaw__session__subcmd__facts__subcmd__help__subcmd__add"
+                ;;
+            duduclaw__session__subcmd__facts__subcmd__help,enrich)
+                cmd="duduclaw__session__subcmd__facts__subcmd__help__subcmd__enrich"
                 ;;
             duduclaw__session__subcmd__facts__subcmd__help,export)
                 cmd="duduclaw__session__subcmd__facts__subcmd__help__subcmd__export"
@@ -127,11 +136,17 @@ _duduclaw__session() {
             duduclaw__session__subcmd__help,sessions)
                 cmd="duduclaw__session__subcmd__help__subcmd__sessions"
                 ;;
+            duduclaw__session__subcmd__help,stats)
+                cmd="duduclaw__session__subcmd__help__subcmd__stats"
+                ;;
             duduclaw__session__subcmd__help,turn)
                 cmd="duduclaw__session__subcmd__help__subcmd__turn"
                 ;;
             duduclaw__session__subcmd__help__subcmd__facts,add)
                 cmd="duduclaw__session__subcmd__help__subcmd__facts__subcmd__add"
+                ;;
+            duduclaw__session__subcmd__help__subcmd__facts,enrich)
+                cmd="duduclaw__session__subcmd__help__subcmd__facts__subcmd__enrich"
                 ;;
             duduclaw__session__subcmd__help__subcmd__facts,export)
                 cmd="duduclaw__session__subcmd__help__subcmd__facts__subcmd__export"
@@ -281,7 +296,7 @@ _duduclaw__session() {
 
     case "${cmd}" in
         duduclaw__session)
-            opts="-v -h -V --db --claude --verbose --help --version turn id pin facts history sessions jobs prompt doctor completions man help"
+            opts="-v -h -V --db --claude --verbose --help --version turn id pin facts history sessions jobs prompt stats doctor completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -347,7 +362,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts)
-            opts="-v -h --db --claude --verbose --help list search add forget import export help"
+            opts="-v -h --db --claude --verbose --help list search add forget import export enrich help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -369,7 +384,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__add)
-            opts="-v -h --agent --user --db --claude --verbose --help"
+            opts="-v -h --agent --user --keywords --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -380,6 +395,48 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keywords)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__facts__subcmd__enrich)
+            opts="-v -h --agent --all --limit --json --extract-model --side-timeout --direct-api --no-direct-api --db --claude --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --extract-model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --side-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -459,7 +516,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__help)
-            opts="list search add forget import export help"
+            opts="list search add forget import export enrich help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -473,6 +530,20 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__help__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__facts__subcmd__help__subcmd__enrich)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -669,7 +740,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help)
-            opts="turn id pin facts history sessions jobs prompt doctor completions man help"
+            opts="turn id pin facts history sessions jobs prompt stats doctor completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -711,7 +782,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help__subcmd__facts)
-            opts="list search add forget import export"
+            opts="list search add forget import export enrich"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -725,6 +796,20 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help__subcmd__facts__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__facts__subcmd__enrich)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1077,6 +1162,20 @@ _duduclaw__session() {
         duduclaw__session__subcmd__help__subcmd__sessions__subcmd__show)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__stats)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1937,6 +2036,44 @@ _duduclaw__session() {
                 return 0
             fi
             case "${prev}" in
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__stats)
+            opts="-v -h --agent --channel --thread --since --json --db --claude --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --channel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --thread)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --db)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

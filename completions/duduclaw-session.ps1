@@ -37,6 +37,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'Inspect and remove stored sessions')
             [CompletionResult]::new('jobs', 'jobs', [CompletionResultType]::ParameterValue, 'The side-call jobs (pin, facts, summaries): list, run, retry')
             [CompletionResult]::new('prompt', 'prompt', [CompletionResultType]::ParameterValue, 'Dry run: print exactly what `turn` would send, without calling or writing anything')
+            [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'What the conversations cost: tokens, cache reads, side calls'' share, injected memory')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check claude, the Messages API and the store, and say what is wrong')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff)')
@@ -181,6 +182,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete facts by id (from `facts list`)')
             [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing')
             [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Export the agent''s facts as JSON Lines (with --user: that person''s and the agent-wide ones)')
+            [CompletionResult]::new('enrich', 'enrich', [CompletionResultType]::ParameterValue, 'Write search keywords for facts that have none (imported or older facts), by batched side calls')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -213,6 +215,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
         'duduclaw-session;facts;add' {
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are [required]')
             [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
+            [CompletionResult]::new('--keywords', '--keywords', [CompletionResultType]::ParameterName, 'Search keywords, comma-separated: words people may ask with (synonyms, the other language''s terms)')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -254,6 +257,23 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'duduclaw-session;facts;enrich' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts to enrich')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Enrich at most N facts in this run')
+            [CompletionResult]::new('--extract-model', '--extract-model', [CompletionResultType]::ParameterName, 'Model for side calls whose job does not name one')
+            [CompletionResult]::new('--side-timeout', '--side-timeout', [CompletionResultType]::ParameterName, 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Every agent''s facts (instead of --agent''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON summary (facts enriched and left, jobs, cost)')
+            [CompletionResult]::new('--direct-api', '--direct-api', [CompletionResultType]::ParameterName, 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)')
+            [CompletionResult]::new('--no-direct-api', '--no-direct-api', [CompletionResultType]::ParameterName, 'Never fall back to the Messages API when claude is missing or not logged in')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'duduclaw-session;facts;help' {
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts, most used first: id, uses, person (- for agent-wide), text')
             [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Rank facts against a query, as a turn would')
@@ -261,6 +281,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete facts by id (from `facts list`)')
             [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing')
             [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Export the agent''s facts as JSON Lines (with --user: that person''s and the agent-wide ones)')
+            [CompletionResult]::new('enrich', 'enrich', [CompletionResultType]::ParameterValue, 'Write search keywords for facts that have none (imported or older facts), by batched side calls')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -280,6 +301,9 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;facts;help;export' {
+            break
+        }
+        'duduclaw-session;facts;help;enrich' {
             break
         }
         'duduclaw-session;facts;help;help' {
@@ -496,6 +520,20 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'duduclaw-session;stats' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Only this agent''s sessions')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'With --agent: only this channel''s session')
+            [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'With --agent and --channel: only this thread''s session')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only calls this recent, e.g. 7d, 12h')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON object with the same figures')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'duduclaw-session;doctor' {
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
@@ -533,6 +571,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'Inspect and remove stored sessions')
             [CompletionResult]::new('jobs', 'jobs', [CompletionResultType]::ParameterValue, 'The side-call jobs (pin, facts, summaries): list, run, retry')
             [CompletionResult]::new('prompt', 'prompt', [CompletionResultType]::ParameterValue, 'Dry run: print exactly what `turn` would send, without calling or writing anything')
+            [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'What the conversations cost: tokens, cache reads, side calls'' share, injected memory')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check claude, the Messages API and the store, and say what is wrong')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff)')
@@ -571,6 +610,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete facts by id (from `facts list`)')
             [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing')
             [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Export the agent''s facts as JSON Lines (with --user: that person''s and the agent-wide ones)')
+            [CompletionResult]::new('enrich', 'enrich', [CompletionResultType]::ParameterValue, 'Write search keywords for facts that have none (imported or older facts), by batched side calls')
             break
         }
         'duduclaw-session;help;facts;list' {
@@ -589,6 +629,9 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;help;facts;export' {
+            break
+        }
+        'duduclaw-session;help;facts;enrich' {
             break
         }
         'duduclaw-session;help;history' {
@@ -633,6 +676,9 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;help;prompt' {
+            break
+        }
+        'duduclaw-session;help;stats' {
             break
         }
         'duduclaw-session;help;doctor' {

@@ -239,6 +239,7 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent whose facts these are \[required\]]:ID:_default' \
 '--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
+'--keywords=[Search keywords, comma-separated\: words people may ask with (synonyms, the other language'\''s terms)]:LIST:_default' \
 '--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -286,6 +287,24 @@ _arguments "${_arguments_options[@]}" : \
 '--help[Print help]' \
 && ret=0
 ;;
+(enrich)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent whose facts to enrich]:ID:_default' \
+'--limit=[Enrich at most N facts in this run]:N:_default' \
+'--extract-model=[Model for side calls whose job does not name one]:MODEL:_default' \
+'--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--all[Every agent'\''s facts (instead of --agent'\''s)]' \
+'--json[Print a JSON summary (facts enriched and left, jobs, cost)]' \
+'(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
+'--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 ":: :_duduclaw-session__subcmd__facts__subcmd__help_commands" \
@@ -319,6 +338,10 @@ _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
 (export)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(enrich)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -602,6 +625,21 @@ system\:"At the tail of the system prompt, after the pin"))' \
 '::message -- The message; absent or `-` reads stdin to EOF; after `--` it may start with `-`:_default' \
 && ret=0
 ;;
+(stats)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[Only this agent'\''s sessions]:ID:_default' \
+'--channel=[With --agent\: only this channel'\''s session]:ID:_default' \
+'--thread=[With --agent and --channel\: only this thread'\''s session]:ID:_default' \
+'--since=[Only calls this recent, e.g. 7d, 12h]:DURATION:_default' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--json[Print a JSON object with the same figures]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
 (doctor)
 _arguments "${_arguments_options[@]}" : \
 '--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
@@ -722,6 +760,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(enrich)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
         esac
     ;;
 esac
@@ -798,6 +840,10 @@ esac
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(stats)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (doctor)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -834,6 +880,7 @@ _duduclaw-session_commands() {
 'sessions:Inspect and remove stored sessions' \
 'jobs:The side-call jobs (pin, facts, summaries)\: list, run, retry' \
 'prompt:Dry run\: print exactly what \`turn\` would send, without calling or writing anything' \
+'stats:What the conversations cost\: tokens, cache reads, side calls'\'' share, injected memory' \
 'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
 'man:Print the man page (roff)' \
@@ -860,6 +907,7 @@ _duduclaw-session__subcmd__facts_commands() {
 'forget:Delete facts by id (from \`facts list\`)' \
 'import:Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing' \
 'export:Export the agent'\''s facts as JSON Lines (with --user\: that person'\''s and the agent-wide ones)' \
+'enrich:Write search keywords for facts that have none (imported or older facts), by batched side calls' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'duduclaw-session facts commands' commands "$@"
@@ -868,6 +916,11 @@ _duduclaw-session__subcmd__facts_commands() {
 _duduclaw-session__subcmd__facts__subcmd__add_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session facts add commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__enrich_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__enrich_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts enrich commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__facts__subcmd__export_commands] )) ||
 _duduclaw-session__subcmd__facts__subcmd__export_commands() {
@@ -888,6 +941,7 @@ _duduclaw-session__subcmd__facts__subcmd__help_commands() {
 'forget:Delete facts by id (from \`facts list\`)' \
 'import:Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing' \
 'export:Export the agent'\''s facts as JSON Lines (with --user\: that person'\''s and the agent-wide ones)' \
+'enrich:Write search keywords for facts that have none (imported or older facts), by batched side calls' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'duduclaw-session facts help commands' commands "$@"
@@ -896,6 +950,11 @@ _duduclaw-session__subcmd__facts__subcmd__help_commands() {
 _duduclaw-session__subcmd__facts__subcmd__help__subcmd__add_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session facts help add commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__help__subcmd__enrich_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__help__subcmd__enrich_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts help enrich commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__facts__subcmd__help__subcmd__export_commands] )) ||
 _duduclaw-session__subcmd__facts__subcmd__help__subcmd__export_commands() {
@@ -953,6 +1012,7 @@ _duduclaw-session__subcmd__help_commands() {
 'sessions:Inspect and remove stored sessions' \
 'jobs:The side-call jobs (pin, facts, summaries)\: list, run, retry' \
 'prompt:Dry run\: print exactly what \`turn\` would send, without calling or writing anything' \
+'stats:What the conversations cost\: tokens, cache reads, side calls'\'' share, injected memory' \
 'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
 'man:Print the man page (roff)' \
@@ -979,6 +1039,7 @@ _duduclaw-session__subcmd__help__subcmd__facts_commands() {
 'forget:Delete facts by id (from \`facts list\`)' \
 'import:Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing' \
 'export:Export the agent'\''s facts as JSON Lines (with --user\: that person'\''s and the agent-wide ones)' \
+'enrich:Write search keywords for facts that have none (imported or older facts), by batched side calls' \
     )
     _describe -t commands 'duduclaw-session help facts commands' commands "$@"
 }
@@ -986,6 +1047,11 @@ _duduclaw-session__subcmd__help__subcmd__facts_commands() {
 _duduclaw-session__subcmd__help__subcmd__facts__subcmd__add_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session help facts add commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__facts__subcmd__enrich_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__facts__subcmd__enrich_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help facts enrich commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__facts__subcmd__export_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__facts__subcmd__export_commands() {
@@ -1126,6 +1192,11 @@ _duduclaw-session__subcmd__help__subcmd__sessions__subcmd__rm_commands() {
 _duduclaw-session__subcmd__help__subcmd__sessions__subcmd__show_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session help sessions show commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__stats_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__stats_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help stats commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__turn_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__turn_commands() {
@@ -1352,6 +1423,11 @@ _duduclaw-session__subcmd__sessions__subcmd__rm_commands() {
 _duduclaw-session__subcmd__sessions__subcmd__show_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session sessions show commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__stats_commands] )) ||
+_duduclaw-session__subcmd__stats_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session stats commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__turn_commands] )) ||
 _duduclaw-session__subcmd__turn_commands() {

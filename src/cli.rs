@@ -88,6 +88,17 @@ pub enum Command {
     },
     /// Dry run: print exactly what `turn` would send, without calling or writing anything
     Prompt(TurnArgs),
+    /// What the conversations cost: tokens, cache reads, side calls' share, injected memory
+    Stats {
+        #[command(flatten)]
+        scope: Scope,
+        /// Only calls this recent, e.g. 7d, 12h
+        #[arg(long, value_name = "DURATION", value_parser = parse_age)]
+        since: Option<Duration>,
+        /// Print a JSON object with the same figures
+        #[arg(long)]
+        json: bool,
+    },
     /// Check claude, the Messages API and the store, and say what is wrong
     Doctor {
         /// Print a JSON object
@@ -310,6 +321,9 @@ pub enum FactsAction {
         scope: FactScope,
         /// The fact: one line, at most 1,000 characters, no secrets
         text: String,
+        /// Search keywords, comma-separated: words people may ask with (synonyms, the other language's terms)
+        #[arg(long, value_name = "LIST")]
+        keywords: Option<String>,
     },
     /// Delete facts by id (from `facts list`)
     Forget {
@@ -331,6 +345,23 @@ pub enum FactsAction {
     Export {
         #[command(flatten)]
         scope: FactScope,
+    },
+    /// Write search keywords for facts that have none (imported or older facts), by batched side calls
+    Enrich {
+        /// The agent whose facts to enrich
+        #[arg(long, env = "DUDUCLAW_AGENT", value_name = "ID")]
+        agent: Option<String>,
+        /// Every agent's facts (instead of --agent's)
+        #[arg(long)]
+        all: bool,
+        /// Enrich at most N facts in this run
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Print a JSON summary (facts enriched and left, jobs, cost)
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        side: SideArgs,
     },
 }
 
@@ -371,9 +402,9 @@ pub enum SessionsAction {
     },
 }
 
-/// Which jobs: all, an agent's, or one session's.
+/// What to cover: everything, an agent's sessions, or one session.
 #[derive(Debug, Clone, Args)]
-pub struct JobScope {
+pub struct Scope {
     /// Only this agent's sessions
     #[arg(long, value_name = "ID")]
     pub agent: Option<String>,
@@ -416,7 +447,7 @@ pub enum JobsAction {
     /// List open, failed and recently finished jobs: id, kind, status, attempts, session, error
     List {
         #[command(flatten)]
-        scope: JobScope,
+        scope: Scope,
         /// Finished jobs this recent are listed too, e.g. 1h, 7d
         #[arg(long, value_name = "DURATION", default_value = "1d", value_parser = parse_age)]
         since: Duration,
@@ -427,7 +458,7 @@ pub enum JobsAction {
     /// Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary
     Run {
         #[command(flatten)]
-        scope: JobScope,
+        scope: Scope,
         #[command(flatten)]
         side: SideArgs,
     },

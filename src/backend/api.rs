@@ -1,9 +1,9 @@
 //! The direct Messages API path, used when `claude` is unavailable and
 //! `ANTHROPIC_API_KEY` is set: the same assembled prompt and history as the
 //! CLI path, sent as one streamed `POST /v1/messages`, with prompt-cache
-//! breakpoints on the system prompt and on the third-most-recent assistant
-//! turn ("system_and_3"), so a long conversation reads most of its prefix
-//! from the cache.
+//! breakpoints on the system prompt and at the end of the history, so each
+//! request reads everything the previous one sent (but its newest user
+//! message, which carries this turn's recap and facts) from the cache.
 //!
 //! Failures are the same [`Problem`]s as on the CLI path: a rejected key is
 //! [`Problem::NotLoggedIn`], overload and rate limits are retried with
@@ -36,9 +36,6 @@ pub const SIDE_MAX_TOKENS: u32 = 1024;
 pub const DEFAULT_MODEL: &str = "sonnet";
 /// The main call's output bound: long enough for a full chat answer.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
-/// The history breakpoint sits on this assistant turn counting back from
-/// the newest (1 = the newest).
-pub const HISTORY_BREAKPOINT_BACK: usize = 3;
 
 /// First pause between retries; doubled each time up to [`BACKOFF_MAX`].
 const BACKOFF_FIRST: Duration = Duration::from_millis(500);
@@ -142,26 +139,10 @@ pub async fn list_models(cfg: &ApiConfig, timeout: Duration) -> Result<Vec<Model
     Ok(models)
 }
 
-/// The model id sent to the API for a model name as the CLI takes it.
-///
-/// `haiku`, `sonnet` and `opus` are the `claude` CLI's aliases; the API
-/// does not know them, so we map them here to the current models of each
-/// family (our mapping, updated by hand when a new model ships). Anything
-/// else is taken for a full model id and passes through unchanged.
-pub fn model_id(alias: &str) -> String {
-    let alias = alias.trim();
-    match alias.to_ascii_lowercase().as_str() {
-        "haiku" => "claude-haiku-4-5".to_string(),
-        "sonnet" => "claude-sonnet-4-6".to_string(),
-        "opus" => "claude-opus-4-6".to_string(),
-        _ => alias.to_string(),
-    }
-}
-
 /// One main call.
 #[derive(Debug, Clone, Copy)]
 pub struct ApiTurn<'a> {
-    /// An alias or a full model id (see [`model_id`]).
+    /// The model id (aliases are resolved before: see `models::Catalog`).
     pub model: &'a str,
     /// Our text for the system prompt (summary, pin), after [`BASE_SYSTEM`].
     pub system: Option<&'a str>,
@@ -190,10 +171,16 @@ fn mark(block: &mut Value) {
 ///   one message (one text block per turn, so earlier blocks stay
 ///   byte-identical from request to request), blank turns and leading
 ///   assistant turns dropped; then the last user message, as a block of its
-///   own (appended to a trailing user message of the history, if any). The
-///   last block of the [`HISTORY_BREAKPOINT_BACK`]th assistant message from
-///   the end carries the second breakpoint; the last user message never
-///   does, as it changes every turn.
+///   own (appended to a trailing user message of the history, if any).
+///
+/// The second breakpoint is the last block of the history: everything up to
+/// it is resent byte-identical by the next request, whose own breakpoint
+/// finds it within the API's 20-block look-back, so the next request reads
+/// this whole request from the cache but its newest user message. That
+/// message is never marked: it carries the turn's recap and facts and is
+/// resent next time without them, so a cache entry of it would never be
+/// read. Two breakpoints of the API's four; a prefix under the model's
+/// minimum cacheable length is simply not cached.
 pub fn request_body(turn: &ApiTurn, stream: bool) -> Value {
     let mut system = vec![text_block(BASE_SYSTEM)];
     if let Some(s) = turn.system.filter(|s| !s.trim().is_empty()) {
@@ -213,11 +200,7 @@ pub fn request_body(turn: &ApiTurn, stream: bool) -> Value {
             _ => messages.push((*is_user, vec![text_block(text)])),
         }
     }
-    if let Some((_, blocks)) = messages
-        .iter_mut()
-        .rev()
-        .filter(|(is_user, _)| !is_user)
-        .nth(HISTORY_BREAKPOINT_BACK - 1)
+    if let Some((_, blocks)) = messages.last_mut()
         && let Some(last) = blocks.last_mut()
     {
         mark(last);
@@ -234,7 +217,7 @@ pub fn request_body(turn: &ApiTurn, stream: bool) -> Value {
         .collect();
 
     let mut body = json!({
-        "model": model_id(turn.model),
+        "model": turn.model,
         "max_tokens": turn.max_tokens,
         "system": system,
         "messages": messages,
@@ -251,7 +234,7 @@ pub fn side_body(model: &str, system: &str, input: &str) -> Value {
     let mut block = text_block(system);
     mark(&mut block);
     json!({
-        "model": model_id(model),
+        "model": model,
         "max_tokens": SIDE_MAX_TOKENS,
         "system": [block],
         "messages": [{"role": "user", "content": [text_block(input)]}],
@@ -261,8 +244,8 @@ pub fn side_body(model: &str, system: &str, input: &str) -> Value {
 /// Run a main call, streaming reply text to `on_text` as it arrives.
 ///
 /// The [`Outcome`] has the full text, the usage as the API reported it
-/// (`message_start` merged with `message_delta`), a cost estimated by
-/// [`estimate_cost`], and `streamed` set.
+/// (`message_start` merged with `message_delta`), a cost estimated from
+/// the dated price table ([`super::models`]), and `streamed` set.
 pub async fn send(
     cfg: &ApiConfig,
     body: &Value,
@@ -349,7 +332,7 @@ fn outcome(
     let cost_usd = usage_json
         .as_ref()
         .zip(model.as_deref())
-        .and_then(|(u, m)| estimate_cost(m, u));
+        .and_then(|(u, m)| super::models::estimate_cost_json(m, u));
     Outcome {
         text,
         usage: usage_json
@@ -362,40 +345,6 @@ fn outcome(
         model,
         streamed,
     }
-}
-
-/// A rough cost in USD from `usage`, at list prices per million tokens for
-/// the model's family (cache writes at 1.25 times the input price, reads at
-/// 0.1 times); `None` for models we have no price for. An estimate for the
-/// record, like the CLI's own `total_cost_usd`; not a bill.
-pub fn estimate_cost(model: &str, usage: &Value) -> Option<f64> {
-    let m = model.to_ascii_lowercase();
-    let (input, output) = if m.contains("opus") {
-        if ["opus-4-0", "opus-4-1", "opus-4-2025", "3-opus"]
-            .iter()
-            .any(|old| m.contains(old))
-        {
-            (15.0, 75.0)
-        } else {
-            (5.0, 25.0)
-        }
-    } else if m.contains("sonnet") {
-        (3.0, 15.0)
-    } else if m.contains("3-5-haiku") {
-        (0.8, 4.0)
-    } else if m.contains("3-haiku") {
-        (0.25, 1.25)
-    } else if m.contains("haiku") {
-        (1.0, 5.0)
-    } else {
-        return None;
-    };
-    let n = |key: &str| usage.get(key).and_then(Value::as_f64).unwrap_or(0.0);
-    let dollars = n("input_tokens") * input
-        + n("cache_creation_input_tokens") * input * 1.25
-        + n("cache_read_input_tokens") * input * 0.1
-        + n("output_tokens") * output;
-    Some(dollars / 1e6)
 }
 
 /// Why one attempt failed.
@@ -928,7 +877,7 @@ mod tests {
 
     fn turn<'a>(history: &'a [HistoryTurn], system: Option<&'a str>) -> ApiTurn<'a> {
         ApiTurn {
-            model: "sonnet",
+            model: "claude-sonnet-5-5",
             system,
             history,
             user: "recap\nnow?",
@@ -955,13 +904,12 @@ mod tests {
     }
 
     #[test]
-    fn breakpoints_sit_on_system_and_third_newest_assistant_turn() {
-        let cases: [(usize, &[&str]); 5] = [
+    fn breakpoints_sit_on_the_system_tail_and_the_end_of_the_history() {
+        let cases: [(usize, &[&str]); 4] = [
             (0, &["system[1]"]),
-            (1, &["system[1]"]),
-            (2, &["system[1]"]),
-            (3, &["system[1]", "messages[1].content[0]"]),
-            (5, &["system[1]", "messages[5].content[0]"]),
+            (1, &["system[1]", "messages[1].content[0]"]),
+            (2, &["system[1]", "messages[3].content[0]"]),
+            (5, &["system[1]", "messages[9].content[0]"]),
         ];
         for (n, want) in cases {
             let h = history(n);
@@ -982,7 +930,7 @@ mod tests {
         assert_eq!(body["system"][0]["text"], BASE_SYSTEM);
         assert_eq!(body["system"][1]["text"], "pin");
         assert!(body.get("stream").is_none());
-        assert_eq!(body["model"], "claude-sonnet-4-6");
+        assert_eq!(body["model"], "claude-sonnet-5-5");
         assert_eq!(body["max_tokens"], 4096);
         let body = request_body(&turn(&[], Some("  ")), true);
         assert_eq!(body["system"].as_array().unwrap().len(), 1);
@@ -1046,17 +994,6 @@ mod tests {
         let a = strip(request_body(&turn(&h5, Some("pin")), true));
         let b = strip(request_body(&turn(&h6, Some("pin")), true));
         assert_eq!(a[..10], b[..10]);
-    }
-
-    #[test]
-    fn aliases_map_and_ids_pass_through() {
-        assert_eq!(model_id("haiku"), "claude-haiku-4-5");
-        assert_eq!(model_id("Sonnet"), "claude-sonnet-4-6");
-        assert_eq!(model_id("opus"), "claude-opus-4-6");
-        assert_eq!(
-            model_id("claude-3-5-haiku-20241022"),
-            "claude-3-5-haiku-20241022"
-        );
     }
 
     #[test]
@@ -1245,22 +1182,5 @@ mod tests {
             "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
         );
         assert_eq!(retry_after(&h), None);
-    }
-
-    #[test]
-    fn cost_estimate() {
-        let usage = json!({"input_tokens": 1_000_000, "cache_read_input_tokens": 1_000_000,
-                           "cache_creation_input_tokens": 0, "output_tokens": 1_000_000});
-        let c = estimate_cost("claude-sonnet-4-6", &usage).unwrap();
-        assert!((c - (3.0 + 0.3 + 15.0)).abs() < 1e-9, "{c}");
-        assert_eq!(
-            estimate_cost("claude-opus-4-1", &json!({"output_tokens": 1_000_000})),
-            Some(75.0)
-        );
-        assert_eq!(
-            estimate_cost("claude-opus-4-6", &json!({"output_tokens": 1_000_000})),
-            Some(25.0)
-        );
-        assert_eq!(estimate_cost("standin", &usage), None);
     }
 }

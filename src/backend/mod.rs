@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod claude;
+pub mod models;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -16,14 +17,15 @@ use crate::store::{CallPath, Store, Usage};
 
 pub use api::ApiConfig;
 pub use claude::{Capabilities, Claude};
+pub use models::Catalog;
 
 /// Where calls go.
 #[derive(Debug, Clone)]
 pub enum Backend {
     /// The installed `claude`, with the flags it was found to support.
     Cli { claude: Claude, caps: Capabilities },
-    /// The Messages API directly.
-    Api(ApiConfig),
+    /// The Messages API directly, with the models it offers (for aliases).
+    Api { cfg: ApiConfig, catalog: Catalog },
 }
 
 /// A successful call.
@@ -158,7 +160,16 @@ impl Backend {
     pub fn path(&self) -> CallPath {
         match self {
             Backend::Cli { .. } => CallPath::Cli,
-            Backend::Api(_) => CallPath::Api,
+            Backend::Api { .. } => CallPath::Api,
+        }
+    }
+
+    /// The model id this backend sends for `name`: claude resolves its own
+    /// aliases; on the API an alias becomes the newest model of its family.
+    pub fn model_id(&self, name: &str) -> String {
+        match self {
+            Backend::Cli { .. } => name.to_string(),
+            Backend::Api { catalog, .. } => catalog.resolve(name),
         }
     }
 
@@ -173,7 +184,7 @@ impl Backend {
             (Backend::Cli { claude, .. }, Request::Cli(call)) => {
                 claude.run_main(call, timeout, on_text).await
             }
-            (Backend::Api(cfg), Request::Api(call)) => {
+            (Backend::Api { cfg, .. }, Request::Api(call)) => {
                 api::send(cfg, &call.body, timeout, on_text).await
             }
             _ => Err(CallError::new(
@@ -191,7 +202,14 @@ impl Backend {
     ) -> Result<Outcome, CallError> {
         match self {
             Backend::Cli { claude, caps } => claude.run_side(caps, request, timeout).await,
-            Backend::Api(cfg) => api::side_call(cfg, request, timeout).await,
+            Backend::Api { cfg, catalog } => {
+                let model = catalog.resolve(request.model);
+                let request = SideRequest {
+                    model: &model,
+                    ..*request
+                };
+                api::side_call(cfg, &request, timeout).await
+            }
         }
     }
 }
@@ -218,33 +236,90 @@ impl Route {
     }
 }
 
-/// Where the probe of a claude binary is cached.
+/// Where what was learned about claude (its flags) and the API (its
+/// models) is cached.
 pub enum ProbeCache<'a> {
-    /// Read, and written after a probe.
+    /// Read, and written after a probe; the network may be asked.
     Store(&'a mut dyn Store),
-    /// Read only (dry runs and read-only stores).
+    /// Read only, and nothing is asked of the network (dry runs).
     ReadOnly(&'a dyn Store),
     None,
+}
+
+impl ProbeCache<'_> {
+    fn read(&self, key: &str) -> Option<String> {
+        match self {
+            ProbeCache::Store(s) => s.meta(key).ok().flatten(),
+            ProbeCache::ReadOnly(s) => s.meta(key).ok().flatten(),
+            ProbeCache::None => None,
+        }
+    }
+
+    fn write(&mut self, key: &str, value: &str) {
+        if let ProbeCache::Store(s) = self
+            && let Err(e) = s.set_meta(key, value)
+        {
+            tracing::warn!("could not cache {key}: {e:#}");
+        }
+    }
+}
+
+/// How long the model list may take to fetch before the fallback is used.
+const CATALOG_FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The API backend with its model list: cached in the store for a day,
+/// fetched when stale (only where the cache may be written: never in a dry
+/// run), the fallback table when the API cannot say.
+pub async fn api_backend(cfg: ApiConfig, cache: &mut ProbeCache<'_>) -> Backend {
+    let key = Catalog::meta_key(&cfg.base_url);
+    let cached: Option<Catalog> = cache.read(&key).and_then(|v| serde_json::from_str(&v).ok());
+    let now = crate::store::now();
+    let catalog = match cached {
+        Some(c) if c.is_fresh(now) => c,
+        stale if matches!(cache, ProbeCache::Store(_)) => {
+            match api::list_models(&cfg, CATALOG_FETCH_TIMEOUT).await {
+                Ok(models) => {
+                    let c = Catalog {
+                        fetched_at: now,
+                        models,
+                    };
+                    if let Ok(v) = serde_json::to_string(&c) {
+                        cache.write(&key, &v);
+                    }
+                    c
+                }
+                Err(e) => {
+                    tracing::info!(
+                        "could not list the API's models ({e}): using the last list or the built-in aliases"
+                    );
+                    stale.unwrap_or_default()
+                }
+            }
+        }
+        stale => stale.unwrap_or_default(),
+    };
+    Backend::Api { cfg, catalog }
 }
 
 /// Choose the backend for `route`: claude (found and probed), or the API.
 pub async fn resolve(
     route: Route,
     claude_path: Option<&Path>,
-    cache: ProbeCache<'_>,
+    mut cache: ProbeCache<'_>,
 ) -> anyhow::Result<Backend> {
     let api = route.api();
     if route == Route::ApiOnly {
-        return api.map(Backend::Api).ok_or_else(|| {
+        let cfg = api.ok_or_else(|| {
             fail(
                 Kind::NotLoggedIn,
                 "--direct-api needs ANTHROPIC_API_KEY to be set",
             )
-        });
+        })?;
+        return Ok(api_backend(cfg, &mut cache).await);
     }
     let found = Claude::find(claude_path);
     let probed = match found {
-        Ok(claude) => capabilities(&claude, cache)
+        Ok(claude) => capabilities(&claude, &mut cache)
             .await
             .map(|caps| Backend::Cli { claude, caps }),
         Err(e) => Err(e),
@@ -253,7 +328,7 @@ pub async fn resolve(
         (Ok(backend), _) => Ok(backend),
         (Err(e), Some(cfg)) => {
             tracing::info!("{e:#}: using the Messages API directly (ANTHROPIC_API_KEY)");
-            Ok(Backend::Api(cfg))
+            Ok(api_backend(cfg, &mut cache).await)
         }
         (Err(e), None) => Err(e),
     }
@@ -265,19 +340,15 @@ fn caps_key(claude: &Claude) -> String {
 
 /// What the installed claude supports: probed once per binary, cached in
 /// the store (the probe runs `--help`, a few hundred milliseconds).
-pub async fn capabilities(claude: &Claude, cache: ProbeCache<'_>) -> anyhow::Result<Capabilities> {
+pub async fn capabilities(
+    claude: &Claude,
+    cache: &mut ProbeCache<'_>,
+) -> anyhow::Result<Capabilities> {
     let key = caps_key(claude);
-    let cached = match &cache {
-        ProbeCache::Store(s) => s.meta(&key).ok().flatten(),
-        ProbeCache::ReadOnly(s) => s.meta(&key).ok().flatten(),
-        ProbeCache::None => None,
-    };
-    if let Some(caps) = cached.and_then(|v| serde_json::from_str(&v).ok()) {
+    if let Some(caps) = cache.read(&key).and_then(|v| serde_json::from_str(&v).ok()) {
         return Ok(caps);
     }
     let caps = claude.probe().await?;
-    if let ProbeCache::Store(store) = cache {
-        store.set_meta(&key, &serde_json::to_string(&caps)?)?;
-    }
+    cache.write(&key, &serde_json::to_string(&caps)?);
     Ok(caps)
 }

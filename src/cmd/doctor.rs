@@ -147,11 +147,11 @@ async fn check_claude(
     } else {
         None
     };
-    let probe = match store.as_deref_mut() {
+    let mut probe = match store.as_deref_mut() {
         Some(s) => ProbeCache::Store(s),
         None => ProbeCache::None,
     };
-    let caps = match backend::capabilities(&claude, probe).await {
+    let caps = match backend::capabilities(&claude, &mut probe).await {
         Ok(c) => c,
         Err(e) => {
             return vec![Problem {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::{open_for_reading, required_agent, summary};
 use crate::cli::FactsAction;
 use crate::error::{Kind, ResultExt, fail};
-use crate::memory::facts::{looks_like_secret, normalize};
+use crate::memory::facts::{clean_keywords, looks_like_secret, normalize};
 use crate::memory::recall;
 use crate::store::{self, Fact, FactScope, Location, NewFact};
 
@@ -22,6 +22,7 @@ fn fact_json(f: &Fact) -> Value {
         "agent": f.agent,
         "user": f.user,
         "content": f.content,
+        "keywords": f.keywords,
         "access_count": f.access_count,
         "created_at": f.created_at,
         "last_used_at": f.last_used_at,
@@ -82,7 +83,22 @@ fn check_fact(text: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn run(location: &Location, action: &FactsAction) -> Result<()> {
+pub async fn run(location: &Location, claude: Option<&Path>, action: &FactsAction) -> Result<()> {
+    if let FactsAction::Enrich {
+        agent,
+        all,
+        limit,
+        json,
+        side,
+    } = action
+    {
+        let agent = if *all {
+            None
+        } else {
+            Some(required_agent(agent.as_ref())?)
+        };
+        return enrich(location, claude, agent.as_deref(), *limit, *json, side).await;
+    }
     let scope: &crate::cli::FactScope = match action {
         FactsAction::List { scope, .. }
         | FactsAction::Search { scope, .. }
@@ -90,6 +106,7 @@ pub fn run(location: &Location, action: &FactsAction) -> Result<()> {
         | FactsAction::Forget { scope, .. }
         | FactsAction::Import { scope, .. }
         | FactsAction::Export { scope } => scope,
+        FactsAction::Enrich { .. } => return Ok(()),
     };
     let agent = required_agent(scope.agent.as_ref())?;
     let agent = agent.as_str();
@@ -131,14 +148,19 @@ pub fn run(location: &Location, action: &FactsAction) -> Result<()> {
                 write_facts(&mut out, &facts)?;
             }
         }
-        FactsAction::Add { text, .. } => {
+        FactsAction::Add { text, keywords, .. } => {
             let text = one_line(text);
             check_fact(&text)?;
+            let keywords = keywords
+                .as_deref()
+                .map(|k| clean_keywords(&[k.to_string()]))
+                .unwrap_or_default();
             let mut store = store::open(location)?;
-            if let Some(Some(id)) = store
-                .add_facts(&[NewFact::new(agent, user, &text)])?
-                .first()
-            {
+            let new = NewFact {
+                keywords: &keywords,
+                ..NewFact::new(agent, user, &text)
+            };
+            if let Some(Some(id)) = store.add_facts(&[new])?.first() {
                 writeln!(out, "{id}")?;
             } else {
                 // Print the stored twin's id, so adding is idempotent for scripts.
@@ -154,6 +176,8 @@ pub fn run(location: &Location, action: &FactsAction) -> Result<()> {
             }
         }
         FactsAction::Forget { ids, .. } => forget(location, agent, ids)?,
+        // Dispatched before the scope is read: it takes --all.
+        FactsAction::Enrich { .. } => {}
         FactsAction::Import { file, .. } => import(location, agent, user, file)?,
         FactsAction::Export { .. } => {
             let Some(store) = open_for_reading(location)? else {
@@ -231,6 +255,7 @@ fn import(location: &Location, agent: &str, user: Option<&str>, file: &Path) -> 
     let new: Vec<NewFact> = rows
         .iter()
         .map(|r| NewFact {
+            keywords: &r.keywords,
             access_count: r.access_count,
             created_at: r.created_at,
             last_used_at: r.last_used_at,
@@ -250,6 +275,7 @@ struct Row {
     agent: String,
     user: Option<String>,
     content: String,
+    keywords: Vec<String>,
     access_count: i64,
     created_at: Option<i64>,
     last_used_at: Option<i64>,
@@ -330,10 +356,32 @@ fn read_rows(agent: &str, user: Option<&str>, file: &Path) -> Result<Rows> {
             None => user,
             Some(u) => u,
         };
+        let keywords = match &v["keywords"] {
+            Value::Null => Vec::new(),
+            Value::Array(items) => {
+                let words: Option<Vec<String>> = items
+                    .iter()
+                    .map(|k| k.as_str().map(str::to_string))
+                    .collect();
+                clean_keywords(&words.ok_or_else(|| {
+                    fail(
+                        Kind::BadInput,
+                        format!("line {n}: \"keywords\" holds a non-string"),
+                    )
+                })?)
+            }
+            _ => {
+                return Err(fail(
+                    Kind::BadInput,
+                    format!("line {n}: \"keywords\" is not an array of strings"),
+                ));
+            }
+        };
         rows.push(Row {
             agent: line_agent.to_string(),
             user: line_user.map(str::to_string),
             content,
+            keywords,
             access_count: v["access_count"].as_i64().unwrap_or(0).max(0),
             created_at: v["created_at"].as_i64(),
             last_used_at: v["last_used_at"].as_i64(),
@@ -343,6 +391,111 @@ fn read_rows(agent: &str, user: Option<&str>, file: &Path) -> Result<Rows> {
         rows,
         secrets: skipped_secrets,
     })
+}
+
+/// `facts enrich`: keywords for the facts that have none, by batched side
+/// calls through the job machinery, so an interrupted run leaves jobs the
+/// next run (or `jobs run`) finishes: first what is still open, then the
+/// facts still without keywords.
+async fn enrich(
+    location: &Location,
+    claude: Option<&Path>,
+    agent: Option<&str>,
+    limit: Option<usize>,
+    json_out: bool,
+    side: &crate::cli::SideArgs,
+) -> Result<()> {
+    use crate::backend::{self, ProbeCache};
+    use crate::memory::jobs::{self, ENRICH_BATCH, NewJob, Runner};
+    use crate::store::{JobKind, JobSelect};
+
+    let mut store = store::open(location)?;
+    let select = JobSelect {
+        agent,
+        kind: Some(JobKind::Enrich),
+        session_id: None,
+    };
+    let limit = limit.unwrap_or(usize::MAX);
+    let todo = store.facts_without_keywords(agent, limit)?;
+    let open = store.has_open_job(select)?;
+    let mut total = jobs::Drained::default();
+    if !todo.is_empty() || open {
+        let backend = backend::resolve(
+            super::route(&side.route),
+            claude,
+            ProbeCache::Store(&mut *store),
+        )
+        .await?;
+        let runner = Runner {
+            backend,
+            model: side.extract_model.clone(),
+            timeout: side.side_timeout,
+        };
+        // What an interrupted run left first, so no fact is asked for twice.
+        if open {
+            add_drained(
+                &mut total,
+                jobs::drain(&mut *store, &runner, select, None).await?,
+            );
+        }
+        let todo = store.facts_without_keywords(agent, limit)?;
+        let mut by_agent: std::collections::BTreeMap<&str, Vec<Fact>> = Default::default();
+        for f in &todo {
+            by_agent.entry(&f.agent).or_default().push(f.clone());
+        }
+        for (fact_agent, facts) in &by_agent {
+            for batch in facts.chunks(ENRICH_BATCH) {
+                let job = NewJob::enrich(batch, &side.extract_model);
+                store.enqueue_job(job.kind, fact_agent, None, None, &job.input)?;
+            }
+        }
+        add_drained(
+            &mut total,
+            jobs::drain(&mut *store, &runner, select, None).await?,
+        );
+    }
+    let left = store.facts_without_keywords(agent, usize::MAX)?.len();
+    let enriched = todo.len().saturating_sub(left.min(todo.len()));
+    if json_out {
+        let obj = json!({
+            "facts_enriched": enriched,
+            "facts_left": left,
+            "jobs": {"done": total.done, "failed": total.failed},
+            "cost_usd": total.cost_usd,
+            "calls_without_cost": total.unpriced,
+        });
+        writeln!(std::io::stdout(), "{obj}")?;
+    } else {
+        summary(format!(
+            "enriched {enriched} facts ({left} still without keywords); {} jobs done, {} failed; cost ${:.4}{}",
+            total.done,
+            total.failed,
+            total.cost_usd,
+            if total.unpriced > 0 {
+                format!(" (+{} calls of unknown price)", total.unpriced)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if total.failed > 0 {
+        return Err(fail(
+            Kind::ClaudeFailed,
+            format!(
+                "{} enrichment calls failed: see `jobs list` for their errors; run again to retry",
+                total.failed
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn add_drained(total: &mut crate::memory::jobs::Drained, d: crate::memory::jobs::Drained) {
+    total.done += d.done;
+    total.failed += d.failed;
+    total.cut_off += d.cut_off;
+    total.cost_usd += d.cost_usd;
+    total.unpriced += d.unpriced;
 }
 
 #[cfg(test)]

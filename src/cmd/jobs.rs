@@ -6,27 +6,13 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::{open_for_reading, route, summary};
+use super::{open_for_reading, route, scope_session, summary};
 use crate::backend::{self, ProbeCache};
-use crate::cli::{JobScope, JobsAction, SideArgs};
+use crate::cli::{JobsAction, Scope, SideArgs};
 use crate::error::{Kind, fail};
 use crate::memory::jobs::{self, Runner};
 use crate::memory::worker::{self, WorkerSettings};
-use crate::session::Address;
 use crate::store::{self, JobFilter, JobRow, JobSelect, Location};
-
-/// The session a scope names when it names one (agent and channel given).
-fn scope_session(scope: &JobScope) -> Option<String> {
-    let (agent, channel) = (scope.agent.clone()?, scope.channel.clone()?);
-    Some(
-        Address {
-            agent,
-            channel,
-            thread: scope.thread.clone(),
-        }
-        .session_id(),
-    )
-}
 
 pub async fn run(location: &Location, claude: Option<&Path>, action: &JobsAction) -> Result<()> {
     match action {
@@ -61,12 +47,7 @@ pub async fn run(location: &Location, claude: Option<&Path>, action: &JobsAction
     }
 }
 
-fn list(
-    location: &Location,
-    scope: &JobScope,
-    since: std::time::Duration,
-    json: bool,
-) -> Result<()> {
+fn list(location: &Location, scope: &Scope, since: std::time::Duration, json: bool) -> Result<()> {
     let rows: Vec<JobRow> = match open_for_reading(location)? {
         Some(store) => {
             let sid = scope_session(scope);
@@ -110,7 +91,7 @@ fn list(
 async fn run_now(
     location: &Location,
     claude: Option<&Path>,
-    scope: &JobScope,
+    scope: &Scope,
     side: &SideArgs,
 ) -> Result<()> {
     let Some(_) = open_for_reading(location)? else {

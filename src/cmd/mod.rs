@@ -11,6 +11,7 @@ mod jobs;
 mod pin;
 mod prompt;
 mod sessions;
+mod stats;
 mod turn;
 
 use std::io::Write;
@@ -35,7 +36,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Pin { action } => pin::run(&location()?, action),
-        Command::Facts { action } => facts::run(&location()?, action),
+        Command::Facts { action } => facts::run(&location()?, claude, action).await,
         Command::History {
             session,
             json,
@@ -43,6 +44,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         } => sessions::history(&location()?, session, *json, *limit),
         Command::Sessions { action } => sessions::run(&location()?, action),
         Command::Jobs { action } => jobs::run(&location()?, claude, action).await,
+        Command::Stats { scope, since, json } => stats::run(&location()?, scope, *since, *json),
         Command::Doctor { json } => doctor::run(&location()?, claude, *json).await,
         Command::Completions { shell } => {
             std::io::stdout().write_all(&crate::cli::completions(*shell))?;
@@ -83,6 +85,19 @@ fn address(s: &SessionArgs) -> Result<Address> {
         channel,
         thread: s.thread.clone(),
     })
+}
+
+/// The session a scope names when it names one (agent and channel given).
+fn scope_session(scope: &crate::cli::Scope) -> Option<String> {
+    let (agent, channel) = (scope.agent.clone()?, scope.channel.clone()?);
+    Some(
+        Address {
+            agent,
+            channel,
+            thread: scope.thread.clone(),
+        }
+        .session_id(),
+    )
 }
 
 fn route(r: &RouteArgs) -> Route {

@@ -58,7 +58,7 @@ pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) ->
             claude: backend::Claude::unprobed(claude),
             caps: Capabilities::assumed(),
         });
-    let api_model = turn::api_model(&settings);
+    let api_model = turn::api_model(&settings, &backend);
     let host = transcript_host();
     let plan = plan::decide(
         &gathered.state(&session, &host),

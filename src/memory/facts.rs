@@ -65,19 +65,214 @@ pub fn index_text(s: &str) -> String {
     out
 }
 
-/// Words too common to say anything about which fact is relevant. Only words of
-/// two or more chars matter: shorter ones are dropped anyway.
+/// Words too common to say anything about which fact is relevant: function
+/// words, and the verbs and fillers of chat questions ("can you help me get
+/// this thing ready"). Only words of two or more chars matter: shorter ones
+/// are dropped anyway. Used on queries only: the index keeps every word.
 const STOPWORDS: &[&str] = &[
-    "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "aren", "as", "at",
-    "be", "been", "before", "being", "but", "by", "can", "could", "did", "didn", "do", "does",
-    "doesn", "don", "for", "from", "had", "has", "have", "he", "her", "here", "hers", "him", "his",
-    "how", "if", "in", "into", "is", "isn", "it", "its", "just", "ll", "me", "might", "more",
-    "most", "must", "my", "no", "not", "now", "of", "off", "ok", "okay", "on", "or", "our", "ours",
-    "out", "please", "re", "she", "should", "so", "some", "such", "than", "that", "the", "their",
-    "them", "then", "there", "these", "they", "this", "those", "to", "too", "up", "us", "ve",
-    "very", "was", "wasn", "we", "were", "what", "when", "where", "which", "while", "who", "whom",
-    "why", "will", "with", "won", "would", "yes", "you", "your", "yours",
+    "about",
+    "after",
+    "again",
+    "against",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "anything",
+    "are",
+    "aren",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "couldn",
+    "did",
+    "didn",
+    "do",
+    "does",
+    "doesn",
+    "doing",
+    "don",
+    "during",
+    "each",
+    "even",
+    "ever",
+    "few",
+    "for",
+    "from",
+    "further",
+    "get",
+    "gets",
+    "getting",
+    "give",
+    "go",
+    "going",
+    "got",
+    "had",
+    "hadn",
+    "has",
+    "hasn",
+    "have",
+    "haven",
+    "having",
+    "he",
+    "hello",
+    "help",
+    "her",
+    "here",
+    "hers",
+    "hey",
+    "hi",
+    "him",
+    "his",
+    "how",
+    "if",
+    "in",
+    "into",
+    "is",
+    "isn",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "know",
+    "let",
+    "lets",
+    "like",
+    "ll",
+    "make",
+    "may",
+    "me",
+    "might",
+    "mine",
+    "more",
+    "most",
+    "much",
+    "must",
+    "my",
+    "myself",
+    "need",
+    "needs",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "ok",
+    "okay",
+    "on",
+    "once",
+    "one",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "out",
+    "over",
+    "own",
+    "please",
+    "pls",
+    "re",
+    "really",
+    "same",
+    "shall",
+    "she",
+    "should",
+    "shouldn",
+    "so",
+    "some",
+    "something",
+    "still",
+    "such",
+    "sure",
+    "tell",
+    "than",
+    "thank",
+    "thanks",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "thing",
+    "things",
+    "think",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "up",
+    "us",
+    "ve",
+    "very",
+    "want",
+    "wants",
+    "was",
+    "wasn",
+    "way",
+    "we",
+    "were",
+    "weren",
+    "what",
+    "whats",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "won",
+    "would",
+    "wouldn",
+    "yeah",
+    "yes",
+    "yet",
+    "you",
+    "your",
+    "yours",
+    "yourself",
 ];
+
+/// Characters that only glue Chinese sentences together (particles,
+/// pronouns, question words): a bigram holding one says nothing about the
+/// topic ("月的", "嗎？"), so queries leave it out.
+const CJK_GLUE: &[char] = &[
+    '的', '了', '嗎', '呢', '吧', '啊', '呀', '喔', '哦', '嘛', '我', '你', '妳', '他', '她', '它',
+    '們', '這', '那', '哪', '誰', '什', '麼', '怎', '嗎', '是', '在', '把', '被', '給', '讓', '還',
+    '就', '都', '也', '很', '又', '再', '才', '而', '或', '及', '與', '和',
+];
+
+/// Two-character words common to questions and requests whatever their topic.
+const CJK_STOP_BIGRAMS: &[&str] = &[
+    "一下", "可以", "能不", "不能", "有沒", "沒有", "如何", "為何", "多少", "幾個", "時候", "現在",
+    "今天", "明天", "幫忙", "請問", "一個", "一些", "之後", "之前", "以後", "以前", "應該", "需要",
+    "是否", "不是", "還是", "要不", "知道", "告訴", "覺得", "所以", "因為",
+];
+
+/// Whether a CJK bigram of a query carries meaning.
+fn is_topical_bigram(gram: &str) -> bool {
+    !gram.chars().any(|c| CJK_GLUE.contains(&c)) && !CJK_STOP_BIGRAMS.contains(&gram)
+}
 
 /// At most this many terms go into one query: enough for any real message,
 /// small enough that a pasted log cannot make an enormous expression.
@@ -98,7 +293,12 @@ pub fn query_terms(message: &str) -> Vec<String> {
             while i < chars.len() && is_cjk_letter(chars[i]) {
                 i += 1;
             }
-            push_bigrams(&chars[start..i], &mut terms);
+            let mut grams = Vec::new();
+            push_bigrams(&chars[start..i], &mut grams);
+            // A lone character stays (it may be the whole word); bigrams
+            // of glue are dropped.
+            let lone = grams.len() == 1 && grams[0].chars().count() == 1;
+            terms.extend(grams.into_iter().filter(|g| lone || is_topical_bigram(g)));
         } else if c.is_alphanumeric() {
             let start = i;
             while i < chars.len() && chars[i].is_alphanumeric() && !is_cjk_letter(chars[i]) {
@@ -265,8 +465,9 @@ pub struct Extracted {
     pub keywords: Vec<String>,
 }
 
-/// At most this many keywords are kept per fact...
-pub const MAX_KEYWORDS: usize = 16;
+/// At most this many keywords are kept per fact (the side call is asked for
+/// 12 to 20)...
+pub const MAX_KEYWORDS: usize = 24;
 /// ...each at most this long (a keyword is a word or a short phrase).
 pub const MAX_KEYWORD_CHARS: usize = 40;
 
@@ -412,27 +613,16 @@ mod tests {
 
     #[test]
     fn fts_query_chinese() {
+        // Bigrams of glue (pronouns, question words) are left out.
         let q = fts_query("我們用什麼管理套件？").unwrap();
-        assert_eq!(
-            terms(&q),
-            [
-                "\"我們\"",
-                "\"們用\"",
-                "\"用什\"",
-                "\"什麼\"",
-                "\"麼管\"",
-                "\"管理\"",
-                "\"理套\"",
-                "\"套件\""
-            ]
-        );
+        assert_eq!(terms(&q), ["\"管理\"", "\"理套\"", "\"套件\""]);
         assert_eq!(fts_query("好").unwrap(), "\"好\"");
     }
 
     #[test]
     fn fts_query_mixed_and_dedup() {
         let q = fts_query("pnpm 還是 npm？PNPM!").unwrap();
-        assert_eq!(q, "\"pnpm\" OR \"還是\" OR \"npm\"");
+        assert_eq!(q, "\"pnpm\" OR \"npm\"");
     }
 
     #[test]

@@ -24,16 +24,17 @@ One to three short lines in the user's language, at most 400 characters, no prea
 If it holds no task (greeting, small talk), answer NONE.";
 
 pub const FACTS_SYSTEM: &str = "List 2 to 4 durable facts about the user, their project or preferences from this exchange, \
-one per line as: - FACT | keywords. FACT: one short line in the user's language. keywords: 6 to 12 comma-separated \
-words people would use when asking about it later: synonyms, related terms, question words, and the key terms in both \
-English and Chinese (Traditional if the user writes Chinese). \
-Example: - Uses pnpm, never npm i | package manager, install, dependencies, 套件管理, 安裝. \
+one per line as: - FACT | keywords. FACT: one short line in the user's language. keywords: 12 to 20 comma-separated \
+search terms for finding the fact later: synonyms and broader terms, the tasks and situations where it matters \
+(for a user who keeps a cat: pets, vet visits, travel plans), the words of questions people would ask, and each key term \
+in both English and Chinese (Traditional if the user writes Chinese). \
+Example: - Uses pnpm, never npm i | package manager, install, dependencies, add a library, lockfile, node modules, 套件管理, 安裝套件, 相依套件. \
 Skip small talk, one-offs, unconfirmed suggestions, secrets. None? Answer NONE.";
 
-pub const ENRICH_SYSTEM: &str = "For each fact below (one per line as ID: FACT), write the keywords people would use \
-when asking about it later: 6 to 12 comma-separated synonyms, related terms, question words, and the key terms in both \
-English and Chinese (Traditional when the fact is in Chinese). Answer one line per fact as: ID | keyword, keyword, ... \
-and nothing else.";
+pub const ENRICH_SYSTEM: &str = "For each fact below (one per line as ID: FACT), write 12 to 20 comma-separated search terms \
+for finding it later: synonyms and broader terms, the tasks and situations where it matters, the words of questions \
+people would ask, and each key term in both English and Chinese (Traditional when the fact is in Chinese). \
+Answer one line per fact as: ID | term, term, ... and nothing else.";
 
 /// Facts per enrichment call: enough to amortize the call's envelope,
 /// few enough that one answer stays short and one failure costs little.
@@ -184,12 +185,16 @@ impl Runner {
 }
 
 /// What a drain did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct Drained {
     pub done: usize,
     pub failed: usize,
     /// Still running when the drain had to stop: retried after their lease.
     pub cut_off: usize,
+    /// What the calls that answered cost, where known.
+    pub cost_usd: f64,
+    /// Calls whose cost is unknown (a model with no known price).
+    pub unpriced: usize,
 }
 
 /// Claim the runnable jobs (of one session, or of all), run them
@@ -243,6 +248,12 @@ pub async fn drain(
                 report.failed += 1;
                 continue;
             };
+            if let Ok(o) = &result {
+                match o.cost_usd {
+                    Some(c) => report.cost_usd += c,
+                    None => report.unpriced += 1,
+                }
+            }
             if store_result(store, runner, &job, result) {
                 report.done += 1;
             } else {

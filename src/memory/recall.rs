@@ -45,7 +45,19 @@ pub fn search(
     message: &str,
     limit: usize,
 ) -> Result<Vec<ScoredFact>> {
-    let Some(query) = focused_query(store, message)? else {
+    search_weighted(store, scope, message, limit, KEYWORD_WEIGHT)
+}
+
+/// [`search`] with another weight of the keywords against the text (the
+/// retrieval benchmark compares weights with it).
+pub fn search_weighted(
+    store: &dyn Store,
+    scope: FactScope,
+    message: &str,
+    limit: usize,
+    keyword_weight: f64,
+) -> Result<Vec<ScoredFact>> {
+    let Some(query) = focused_query(store, message, keyword_weight)? else {
         return Ok(Vec::new());
     };
     let want = CANDIDATES.max(limit);
@@ -111,31 +123,28 @@ pub fn within_budget(ranked: Vec<ScoredFact>) -> Vec<ScoredFact> {
 
 /// The message's OR query, or when that matches too many facts, the OR of
 /// its rarest terms within [`MATCH_BUDGET`] (always at least one).
-fn focused_query(store: &dyn Store, message: &str) -> Result<Option<FactQuery>> {
+fn focused_query(store: &dyn Store, message: &str, w: f64) -> Result<Option<FactQuery>> {
     let terms = query_terms(message);
     if terms.len() <= 1 {
-        return Ok((!terms.is_empty()).then(|| FactQuery::any(terms, KEYWORD_WEIGHT)));
+        return Ok((!terms.is_empty()).then(|| FactQuery::any(terms, w)));
     }
     // Per-term counts (each capped, so a common term costs no more than a
     // rare one); their sum bounds the OR query's matches from above.
     let mut counted = Vec::with_capacity(terms.len());
     for t in terms {
-        let n = store.count_fact_matches(
-            &FactQuery::any(vec![t.clone()], KEYWORD_WEIGHT),
-            MATCH_BUDGET + 1,
-        )?;
+        let n = store.count_fact_matches(&FactQuery::any(vec![t.clone()], w), MATCH_BUDGET + 1)?;
         if n > 0 {
             counted.push((n, t));
         }
     }
     if counted.iter().map(|(n, _)| n).sum::<i64>() <= MATCH_BUDGET {
         let all: Vec<String> = counted.into_iter().map(|(_, t)| t).collect();
-        return Ok((!all.is_empty()).then(|| FactQuery::any(all, KEYWORD_WEIGHT)));
+        return Ok((!all.is_empty()).then(|| FactQuery::any(all, w)));
     }
     counted.sort_by_key(|(n, _)| *n);
     if counted.first().is_some_and(|(n, _)| *n > MATCH_BUDGET) {
         let terms = counted.into_iter().map(|(_, t)| t).collect();
-        return narrowed(store, terms).map(Some);
+        return narrowed(store, terms, w).map(Some);
     }
     let mut total = 0;
     let mut keep = Vec::new();
@@ -146,16 +155,16 @@ fn focused_query(store: &dyn Store, message: &str) -> Result<Option<FactQuery>> 
         total += n;
         keep.push(t);
     }
-    Ok((!keep.is_empty()).then(|| FactQuery::any(keep, KEYWORD_WEIGHT)))
+    Ok((!keep.is_empty()).then(|| FactQuery::any(keep, w)))
 }
 
 /// Every term is common: require the rarest terms together, adding one at
 /// a time until the matches fit the budget, while at least a few facts
 /// still match; else the rarest term alone.
-fn narrowed(store: &dyn Store, terms: Vec<String>) -> Result<FactQuery> {
-    let mut best = FactQuery::any(terms[..1].to_vec(), KEYWORD_WEIGHT);
+fn narrowed(store: &dyn Store, terms: Vec<String>, w: f64) -> Result<FactQuery> {
+    let mut best = FactQuery::any(terms[..1].to_vec(), w);
     for k in 2..=terms.len() {
-        let all = FactQuery::every(terms[..k].to_vec(), KEYWORD_WEIGHT);
+        let all = FactQuery::every(terms[..k].to_vec(), w);
         let n = store.count_fact_matches(&all, MATCH_BUDGET + 1)?;
         if n < FACTS_AT_LEAST {
             break;

@@ -197,16 +197,17 @@ impl Gathered {
     }
 }
 
-/// The model id a turn on the API sends.
-pub fn api_model(settings: &TurnSettings) -> String {
-    api::model_id(settings.model.as_deref().unwrap_or(api::DEFAULT_MODEL))
+/// The model id a turn on `backend` sends to the API (its `--model`, or the
+/// default, resolved by the backend's model list).
+pub fn api_model(settings: &TurnSettings, backend: &Backend) -> String {
+    backend.model_id(settings.model.as_deref().unwrap_or(api::DEFAULT_MODEL))
 }
 
 /// What an attempt is rendered for, given the backend.
 pub fn target<'a>(backend: &'a Backend, api_model: &'a str) -> Target<'a> {
     match backend {
         Backend::Cli { caps, .. } => Target::Cli(caps),
-        Backend::Api(_) => Target::Api { model: api_model },
+        Backend::Api { .. } => Target::Api { model: api_model },
     }
 }
 
@@ -233,11 +234,11 @@ async fn answer(
     let memory = plan::memory(&gathered.state(&session, &host), message, settings);
     remember(store, settings, sid, user_turn, &memory)?;
 
-    let api_model = api_model(settings);
     let mut attempts = 0;
     let (attempt, rendered, outcome) = loop {
         let state = gathered.state(&session, &host);
-        let target = target(&backend, &api_model);
+        let model = api_model(settings, &backend);
+        let target = target(&backend, &model);
         let attempt = plan::attempt(&state, target);
         if let Attempt::Replay {
             handle,
@@ -292,7 +293,7 @@ async fn answer(
                     err.message
                 );
                 if let Some(cfg) = api {
-                    backend = Backend::Api(cfg);
+                    backend = backend::api_backend(cfg, &mut ProbeCache::Store(store)).await;
                 }
             }
             Next::Fail => return Err(failure(err, settings)),
