@@ -118,7 +118,7 @@ pub enum Command {
 const TURN_AFTER: &str = "\
 A MESSAGE that starts with '-' goes after '--', which ends the options as in every Unix \
 tool (turn -- \"-x marks the spot\"), or on stdin. Given as an ordinary argument it is \
-refused (exit 2) rather than read as options. `-v`/`-vv` are the verbose option.
+refused (exit 2) rather than read as options. -v and -vv are the verbose option (logs on stderr).
 
 Side calls (pin and fact extraction, compaction summaries) are queued as jobs and run by a \
 detached worker after the reply, so the turn returns as soon as the reply is recorded. \
@@ -238,7 +238,11 @@ pub struct TurnArgs {
     pub side_timeout: Duration,
 
     /// Wait (bounded by --side-timeout) for this turn's side calls instead of leaving them to the detached worker
-    #[arg(long, env = "DUDUCLAW_WAIT_SIDE")]
+    #[arg(
+        long,
+        env = "DUDUCLAW_WAIT_SIDE",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub wait_side: bool,
 
     /// Scope facts to one person as well as the agent

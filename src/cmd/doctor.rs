@@ -304,8 +304,18 @@ pub async fn run(location: &Location, claude_path: Option<&Path>, json_out: bool
         }
         (false, false) => {
             report["turns_via"] = Value::Null;
-            problems.extend(claude_problems);
-            problems.extend(api_problem);
+            // With no claude installed, a key that is set is the path the
+            // user meant: its problem comes first (and sets the exit code).
+            let missing = claude_problems
+                .iter()
+                .any(|p| p.kind == Kind::ClaudeMissing);
+            if missing && api_problem.is_some() {
+                problems.extend(api_problem);
+                problems.extend(claude_problems);
+            } else {
+                problems.extend(claude_problems);
+                problems.extend(api_problem);
+            }
         }
     }
     problems.extend(store_problems);

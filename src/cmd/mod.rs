@@ -139,3 +139,95 @@ fn describe(a: &Address) -> String {
 fn summary(line: impl std::fmt::Display) {
     eprintln!("{line}");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Pieces of command lines: real words, their near misses, odd values.
+    fn token() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(vec![
+                "turn",
+                "prompt",
+                "id",
+                "pin",
+                "show",
+                "set",
+                "facts",
+                "list",
+                "search",
+                "add",
+                "import",
+                "export",
+                "enrich",
+                "jobs",
+                "run",
+                "retry",
+                "stats",
+                "sessions",
+                "rm",
+                "prune",
+                "history",
+                "doctor",
+                "--",
+                "-",
+                "-v",
+                "-vv",
+                "-h",
+                "--help",
+                "--json",
+                "--agent",
+                "--channel",
+                "--thread",
+                "--user",
+                "--timeout",
+                "--side-timeout",
+                "--limit",
+                "--since",
+                "--older-than",
+                "--compact-at",
+                "--claude-arg",
+                "--claude-arg=--x",
+                "--again",
+                "--wait-side",
+                "--no-extract",
+                "--direct-api",
+                "--no-direct-api",
+                "--facts-in",
+                "system",
+                "--db",
+                "--keywords",
+                "--all",
+            ])
+            .prop_map(String::from),
+            any::<u64>().prop_map(|n| n.to_string()),
+            any::<i64>().prop_map(|n| n.to_string()),
+            "-[a-zA-Z]{1,6}",
+            "--[a-z-]{1,12}(=[a-z0-9]{0,4})?",
+            "[0-9]{1,30}(ms|s|m|h|d|y)?",
+            any::<String>(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// No argv shape makes parsing or the flags-to-settings step panic.
+        #[test]
+        fn no_argv_shape_panics(words in prop::collection::vec(token(), 0..8)) {
+            let mut argv: Vec<std::ffi::OsString> = vec![crate::cli::BIN.into()];
+            argv.extend(words.iter().map(Into::into));
+            if let Ok(cli) = Cli::parse_args(argv) {
+                let location = Location::File("/nonexistent/s.db".into());
+                if let Command::Turn(args) | Command::Prompt(args) = &cli.command {
+                    let _ = turn::settings(&location, None, args);
+                }
+                if let Command::Id(s) = &cli.command {
+                    let _ = address(s);
+                }
+            }
+        }
+    }
+}

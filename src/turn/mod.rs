@@ -296,7 +296,20 @@ async fn answer(
                     backend = backend::api_backend(cfg, &mut ProbeCache::Store(store)).await;
                 }
             }
-            Next::Fail => return Err(failure(err, settings)),
+            Next::Fail => {
+                if attempt.step() != recovery::Step::Api && err.problem != Problem::Missing {
+                    // claude records the user message in its transcript before
+                    // it calls the model, so a failed turn leaves a dangling
+                    // message the next resume would send again. Move on: the
+                    // next turn replays the stored history, which keeps the
+                    // failed message out (it is in `history`, as failed).
+                    let (_, handle) = session.next_handle();
+                    if let Err(e) = roll(store, &session, session.generation, &handle) {
+                        tracing::warn!("could not move past the failed turn's handle: {e:#}");
+                    }
+                }
+                return Err(failure(err, settings));
+            }
         }
         session = reload(store, sid)?;
     };
