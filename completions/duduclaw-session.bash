@@ -1784,7 +1784,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__prompt)
-            opts="-v -h --agent --channel --thread --again --json --model --extract-model --no-extract --no-compact --light --timeout --side-timeout --wait-side --user --compact-at --direct-api --no-direct-api --facts-in --claude-arg --db --claude --verbose --help"
+            opts="-v -h --agent --channel --thread --again --json --model --extract-model --side-timeout --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --claude-arg --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1810,11 +1810,11 @@ _duduclaw__session() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --timeout)
+                --side-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --side-timeout)
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2090,7 +2090,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__turn)
-            opts="-v -h --agent --channel --thread --again --json --model --extract-model --no-extract --no-compact --light --timeout --side-timeout --wait-side --user --compact-at --direct-api --no-direct-api --facts-in --claude-arg --db --claude --verbose --help"
+            opts="-v -h --agent --channel --thread --again --json --model --extract-model --side-timeout --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --claude-arg --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2116,11 +2116,11 @@ _duduclaw__session() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --timeout)
+                --side-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --side-timeout)
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -46,9 +46,9 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l thread -d 'An optional thread inside the channel' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l model -d 'Model for the main call (passed to claude --model)' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l extract-model -d 'Model for the side calls that extract the pin and facts' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l timeout -d 'Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l timeout -d 'Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l user -d 'Scope facts to one person as well as the agent' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l compact-at -d 'Compact the session when its context passes this many estimated tokens' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l facts-in -d 'Where the injected facts go' -r -f -a "message\t'At the head of the user message, after the recap (keeps the system prompt byte-stable)'
@@ -58,12 +58,12 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l again -d 'Send the session\'s last failed message again, as a normal turn'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l json -d 'Print one JSON object instead of streaming the reply'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l direct-api -d 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l no-direct-api -d 'Never fall back to the Messages API when claude is missing or not logged in'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l no-extract -d 'Skip pin and fact extraction (compaction still runs: it guards the context size)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l no-compact -d 'Never compact the session, however long it grows'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l light -d 'Run the main call on the lightweight flags (no tools, one model turn)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l wait-side -d 'Wait (bounded by --side-timeout) for this turn\'s side calls instead of leaving them to the detached worker'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l direct-api -d 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l no-direct-api -d 'Never fall back to the Messages API when claude is missing or not logged in'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -l agent -d 'The agent (bot, persona) this conversation belongs to [required]' -r
@@ -170,7 +170,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts;
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from export" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l agent -d 'The agent whose facts to enrich' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l limit -d 'Enrich at most N facts in this run' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l extract-model -d 'Model for side calls whose job does not name one' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
@@ -253,7 +253,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l agent -d 'Only this agent\'s sessions' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l channel -d 'With --agent: only this channel\'s session' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l thread -d 'With --agent and --channel: only this thread\'s session' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l extract-model -d 'Model for side calls whose job does not name one' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
@@ -267,7 +267,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from retry" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l session -d 'The session whose jobs to run' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l after-turn -d 'Start once this turn is answered (or after 2 seconds)' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l extract-model -d 'Model for side calls whose job does not name one' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
@@ -284,9 +284,9 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l thread -d 'An optional thread inside the channel' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l model -d 'Model for the main call (passed to claude --model)' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l extract-model -d 'Model for the side calls that extract the pin and facts' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l timeout -d 'Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l timeout -d 'Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l user -d 'Scope facts to one person as well as the agent' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l compact-at -d 'Compact the session when its context passes this many estimated tokens' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l facts-in -d 'Where the injected facts go' -r -f -a "message\t'At the head of the user message, after the recap (keeps the system prompt byte-stable)'
@@ -296,12 +296,12 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l again -d 'Send the session\'s last failed message again, as a normal turn'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l json -d 'Print one JSON object instead of streaming the reply'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l direct-api -d 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l no-direct-api -d 'Never fall back to the Messages API when claude is missing or not logged in'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l no-extract -d 'Skip pin and fact extraction (compaction still runs: it guards the context size)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l no-compact -d 'Never compact the session, however long it grows'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l light -d 'Run the main call on the lightweight flags (no tools, one model turn)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l wait-side -d 'Wait (bounded by --side-timeout) for this turn\'s side calls instead of leaving them to the detached worker'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l direct-api -d 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l no-direct-api -d 'Never fall back to the Messages API when claude is missing or not logged in'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l agent -d 'Only this agent\'s sessions' -r

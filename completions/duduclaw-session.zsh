@@ -38,9 +38,9 @@ _arguments "${_arguments_options[@]}" : \
 '--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
 '--model=[Model for the main call (passed to claude --model)]:MODEL:_default' \
-'--extract-model=[Model for the side calls that extract the pin and facts]:MODEL:_default' \
-'--timeout=[Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)]:DURATION:_default' \
+'--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
 '--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
+'--timeout=[Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)]:DURATION:_default' \
 '--user=[Scope facts to one person as well as the agent]:ID:_default' \
 '--compact-at=[Compact the session when its context passes this many estimated tokens]:TOKENS:_default' \
 '--facts-in=[Where the injected facts go]:WHERE:((message\:"At the head of the user message, after the recap (keeps the system prompt byte-stable)"
@@ -50,12 +50,12 @@ system\:"At the tail of the system prompt, after the pin"))' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--again[Send the session'\''s last failed message again, as a normal turn]' \
 '--json[Print one JSON object instead of streaming the reply]' \
+'(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
+'--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
 '--no-extract[Skip pin and fact extraction (compaction still runs\: it guards the context size)]' \
 '--no-compact[Never compact the session, however long it grows]' \
 '--light[Run the main call on the lightweight flags (no tools, one model turn)]' \
 '--wait-side[Wait (bounded by --side-timeout) for this turn'\''s side calls instead of leaving them to the detached worker]' \
-'(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
-'--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
 '-h[Print help (see more with '\''--help'\'')]' \
@@ -291,7 +291,7 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent whose facts to enrich]:ID:_default' \
 '--limit=[Enrich at most N facts in this run]:N:_default' \
-'--extract-model=[Model for side calls whose job does not name one]:MODEL:_default' \
+'--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
 '--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
 '--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
@@ -515,7 +515,7 @@ _arguments "${_arguments_options[@]}" : \
 '--agent=[Only this agent'\''s sessions]:ID:_default' \
 '--channel=[With --agent\: only this channel'\''s session]:ID:_default' \
 '--thread=[With --agent and --channel\: only this thread'\''s session]:ID:_default' \
-'--extract-model=[Model for side calls whose job does not name one]:MODEL:_default' \
+'--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
 '--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
 '--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
@@ -542,7 +542,7 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 '--session=[The session whose jobs to run]:ID:_default' \
 '--after-turn=[Start once this turn is answered (or after 2 seconds)]:TURN:_default' \
-'--extract-model=[Model for side calls whose job does not name one]:MODEL:_default' \
+'--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
 '--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
 '--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
@@ -600,9 +600,9 @@ _arguments "${_arguments_options[@]}" : \
 '--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
 '--model=[Model for the main call (passed to claude --model)]:MODEL:_default' \
-'--extract-model=[Model for the side calls that extract the pin and facts]:MODEL:_default' \
-'--timeout=[Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)]:DURATION:_default' \
+'--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
 '--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
+'--timeout=[Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)]:DURATION:_default' \
 '--user=[Scope facts to one person as well as the agent]:ID:_default' \
 '--compact-at=[Compact the session when its context passes this many estimated tokens]:TOKENS:_default' \
 '--facts-in=[Where the injected facts go]:WHERE:((message\:"At the head of the user message, after the recap (keeps the system prompt byte-stable)"
@@ -612,12 +612,12 @@ system\:"At the tail of the system prompt, after the pin"))' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--again[Send the session'\''s last failed message again, as a normal turn]' \
 '--json[Print one JSON object instead of streaming the reply]' \
+'(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
+'--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
 '--no-extract[Skip pin and fact extraction (compaction still runs\: it guards the context size)]' \
 '--no-compact[Never compact the session, however long it grows]' \
 '--light[Run the main call on the lightweight flags (no tools, one model turn)]' \
 '--wait-side[Wait (bounded by --side-timeout) for this turn'\''s side calls instead of leaving them to the detached worker]' \
-'(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
-'--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
 '-h[Print help (see more with '\''--help'\'')]' \

@@ -196,14 +196,8 @@ pub struct TurnArgs {
     #[arg(long, env = "DUDUCLAW_MODEL", value_name = "MODEL")]
     pub model: Option<String>,
 
-    /// Model for the side calls that extract the pin and facts
-    #[arg(
-        long,
-        env = "DUDUCLAW_EXTRACT_MODEL",
-        value_name = "MODEL",
-        default_value = "haiku"
-    )]
-    pub extract_model: String,
+    #[command(flatten)]
+    pub side: SideArgs,
 
     /// Skip pin and fact extraction (compaction still runs: it guards the context size)
     #[arg(long)]
@@ -227,16 +221,6 @@ pub struct TurnArgs {
     )]
     pub timeout: Duration,
 
-    /// Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)
-    #[arg(
-        long,
-        env = "DUDUCLAW_SIDE_TIMEOUT",
-        value_name = "DURATION",
-        default_value = "60",
-        value_parser = parse_side_timeout
-    )]
-    pub side_timeout: Duration,
-
     /// Wait (bounded by --side-timeout) for this turn's side calls instead of leaving them to the detached worker
     #[arg(
         long,
@@ -258,9 +242,6 @@ pub struct TurnArgs {
         value_parser = clap::value_parser!(u64).range(1_000..=10_000_000)
     )]
     pub compact_at: u64,
-
-    #[command(flatten)]
-    pub route: RouteArgs,
 
     /// Where the injected facts go
     #[arg(long, value_enum, default_value_t = FactsIn::Message, value_name = "WHERE")]
@@ -420,10 +401,11 @@ pub struct Scope {
     pub thread: Option<String>,
 }
 
-/// How side calls run, for `jobs run` and the worker.
+/// Where calls go and how side calls run: for turns, `jobs run`,
+/// `facts enrich` and the worker.
 #[derive(Debug, Clone, Args)]
 pub struct SideArgs {
-    /// Model for side calls whose job does not name one
+    /// Model for the side calls (pin, facts, summaries, keywords) whose job does not name one
     #[arg(
         long,
         env = "DUDUCLAW_EXTRACT_MODEL",

@@ -20,7 +20,6 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use super::{CallError, Outcome, Problem, SideRequest};
-use crate::store::Usage;
 use crate::turn::prompt::HistoryTurn;
 
 /// Where requests go without `ANTHROPIC_BASE_URL`.
@@ -333,18 +332,8 @@ fn outcome(
         .as_ref()
         .zip(model.as_deref())
         .and_then(|(u, m)| super::models::estimate_cost_json(m, u));
-    Outcome {
-        text,
-        usage: usage_json
-            .as_ref()
-            .map(Usage::from_json)
-            .unwrap_or_default(),
-        usage_json,
-        cost_usd,
-        duration_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
-        model,
-        streamed,
-    }
+    let duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    Outcome::new(text, usage_json, cost_usd, duration_ms, model, streamed)
 }
 
 /// Why one attempt failed.

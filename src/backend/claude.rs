@@ -17,7 +17,6 @@ use tokio::process::Command;
 
 use super::{Arg, CallError, CliCall, Outcome, Problem, SideRequest};
 use crate::error::{Kind, fail};
-use crate::store::Usage;
 
 /// Variables that Claude Code sets for its own children. Inherited by our
 /// child they make it believe it runs nested inside another session.
@@ -643,18 +642,14 @@ impl StreamParser {
                         .max_by_key(|(_, u)| u["outputTokens"].as_u64().unwrap_or(0))
                         .map(|(id, _)| id.clone())
                 });
-                return Ok(Outcome {
+                return Ok(Outcome::new(
                     text,
-                    usage: usage_json
-                        .as_ref()
-                        .map(Usage::from_json)
-                        .unwrap_or_default(),
                     usage_json,
-                    cost_usd: result["total_cost_usd"].as_f64(),
-                    duration_ms: elapsed_ms,
+                    result["total_cost_usd"].as_f64(),
+                    elapsed_ms,
                     model,
-                    streamed: emitted,
-                });
+                    emitted,
+                ));
             }
             let mut detail = String::new();
             if let Some(errors) = result["errors"].as_array() {

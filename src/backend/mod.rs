@@ -45,6 +45,31 @@ pub struct Outcome {
     pub streamed: bool,
 }
 
+impl Outcome {
+    /// An answer with the usage object as reported (parsed once, here).
+    pub fn new(
+        text: String,
+        usage_json: Option<Value>,
+        cost_usd: Option<f64>,
+        duration_ms: i64,
+        model: Option<String>,
+        streamed: bool,
+    ) -> Outcome {
+        Outcome {
+            text,
+            usage: usage_json
+                .as_ref()
+                .map(Usage::from_json)
+                .unwrap_or_default(),
+            usage_json,
+            cost_usd,
+            duration_ms,
+            model,
+            streamed,
+        }
+    }
+}
+
 /// Why a call failed, in the terms the turn acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Problem {

@@ -478,16 +478,7 @@ async fn enrich(
             }
         ));
     }
-    if total.failed > 0 {
-        return Err(fail(
-            Kind::ClaudeFailed,
-            format!(
-                "{} enrichment calls failed: see `jobs list` for their errors; run again to retry",
-                total.failed
-            ),
-        ));
-    }
-    Ok(())
+    super::failed_calls(total.failed, "enrichment calls")
 }
 
 fn add_drained(total: &mut crate::memory::jobs::Drained, d: crate::memory::jobs::Drained) {

@@ -123,14 +123,5 @@ async fn run_now(
         d.done,
         d.failed
     ));
-    if d.failed > 0 {
-        return Err(fail(
-            Kind::ClaudeFailed,
-            format!(
-                "{} side calls failed: see `jobs list` for their errors",
-                d.failed
-            ),
-        ));
-    }
-    Ok(())
+    super::failed_calls(d.failed, "side calls")
 }

@@ -135,6 +135,18 @@ fn describe(a: &Address) -> String {
     }
 }
 
+/// A foreground drain's failures, as the command's error (the jobs keep
+/// their errors for `jobs list` and run again on a retry).
+fn failed_calls(failed: usize, what: &str) -> Result<()> {
+    if failed == 0 {
+        return Ok(());
+    }
+    Err(fail(
+        Kind::ClaudeFailed,
+        format!("{failed} {what} failed: see `jobs list` for their errors; run again to retry"),
+    ))
+}
+
 /// A summary of what a command did: stderr, without the error prefix.
 fn summary(line: impl std::fmt::Display) {
     eprintln!("{line}");

@@ -42,6 +42,15 @@ fn add(store: &mut dyn Store, agent: &str, facts: &[&str]) -> Vec<Option<i64>> {
     store.add_facts(&new).unwrap()
 }
 
+fn fact_by_id(store: &dyn Store, agent: &str, id: i64) -> crate::store::Fact {
+    store
+        .all_facts(agent, None)
+        .unwrap()
+        .into_iter()
+        .find(|f| f.id == id)
+        .unwrap()
+}
+
 fn reply<'a>(content: &'a str, handle: &'a str) -> Reply<'a> {
     Reply {
         content,
@@ -207,12 +216,7 @@ pub fn facts_are_deduplicated_scoped_and_keyworded(open: Open) {
         }])
         .unwrap()[0]
         .unwrap();
-    let f = s
-        .all_facts("a", None)
-        .unwrap()
-        .into_iter()
-        .find(|f| f.id == id)
-        .unwrap();
+    let f = fact_by_id(&*s, "a", id);
     assert_eq!(f.keywords, kw);
     assert_eq!(f.content, "Production runs on Fly.io");
     assert_eq!(top(&*s, "a", "部署到哪裡？"), ["Production runs on Fly.io"]);
@@ -233,12 +237,7 @@ pub fn facts_are_deduplicated_scoped_and_keyworded(open: Open) {
 
     // Use is counted; forgetting removes from the index too.
     s.bump_facts(&[id]).unwrap();
-    let f = s
-        .all_facts("a", None)
-        .unwrap()
-        .into_iter()
-        .find(|f| f.id == id)
-        .unwrap();
+    let f = fact_by_id(&*s, "a", id);
     assert_eq!(f.access_count, 1);
     assert!(f.last_used_at.is_some());
     assert_eq!(s.forget_facts("b", &[id]).unwrap(), 0, "not b's fact");

@@ -2,7 +2,7 @@
 //! never run one job at once, retried a bounded number of times when a call
 //! fails or its runner dies mid-call.
 
-use rusqlite::{Connection, Row, Transaction, params};
+use rusqlite::{Connection, Row, ToSql, Transaction, params};
 
 use crate::memory::jobs::{MAX_ATTEMPTS, RETRY_DELAY_SECS};
 use crate::store::{Job, JobFilter, JobKind, JobRow, JobSelect, JobStatus, Result, now};
@@ -59,18 +59,24 @@ pub fn has_open(conn: &Connection, s: JobSelect) -> Result<bool> {
     )?)
 }
 
+/// The parameters of [`SELECT`] and [`RUNNABLE`] (?1..?7) at time `t`.
+fn runnable_params<'a>(s: &'a JobSelect, t: &'a i64) -> [&'a dyn ToSql; 7] {
+    [
+        &s.session_id,
+        &s.agent,
+        &s.kind,
+        &MAX_ATTEMPTS,
+        &JobStatus::Pending,
+        &JobStatus::Running,
+        t,
+    ]
+}
+
 pub fn has_runnable(conn: &Connection, s: JobSelect) -> Result<bool> {
+    let t = now();
     Ok(conn.query_row(
         &format!("SELECT EXISTS (SELECT 1 FROM jobs WHERE {SELECT} AND {RUNNABLE})"),
-        params![
-            s.session_id,
-            s.agent,
-            s.kind,
-            MAX_ATTEMPTS,
-            JobStatus::Pending,
-            JobStatus::Running,
-            now()
-        ],
+        &runnable_params(&s, &t)[..],
         |r| r.get(0),
     )?)
 }
@@ -112,19 +118,10 @@ pub fn claim(tx: &Transaction, s: JobSelect, lease_secs: i64) -> rusqlite::Resul
          WHERE {SELECT} AND {RUNNABLE}
          RETURNING id, kind, agent, session_id, turn_id, input, attempts"
     ))?;
-    let rows = stmt.query_map(
-        params![
-            s.session_id,
-            s.agent,
-            s.kind,
-            MAX_ATTEMPTS,
-            JobStatus::Pending,
-            JobStatus::Running,
-            t,
-            t.saturating_add(lease_secs)
-        ],
-        job_from_row,
-    )?;
+    let lease = t.saturating_add(lease_secs);
+    let mut p = runnable_params(&s, &t).to_vec();
+    p.push(&lease);
+    let rows = stmt.query_map(&p[..], job_from_row)?;
     let mut jobs: Vec<Job> = rows.collect::<rusqlite::Result<_>>()?;
     jobs.sort_by_key(|j| j.id);
     Ok(jobs)
