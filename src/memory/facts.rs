@@ -65,6 +65,47 @@ pub fn index_text(s: &str) -> String {
     out
 }
 
+/// The words (lower-cased) and CJK bigrams of a text, as the index sees
+/// them before stemming.
+fn tokens(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if is_cjk_letter(c) {
+            let start = i;
+            while i < chars.len() && is_cjk_letter(chars[i]) {
+                i += 1;
+            }
+            push_bigrams(&chars[start..i], &mut out);
+        } else if c.is_alphanumeric() {
+            let start = i;
+            while i < chars.len() && chars[i].is_alphanumeric() && !is_cjk_letter(chars[i]) {
+                i += 1;
+            }
+            out.push(chars[start..i].iter().collect::<String>().to_lowercase());
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Text to index for a fact's keywords: their words and bigrams that the
+/// fact does not already say. A word in both would count twice for the
+/// fact that repeats itself in its keywords; the keywords are there for
+/// the words people ask with that the fact lacks.
+pub fn keyword_index_text(content: &str, keywords: &[String]) -> String {
+    let said: HashSet<String> = tokens(content).into_iter().collect();
+    let mut seen = HashSet::new();
+    tokens(&keywords.join(", "))
+        .into_iter()
+        .filter(|t| !said.contains(t) && seen.insert(t.clone()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Words too common to say anything about which fact is relevant: function
 /// words, and the verbs and fillers of chat questions ("can you help me get
 /// this thing ready"). Only words of two or more chars matter: shorter ones
@@ -466,10 +507,10 @@ pub struct Extracted {
 }
 
 /// At most this many keywords are kept per fact (the side call is asked for
-/// 12 to 20)...
-pub const MAX_KEYWORDS: usize = 24;
-/// ...each at most this long (a keyword is a word or a short phrase).
-pub const MAX_KEYWORD_CHARS: usize = 40;
+/// 15 to 25)...
+pub const MAX_KEYWORDS: usize = 30;
+/// ...each at most this long (a word, a phrase or a short question).
+pub const MAX_KEYWORD_CHARS: usize = 60;
 
 /// The facts in a side call's plain-text answer: one per line as
 /// `- FACT | keyword, keyword, …` (the keywords optional), or `NONE`.
@@ -587,6 +628,22 @@ mod tests {
         assert_eq!(index_text("好"), "好");
         assert_eq!(index_text("A 好 B"), "A 好 B");
         assert_eq!(index_text("說中文。謝謝"), "說中 中文 。 謝謝");
+    }
+
+    #[test]
+    fn keywords_index_only_what_the_fact_does_not_say() {
+        let kw = vec![
+            "Dyson".to_string(),
+            "vacuum cleaner".to_string(),
+            "三個月".to_string(),
+            "打掃".to_string(),
+            "vacuum".to_string(),
+        ];
+        assert_eq!(
+            keyword_index_text("家裡用 Dyson 吸塵器，濾網每三個月換。", &kw),
+            "vacuum cleaner 打掃"
+        );
+        assert_eq!(keyword_index_text("x", &[]), "");
     }
 
     #[test]

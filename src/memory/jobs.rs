@@ -23,18 +23,22 @@ pub const PIN_SYSTEM: &str = "Condense the user's opening message into the task 
 One to three short lines in the user's language, at most 400 characters, no preamble; keep names, versions and do/don't rules. \
 If it holds no task (greeting, small talk), answer NONE.";
 
+// Keywords are doc2query: the side call writes once, when it extracts the
+// fact, the words and short questions people will later use to ask for it,
+// so plain full-text search finds the fact by meaning and across languages
+// at no cost per turn.
 pub const FACTS_SYSTEM: &str = "List 2 to 4 durable facts about the user, their project or preferences from this exchange, \
-one per line as: - FACT | keywords. FACT: one short line in the user's language. keywords: 12 to 20 comma-separated \
-search terms for finding the fact later: synonyms and broader terms, the tasks and situations where it matters \
-(for a user who keeps a cat: pets, vet visits, travel plans), the words of questions people would ask, and each key term \
-in both English and Chinese (Traditional if the user writes Chinese). \
-Example: - Uses pnpm, never npm i | package manager, install, dependencies, add a library, lockfile, node modules, 套件管理, 安裝套件, 相依套件. \
-Skip small talk, one-offs, unconfirmed suggestions, secrets. None? Answer NONE.";
+one per line as: - FACT | keywords. FACT: one short line in the user's language. keywords: 15 to 25 comma-separated \
+search terms for finding the fact later: synonyms and broader terms; the tasks and situations where it matters \
+(for a user who keeps a cat: pets, vet visits, travel plans); three short questions or requests a person might type \
+when it matters; each key term in both English and Chinese (Traditional if the user writes Chinese). \
+Example: - Uses pnpm, never npm i | package manager, install, dependencies, lockfile, node modules, how do I add a library, \
+套件管理, 安裝套件, 相依套件, 怎麼裝套件. Skip small talk, one-offs, unconfirmed suggestions, secrets. None? Answer NONE.";
 
-pub const ENRICH_SYSTEM: &str = "For each fact below (one per line as ID: FACT), write 12 to 20 comma-separated search terms \
-for finding it later: synonyms and broader terms, the tasks and situations where it matters, the words of questions \
-people would ask, and each key term in both English and Chinese (Traditional when the fact is in Chinese). \
-Answer one line per fact as: ID | term, term, ... and nothing else.";
+pub const ENRICH_SYSTEM: &str = "For each fact below (one per line as ID: FACT), write 15 to 25 comma-separated search terms \
+for finding it later: synonyms and broader terms; the tasks and situations where it matters; three short questions or \
+requests a person might type when it matters; each key term in both English and Chinese (Traditional when the fact is \
+in Chinese). Answer one line per fact as: ID | term, term, ... and nothing else.";
 
 /// Facts per enrichment call: enough to amortize the call's envelope,
 /// few enough that one answer stays short and one failure costs little.

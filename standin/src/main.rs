@@ -1,12 +1,13 @@
 //! `standin`: the Messages API stand-in as a process, for benchmarks.
 //!
 //! ```text
-//! standin [--port N] [--reply TEXT] [--delay-ms N] [--side-delay-ms N]
-//!         [--record-dir DIR] [--verbose]
+//! standin [--port N] [--reply TEXT] [--side-reply TEXT] [--delay-ms N]
+//!         [--side-delay-ms N] [--record-dir DIR] [--verbose]
 //! ```
 //!
 //! Prints `http://127.0.0.1:PORT` as its first line on stdout, then serves
-//! until killed. `--delay-ms` delays the first byte of every answer;
+//! until killed. `--side-reply` answers side calls (see below) with its own
+//! text (default: the `--reply` text). `--delay-ms` delays the first byte of every answer;
 //! `--side-delay-ms` adds a delay to side calls only: requests with no (or
 //! empty) `tools` whose system prompt does not mention "Claude Code" — the
 //! short calls our program makes itself with its own system prompt and
@@ -23,18 +24,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 struct Options {
     port: u16,
     reply: String,
+    side_reply: Option<String>,
     delay_ms: u64,
     side_delay_ms: u64,
     record_dir: Option<PathBuf>,
     verbose: bool,
 }
 
-const USAGE: &str = "usage: standin [--port N] [--reply TEXT] [--delay-ms N] [--side-delay-ms N] [--record-dir DIR] [--verbose]";
+const USAGE: &str = "usage: standin [--port N] [--reply TEXT] [--side-reply TEXT] [--delay-ms N] [--side-delay-ms N] [--record-dir DIR] [--verbose]";
 
 fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
     let mut o = Options {
         port: 0,
         reply: "ok".into(),
+        side_reply: None,
         delay_ms: 0,
         side_delay_ms: 0,
         record_dir: None,
@@ -69,6 +72,7 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
                     .map_err(|_| format!("--port: not a port: {value}"))?
             }
             "--reply" => o.reply = value,
+            "--side-reply" => o.side_reply = Some(value),
             "--delay-ms" => o.delay_ms = number(&value)?,
             "--side-delay-ms" => o.side_delay_ms = number(&value)?,
             "--record-dir" => o.record_dir = Some(value.into()),
@@ -106,6 +110,7 @@ fn main() {
     let Options {
         port,
         reply,
+        side_reply,
         delay_ms,
         side_delay_ms,
         record_dir,
@@ -132,8 +137,12 @@ fn main() {
                 u.cache_creation_input_tokens,
             );
         }
+        let text = match (&side_reply, side) {
+            (Some(t), true) => t.clone(),
+            _ => reply.clone(),
+        };
         Reply::Slow {
-            text: reply.clone(),
+            text,
             first_delay_ms: delay_ms + if side { side_delay_ms } else { 0 },
             chunk_delay_ms: 0,
         }
@@ -169,7 +178,7 @@ mod tests {
     #[test]
     fn parses_flags() {
         let o = parse(args(
-            "--port 9 --reply hi --delay-ms=5 --side-delay-ms 7 --record-dir /tmp/x --verbose",
+            "--port 9 --reply hi --side-reply s --delay-ms=5 --side-delay-ms 7 --record-dir /tmp/x --verbose",
         ))
         .unwrap();
         assert_eq!(
@@ -177,6 +186,7 @@ mod tests {
             (9, "hi", 5, 7)
         );
         assert_eq!(o.record_dir, Some(PathBuf::from("/tmp/x")));
+        assert_eq!(o.side_reply.as_deref(), Some("s"));
         assert!(o.verbose);
         assert!(parse(args("--port")).is_err());
         assert!(parse(args("--bogus 1")).is_err());

@@ -1,9 +1,9 @@
 //! Key facts on SQLite: deduplicated rows plus an FTS5 index (BM25, porter
 //! stemming) kept in the same transaction.
 
-use rusqlite::{Connection, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
-use crate::memory::facts::{index_text, normalize};
+use crate::memory::facts::{index_text, keyword_index_text, normalize};
 use crate::store::{Fact, FactQuery, FactScope, NewFact, Result, now};
 
 const FACT_COLS: &str = "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords";
@@ -25,10 +25,11 @@ fn fact_from_row(r: &Row) -> rusqlite::Result<Fact> {
     })
 }
 
-/// Keywords as stored (a JSON array) and as indexed (one line of text).
-fn keyword_columns(keywords: &[String]) -> (String, String) {
+/// Keywords as stored (a JSON array) and as indexed (what the fact does
+/// not already say).
+fn keyword_columns(content: &str, keywords: &[String]) -> (String, String) {
     let stored = serde_json::to_string(keywords).unwrap_or_else(|_| "[]".into());
-    (stored, index_text(&keywords.join(", ")))
+    (stored, keyword_index_text(content, keywords))
 }
 
 /// The query in FTS5's language: every term a quoted string, so nothing in
@@ -58,7 +59,7 @@ pub fn add(tx: &Transaction, facts: &[NewFact]) -> rusqlite::Result<Vec<Option<i
             out.push(None);
             continue;
         }
-        let (stored, indexed) = keyword_columns(f.keywords);
+        let (stored, indexed) = keyword_columns(f.content, f.keywords);
         let n = ins.execute(params![
             f.agent,
             f.user.unwrap_or(""),
@@ -82,7 +83,15 @@ pub fn add(tx: &Transaction, facts: &[NewFact]) -> rusqlite::Result<Vec<Option<i
 }
 
 pub fn set_keywords(tx: &Transaction, id: i64, keywords: &[String]) -> rusqlite::Result<bool> {
-    let (stored, indexed) = keyword_columns(keywords);
+    let content: Option<String> = tx
+        .query_row("SELECT content FROM facts WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    let Some(content) = content else {
+        return Ok(false);
+    };
+    let (stored, indexed) = keyword_columns(&content, keywords);
     let n = tx.execute(
         "UPDATE facts SET keywords = ?2 WHERE id = ?1",
         params![id, stored],
