@@ -107,7 +107,10 @@ fn parallel_turns_across_and_within_sessions_all_succeed() {
         .iter()
         .filter(|r| r.system_text().contains(PIN_SYSTEM) || r.system_text().contains(FACTS_SYSTEM))
         .count();
-    assert_eq!(side_requests as i64, attempts, "no job was sent twice: {jobs:?}");
+    assert_eq!(
+        side_requests as i64, attempts,
+        "no job was sent twice: {jobs:?}"
+    );
     // The facts were deduplicated across the 12 extractions.
     let facts: i64 = c
         .query_row("SELECT COUNT(*) FROM facts", [], |r| r.get(0))
