@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
 use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
 use duduclaw_session::text::estimate_tokens;
-use standin::{Recorded, Reply, StandIn, common_prefix_len};
+use standin::{PromptCache, Recorded, Reply, StandIn, common_prefix_len};
 use tempfile::TempDir;
 
 const PIN_ANSWER: &str =
@@ -106,6 +106,12 @@ fn main() {
     }
     if part("6") {
         facts_commands(&b, runs, import_runs, &mut rows);
+    }
+    if part("7") {
+        api_cache_placement(&b, &mut rows);
+    }
+    if part("8") {
+        side_call_overhead(&b, &mut rows);
     }
     b.dump();
 
@@ -1029,4 +1035,185 @@ fn facts_commands(b: &Bench, runs: usize, import_runs: usize, rows: &mut Vec<Row
             g / s <= 3.0,
         ));
     }
+}
+
+/// The read share of `bodies` replayed in order through a fresh cache model.
+fn read_share(bodies: &[serde_json::Value]) -> (u64, u64) {
+    let mut cache = PromptCache::default();
+    let (mut read, mut total) = (0, 0);
+    for body in bodies {
+        read += cache.account(body).0;
+        total += (serde_json::to_vec(body).map_or(0, |b| b.len()) / 4) as u64;
+    }
+    (read, total)
+}
+
+/// A request as the earlier placement marked it: the system tail and the
+/// third-most-recent assistant message, every other marker removed.
+fn third_newest_assistant(body: &serde_json::Value) -> serde_json::Value {
+    let mut b = body.clone();
+    let unmark = |v: &mut serde_json::Value| {
+        if let Some(o) = v.as_object_mut() {
+            o.remove("cache_control");
+        }
+    };
+    if let Some(sys) = b["system"].as_array_mut() {
+        sys.iter_mut().for_each(unmark);
+        if let Some(last) = sys.last_mut() {
+            last["cache_control"] = serde_json::json!({"type": "ephemeral"});
+        }
+    }
+    if let Some(messages) = b["messages"].as_array_mut() {
+        for m in messages.iter_mut() {
+            if let Some(c) = m["content"].as_array_mut() {
+                c.iter_mut().for_each(unmark);
+            }
+        }
+        if let Some(m) = messages
+            .iter_mut()
+            .rev()
+            .filter(|m| m["role"] == "assistant")
+            .nth(2)
+            && let Some(last) = m["content"].as_array_mut().and_then(|c| c.last_mut())
+        {
+            last["cache_control"] = serde_json::json!({"type": "ephemeral"});
+        }
+    }
+    b
+}
+
+/// 7. The direct API path's cache breakpoints on a 20-turn conversation:
+///    the share of input read from cache with this build's placement (system
+///    tail + end of history), the earlier one (system + third-newest
+///    assistant turn) replayed on the same requests, and the best any
+///    placement could read from them.
+fn api_cache_placement(b: &Bench, rows: &mut Vec<Row>) {
+    println!("## 7. Direct API: cache-read share over 20 turns, by breakpoint placement\n");
+    let s = StandIn::start_with(|r: &Recorded| {
+        let n = r.user_texts().len();
+        Reply::Text(format!(
+            "Answer {n}: {}",
+            "a considered answer with the detail the question asked for. ".repeat(10)
+        ))
+    });
+    let db = b.dir.path().join("data/api-cache.db");
+    for i in 1..=20 {
+        let mut c = b.command(&b.bin);
+        c.env("DUDUCLAW_DB", &db)
+            .env("ANTHROPIC_BASE_URL", s.base_url())
+            .args([
+                "turn",
+                "--agent",
+                "bench",
+                "--channel",
+                "api-cache",
+                "--direct-api",
+                "--no-extract",
+                "-",
+            ]);
+        timed(
+            &mut c,
+            &format!(
+                "Step {i}: what should I change next in the build, and why? {}",
+                "Some context about the project and its constraints. ".repeat(4)
+            ),
+        );
+    }
+    let bodies: Vec<serde_json::Value> = s.requests().into_iter().map(|r| r.body).collect();
+    let (after_read, total) = read_share(&bodies);
+    let before: Vec<serde_json::Value> = bodies.iter().map(third_newest_assistant).collect();
+    let (before_read, _) = read_share(&before);
+    let best = standin::best_possible(&bodies);
+    let pct = |r: u64, t: u64| r as f64 / t as f64 * 100.0;
+    println!("| placement | read from cache | share of input | of the best |");
+    println!("|---|---|---|---|");
+    for (name, read) in [
+        ("system tail + end of history (this build)", after_read),
+        ("system + third-newest assistant turn (before)", before_read),
+        ("best possible", best.read),
+    ] {
+        println!(
+            "| {name} | {read} of {total} tokens | {:.1}% | {:.1}% |",
+            pct(read, total),
+            pct(read, best.read)
+        );
+    }
+    println!();
+    rows.push(row(
+        "direct API, 20 turns: cache-read share, this placement vs the best possible",
+        format!("{:.1}%", pct(after_read, total)),
+        format!(
+            "{:.1}% (best); {:.1}% before",
+            pct(best.read, total),
+            pct(before_read, total)
+        ),
+        format!("{:.1}% of the best", pct(after_read, best.read)),
+        "≥ 95% of the best",
+        after_read as f64 >= 0.95 * best.read as f64,
+    ));
+}
+
+/// 8. What the memory's upkeep costs on a 20-turn conversation through the
+///    real claude: the side calls' share of cost and tokens, from `stats`.
+fn side_call_overhead(b: &Bench, rows: &mut Vec<Row>) {
+    println!("## 8. Side calls' share of a 20-turn conversation (`stats`)\n");
+    let db = b.dir.path().join("data/overhead.db");
+    let topics = [
+        "We deploy the billing service to staging with Argo CD before every release.",
+        "The team uses pnpm workspaces; please never suggest npm i in this repo.",
+        "Our CI runs on GitHub Actions and the suite must finish within fifteen minutes.",
+        "Reports must use ISO dates and amounts in New Taiwan dollars, always.",
+    ];
+    for i in 0..20 {
+        let mut c = b.command(&b.bin);
+        c.env("DUDUCLAW_DB", &db)
+            .env("DUDUCLAW_CLAUDE", &b.claude)
+            .env("DUDUCLAW_WAIT_SIDE", "1")
+            .args(["turn", "--agent", "bench", "--channel", "overhead", "-"]);
+        let msg = if i == 0 {
+            "Please migrate our React app from CRA to Vite, keep the tests passing and do not touch the auth flow.".to_string()
+        } else if i % 2 == 1 {
+            topics[(i / 2) % topics.len()].to_string()
+        } else {
+            "ok, next step please".to_string()
+        };
+        timed(&mut c, &msg);
+    }
+    let out = b
+        .command(&b.bin)
+        .env("DUDUCLAW_DB", &db)
+        .args(["stats", "--json"])
+        .output()
+        .expect("stats");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let table = b
+        .command(&b.bin)
+        .env("DUDUCLAW_DB", &db)
+        .arg("stats")
+        .output()
+        .expect("stats");
+    println!("```\n{}```\n", String::from_utf8_lossy(&table.stdout));
+    let share_cost = v["side_calls"]["share_of_cost"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    let share_tokens = v["side_calls"]["share_of_tokens"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    let memory = v["memory"]["share_of_input"].as_f64().unwrap_or(f64::NAN);
+    rows.push(row(
+        "side calls' share of a 20-turn conversation (cost; tokens)",
+        format!("{:.1}% of cost", share_cost * 100.0),
+        format!("{:.1}% of tokens", share_tokens * 100.0),
+        format!("{} side calls for 20 turns", v["side_calls"]["calls"]),
+        "a few percent of a turn each",
+        share_cost < 0.10,
+    ));
+    rows.push(row(
+        "injected memory (pin, recap, facts) as a share of the turns' input",
+        format!("{} tokens", v["memory"]["injected_tokens"]),
+        format!("{} input tokens", v["main"]["input_tokens"]["total"]),
+        format!("{:.2}%", memory * 100.0),
+        "under 10% of the token budget",
+        memory < 0.10,
+    ));
 }

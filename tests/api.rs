@@ -45,6 +45,7 @@ fn turn<'a>(history: &'a [HistoryTurn], system: Option<&'a str>, user: &'a str) 
         system,
         history,
         user,
+        user_is_plain: false,
         max_tokens: 1000,
     }
 }

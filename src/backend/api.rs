@@ -149,6 +149,9 @@ pub struct ApiTurn<'a> {
     pub history: &'a [HistoryTurn],
     /// The assembled last user message (recap, facts, the message).
     pub user: &'a str,
+    /// The user message carries no memory (no recap, no facts), so the next
+    /// request resends it byte for byte: worth a breakpoint of its own.
+    pub user_is_plain: bool,
     pub max_tokens: u32,
 }
 
@@ -176,10 +179,11 @@ fn mark(block: &mut Value) {
 /// it is resent byte-identical by the next request, whose own breakpoint
 /// finds it within the API's 20-block look-back, so the next request reads
 /// this whole request from the cache but its newest user message. That
-/// message is never marked: it carries the turn's recap and facts and is
-/// resent next time without them, so a cache entry of it would never be
-/// read. Two breakpoints of the API's four; a prefix under the model's
-/// minimum cacheable length is simply not cached.
+/// message carries the turn's recap and facts and is resent next time
+/// without them, so it is marked (a third breakpoint, at the very end) only
+/// when it carries neither: then the next request reads it too. At most
+/// three of the API's four; a prefix under the model's minimum cacheable
+/// length is simply not cached.
 pub fn request_body(turn: &ApiTurn, stream: bool) -> Value {
     let mut system = vec![text_block(BASE_SYSTEM)];
     if let Some(s) = turn.system.filter(|s| !s.trim().is_empty()) {
@@ -204,9 +208,13 @@ pub fn request_body(turn: &ApiTurn, stream: bool) -> Value {
     {
         mark(last);
     }
+    let mut user = text_block(turn.user);
+    if turn.user_is_plain {
+        mark(&mut user);
+    }
     match messages.last_mut() {
-        Some((true, blocks)) => blocks.push(text_block(turn.user)),
-        _ => messages.push((true, vec![text_block(turn.user)])),
+        Some((true, blocks)) => blocks.push(user),
+        _ => messages.push((true, vec![user])),
     }
     let messages: Vec<Value> = messages
         .into_iter()
@@ -870,6 +878,7 @@ mod tests {
             system,
             history,
             user: "recap\nnow?",
+            user_is_plain: false,
             max_tokens: 4096,
         }
     }
@@ -911,6 +920,22 @@ mod tests {
             assert_eq!(last["content"][0]["text"], "recap\nnow?");
             assert!(last["content"][0].get("cache_control").is_none());
         }
+    }
+
+    #[test]
+    fn a_plain_user_message_is_marked_too() {
+        let h = history(2);
+        let mut t = turn(&h, None);
+        t.user_is_plain = true;
+        let body = request_body(&t, true);
+        assert_eq!(
+            breakpoints(&body),
+            [
+                "system[0]",
+                "messages[3].content[0]",
+                "messages[4].content[0]"
+            ]
+        );
     }
 
     #[test]

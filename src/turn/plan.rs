@@ -262,6 +262,7 @@ pub fn render(
                 system: system.as_deref(),
                 history,
                 user: &user,
+                user_is_plain: user == message,
                 max_tokens: api::DEFAULT_MAX_TOKENS,
             };
             Request::Api(ApiCall {

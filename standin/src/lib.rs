@@ -31,7 +31,8 @@ mod http;
 mod models;
 
 pub use cache::{
-    BestCase, DEFAULT_MIN_TOKENS, LOOKBACK, MAX_BREAKPOINTS, best_possible, min_cacheable_tokens,
+    BestCase, DEFAULT_MIN_TOKENS, LOOKBACK, MAX_BREAKPOINTS, PromptCache, best_possible,
+    min_cacheable_tokens,
 };
 pub use models::{Model, default_models};
 
