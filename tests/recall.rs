@@ -1,0 +1,188 @@
+//! Facts found by meaning and across languages: the retrieval set in
+//! `tests/data/recall/` (340 facts in English and Traditional Chinese, each
+//! with the search keywords the extraction side call writes; 80 questions
+//! that paraphrase 40 of them or ask in the other language), ranked as a
+//! turn ranks them. The keywords were written from each fact alone, the
+//! questions from the fact text alone, by different hands.
+//!
+//! `cargo test --test recall -- --nocapture` prints hit@1 and hit@3 for
+//! several keyword weights, without keywords, and per kind of question.
+
+use std::collections::HashMap;
+
+use duduclaw_session::memory::recall::{self, KEYWORD_WEIGHT};
+use duduclaw_session::store::{self, FactScope, Location, NewFact, Store};
+use serde_json::Value;
+
+struct Set {
+    facts: Vec<(String, String, Vec<String>)>,
+    questions: Vec<(String, String, String)>,
+}
+
+fn questions(file: &str) -> Vec<(String, String, String)> {
+    read_jsonl(file)
+        .into_iter()
+        .map(|v| {
+            (
+                v["target"].as_str().unwrap().to_string(),
+                v["kind"].as_str().unwrap().to_string(),
+                v["question"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn read_jsonl(path: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/data/recall/{path}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap_or_else(|e| panic!("tests/data/recall/{path}: {e}"));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn set() -> Set {
+    let facts = read_jsonl("facts.jsonl")
+        .into_iter()
+        .map(|v| {
+            let keywords = v["keywords"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| k.as_str().unwrap().to_string())
+                .collect();
+            (
+                v["id"].as_str().unwrap().to_string(),
+                v["fact"].as_str().unwrap().to_string(),
+                keywords,
+            )
+        })
+        .collect();
+    Set {
+        facts,
+        questions: questions("questions.jsonl"),
+    }
+}
+
+/// A store holding the set's facts for agent "a", with or without keywords.
+fn store_of(
+    set: &Set,
+    keywords: bool,
+) -> (tempfile::TempDir, Box<dyn Store>, HashMap<String, String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store::open(&Location::File(dir.path().join("r.db"))).unwrap();
+    let none: Vec<String> = Vec::new();
+    let new: Vec<NewFact> = set
+        .facts
+        .iter()
+        .map(|(_, fact, kw)| NewFact {
+            keywords: if keywords { kw } else { &none },
+            ..NewFact::new("a", None, fact)
+        })
+        .collect();
+    let ids = s.add_facts(&new).unwrap();
+    assert!(ids.iter().all(Option::is_some), "every fact is distinct");
+    let content_to_id = set
+        .facts
+        .iter()
+        .map(|(id, fact, _)| (fact.clone(), id.clone()))
+        .collect();
+    (dir, s, content_to_id)
+}
+
+/// hit@1 and hit@3 over the questions (of one kind, or all).
+fn score(
+    store: &dyn Store,
+    set: &Set,
+    ids: &HashMap<String, String>,
+    weight: f64,
+    kind: Option<&str>,
+) -> (f64, f64, Vec<String>) {
+    let scope = FactScope {
+        agent: "a",
+        user: None,
+    };
+    let (mut hit1, mut hit3, mut n) = (0, 0, 0);
+    let mut misses = Vec::new();
+    for (target, k, question) in &set.questions {
+        if kind.is_some_and(|want| want != k) {
+            continue;
+        }
+        n += 1;
+        let ranked: Vec<String> = recall::search_weighted(store, scope, question, 50, weight)
+            .unwrap()
+            .into_iter()
+            .map(|f| ids[&f.fact.content].clone())
+            .collect();
+        let rank = ranked.iter().position(|t| t == target);
+        let top: Vec<String> = ranked.into_iter().take(3).collect();
+        if top.first() == Some(target) {
+            hit1 += 1;
+        }
+        if top.contains(target) {
+            hit3 += 1;
+        } else {
+            let at = rank.map_or_else(|| "no match".to_string(), |r| format!("ranked {}", r + 1));
+            misses.push(format!("{target} {k} ({at}): {question} -> {top:?}"));
+        }
+    }
+    let n = f64::from(n);
+    (f64::from(hit1) / n, f64::from(hit3) / n, misses)
+}
+
+#[test]
+fn keywords_find_facts_by_meaning_and_across_languages() {
+    let mut set = set();
+    assert_eq!(set.facts.len(), 340);
+    assert_eq!(set.questions.len(), 80);
+    let (_d, plain, ids) = store_of(&set, false);
+    let (_d2, tagged, _) = store_of(&set, true);
+    let heldout = questions("questions-heldout.jsonl");
+    assert_eq!(heldout.len(), 80);
+    let first = std::mem::replace(&mut set.questions, heldout);
+    let held = Set {
+        facts: Vec::new(),
+        questions: std::mem::replace(&mut set.questions, first),
+    };
+
+    for (name, qs) in [("set A", &set), ("set B (held out)", &held)] {
+        let (p1, p3, _) = score(&*plain, qs, &ids, KEYWORD_WEIGHT, None);
+        println!("{name}: without keywords:        hit@1 {p1:.3}  hit@3 {p3:.3}");
+        for w in [0.25, 0.5, 0.75, 0.9, 1.0] {
+            let (h1, h3, _) = score(&*tagged, qs, &ids, w, None);
+            println!("{name}: keywords at weight {w:<4}:  hit@1 {h1:.3}  hit@3 {h3:.3}");
+        }
+        for kind in ["paraphrase", "cross"] {
+            let (h1, h3, _) = score(&*tagged, qs, &ids, KEYWORD_WEIGHT, Some(kind));
+            println!("{name}: {kind:<10} (weight {KEYWORD_WEIGHT}): hit@1 {h1:.3}  hit@3 {h3:.3}");
+        }
+        let (_, _, misses) = score(&*tagged, qs, &ids, 0.75, None);
+        for m in &misses {
+            println!("{name}: miss: {m}");
+        }
+    }
+    // Floors at what this set measures today (BENCHMARKS.md, "Facts by
+    // meaning"), so a change that loses retrieval fails here. The issue's
+    // goal (hit@3 0.9, hit@1 0.75) is not reached by keywords alone: the
+    // misses above are questions that share no word with the fact or the
+    // words written for it.
+    for (name, qs, floor3, floor1) in [("set A", &set, 0.75, 0.5), ("set B", &held, 0.65, 0.35)] {
+        let (h1, h3, _) = score(&*tagged, qs, &ids, KEYWORD_WEIGHT, None);
+        let (p1, p3, _) = score(&*plain, qs, &ids, KEYWORD_WEIGHT, None);
+        assert!(
+            h3 >= floor3,
+            "{name}: hit@3 {h3:.3} with keywords, below {floor3}"
+        );
+        assert!(
+            h1 >= floor1,
+            "{name}: hit@1 {h1:.3} with keywords, below {floor1}"
+        );
+        assert!(
+            h3 >= 3.0 * p3 && h1 >= 3.0 * p1,
+            "{name}: keywords must help"
+        );
+    }
+}
