@@ -65,28 +65,51 @@ pub fn index_text(s: &str) -> String {
     out
 }
 
-/// The words (lower-cased) and CJK bigrams of a text, as the index sees
-/// them before stemming.
-fn tokens(s: &str) -> Vec<String> {
+/// A stretch of text as the index splits it: a lower-cased word, or the
+/// bigrams of a run of CJK letters.
+enum Piece {
+    Word(String),
+    Bigrams(Vec<String>),
+}
+
+/// The pieces of a text, in order; everything between them (spaces,
+/// punctuation, symbols) separates them and is dropped.
+fn pieces(s: &str) -> Vec<Piece> {
     let mut out = Vec::new();
     let chars: Vec<char> = s.chars().collect();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
+        let start = i;
         if is_cjk_letter(c) {
-            let start = i;
             while i < chars.len() && is_cjk_letter(chars[i]) {
                 i += 1;
             }
-            push_bigrams(&chars[start..i], &mut out);
+            let mut grams = Vec::new();
+            push_bigrams(&chars[start..i], &mut grams);
+            out.push(Piece::Bigrams(grams));
         } else if c.is_alphanumeric() {
-            let start = i;
             while i < chars.len() && chars[i].is_alphanumeric() && !is_cjk_letter(chars[i]) {
                 i += 1;
             }
-            out.push(chars[start..i].iter().collect::<String>().to_lowercase());
+            out.push(Piece::Word(
+                chars[start..i].iter().collect::<String>().to_lowercase(),
+            ));
         } else {
             i += 1;
+        }
+    }
+    out
+}
+
+/// The words (lower-cased) and CJK bigrams of a text, as the index sees
+/// them before stemming.
+fn tokens(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for piece in pieces(s) {
+        match piece {
+            Piece::Word(w) => out.push(w),
+            Piece::Bigrams(grams) => out.extend(grams),
         }
     }
     out
@@ -325,32 +348,19 @@ const MAX_QUERY_TERMS: usize = 32;
 /// its own query language, so nothing in a message is ever read as syntax.
 pub fn query_terms(message: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
-    let chars: Vec<char> = message.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if is_cjk_letter(c) {
-            let start = i;
-            while i < chars.len() && is_cjk_letter(chars[i]) {
-                i += 1;
+    for piece in pieces(message) {
+        match piece {
+            Piece::Bigrams(grams) => {
+                // A lone character stays (it may be the whole word); bigrams
+                // of glue are dropped.
+                let lone = grams.len() == 1 && grams[0].chars().count() == 1;
+                terms.extend(grams.into_iter().filter(|g| lone || is_topical_bigram(g)));
             }
-            let mut grams = Vec::new();
-            push_bigrams(&chars[start..i], &mut grams);
-            // A lone character stays (it may be the whole word); bigrams
-            // of glue are dropped.
-            let lone = grams.len() == 1 && grams[0].chars().count() == 1;
-            terms.extend(grams.into_iter().filter(|g| lone || is_topical_bigram(g)));
-        } else if c.is_alphanumeric() {
-            let start = i;
-            while i < chars.len() && chars[i].is_alphanumeric() && !is_cjk_letter(chars[i]) {
-                i += 1;
+            Piece::Word(word) => {
+                if word.chars().count() >= 2 && !STOPWORDS.contains(&word.as_str()) {
+                    terms.push(word);
+                }
             }
-            let word: String = chars[start..i].iter().collect::<String>().to_lowercase();
-            if word.chars().count() >= 2 && !STOPWORDS.contains(&word.as_str()) {
-                terms.push(word);
-            }
-        } else {
-            i += 1;
         }
     }
     let mut seen = HashSet::new();
