@@ -141,13 +141,32 @@ fn bench_fts_query(c: &mut Criterion) {
     g.finish();
 }
 
-/// A store in a temp dir holding `n` generated facts of one agent.
-fn store_with(n: usize, seed: u64) -> (TempDir, Box<dyn Store>, Vec<String>) {
+/// A store in a temp dir holding `n` generated facts of one agent, each
+/// with keywords when `keywords` is set.
+fn store_with(n: usize, seed: u64, keywords: bool) -> (TempDir, Box<dyn Store>, Vec<String>) {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut store = store::open(&Location::File(dir.path().join("facts.db"))).expect("open store");
     let facts = common::facts(n, seed);
-    for chunk in facts.chunks(5_000) {
-        let new: Vec<NewFact> = chunk.iter().map(|f| NewFact::new(AGENT, None, f)).collect();
+    let mut r = Rng::new(seed ^ 0x6b65_7977);
+    let tags: Vec<Vec<String>> = facts
+        .iter()
+        .map(|_| {
+            if keywords {
+                common::keywords(&mut r, &facts)
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    for (chunk, tags) in facts.chunks(5_000).zip(tags.chunks(5_000)) {
+        let new: Vec<NewFact> = chunk
+            .iter()
+            .zip(tags)
+            .map(|(f, k)| NewFact {
+                keywords: k,
+                ..NewFact::new(AGENT, None, f)
+            })
+            .collect();
         store.add_facts(&new).expect("add facts");
     }
     (dir, store, facts)
@@ -164,20 +183,23 @@ fn bench_retrieval(c: &mut Criterion) {
         &[1_000]
     };
     for &n in sizes {
-        let t = std::time::Instant::now();
-        let (_dir, store, _) = store_with(n, 7);
-        eprintln!("built a store of {n} facts in {:.1?}", t.elapsed());
-        for (lang, q) in [("en", QUERY_EN), ("zh", QUERY_ZH)] {
-            g.bench_with_input(
-                BenchmarkId::new(format!("search_facts/{lang}"), n),
-                &n,
-                |b, _| b.iter(|| recall::search(&*store, SCOPE, black_box(q), 3).unwrap()),
-            );
-            g.bench_with_input(
-                BenchmarkId::new(format!("for_turn/{lang}"), n),
-                &n,
-                |b, _| b.iter(|| recall::for_turn(&*store, SCOPE, black_box(q)).unwrap()),
-            );
+        for keywords in [false, true] {
+            let t = std::time::Instant::now();
+            let (_dir, store, _) = store_with(n, 7, keywords);
+            let tagged = if keywords { "+keywords" } else { "" };
+            eprintln!("built a store of {n} facts{tagged} in {:.1?}", t.elapsed());
+            for (lang, q) in [("en", QUERY_EN), ("zh", QUERY_ZH)] {
+                g.bench_with_input(
+                    BenchmarkId::new(format!("search_facts{tagged}/{lang}"), n),
+                    &n,
+                    |b, _| b.iter(|| recall::search(&*store, SCOPE, black_box(q), 3).unwrap()),
+                );
+                g.bench_with_input(
+                    BenchmarkId::new(format!("for_turn{tagged}/{lang}"), n),
+                    &n,
+                    |b, _| b.iter(|| recall::for_turn(&*store, SCOPE, black_box(q)).unwrap()),
+                );
+            }
         }
     }
     g.finish();
@@ -185,7 +207,7 @@ fn bench_retrieval(c: &mut Criterion) {
 
 fn bench_insert(c: &mut Criterion) {
     let mut g = c.benchmark_group("add_facts");
-    let (_dir, mut store, stored) = store_with(10_000, 11);
+    let (_dir, mut store, stored) = store_with(10_000, 11, false);
     // New facts: generated ones made unique by a ticket number, so every
     // iteration inserts rows and the store grows as a real one does.
     let fresh = common::facts(1_000, 12);

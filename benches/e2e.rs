@@ -582,6 +582,8 @@ fn side_sizes(b: &Bench, rows: &mut Vec<Row>) {
     let n0 = b.count();
     let first = "Please migrate our React app from CRA to Vite. Keep the tests passing, we use pnpm, and do not touch the auth flow.";
     timed(&mut b.turn("sizes", &[]), first);
+    // The side calls run in the detached worker after the turn exits.
+    b.wait_for_jobs();
     let reqs = b.requests_since(n0);
     let main1 = reqs.iter().find(|r| !is_side(r)).expect("main request");
     let pin = reqs
@@ -597,6 +599,7 @@ fn side_sizes(b: &Bench, rows: &mut Vec<Row>) {
         &mut b.turn("sizes", &[]),
         "Start with the Vite config, then move the env variables over to import.meta.env.",
     );
+    b.wait_for_jobs();
     let reqs = b.requests_since(n1);
     let main2 = reqs.iter().find(|r| !is_side(r)).expect("main request");
     let facts2 = reqs
@@ -683,6 +686,7 @@ fn with_claude_md(b: &Bench) -> (usize, usize, usize) {
         &mut c,
         "Please migrate our React app from CRA to Vite. Keep the tests passing, we use pnpm, and do not touch the auth flow.",
     );
+    b.wait_for_jobs();
     let reqs = b.requests_since(n);
     let main = reqs.iter().find(|r| !is_side(r)).expect("main request");
     let side = reqs

@@ -385,6 +385,30 @@ pub fn facts(n: usize, seed: u64) -> Vec<String> {
     out
 }
 
+/// Keywords for one fact, as many as the facts side call writes (about 17,
+/// a few of them short questions): words and phrases taken from other
+/// generated facts, so they share the queries' vocabulary as real keywords
+/// do and load the keyword column of the index as real ones would.
+pub fn keywords(r: &mut Rng, pool: &[String]) -> Vec<String> {
+    (0..17)
+        .map(|i| {
+            let from = &pool[r.below(pool.len())];
+            let words: Vec<&str> = from.split_whitespace().collect();
+            if words.len() > 1 {
+                let n = if i % 6 == 5 { 4 } else { 1 + r.below(2) };
+                let start = r.below(words.len().saturating_sub(n) + 1);
+                words[start..(start + n).min(words.len())].join(" ")
+            } else {
+                // Chinese: no spaces; a two- to four-character stretch.
+                let chars: Vec<char> = from.chars().collect();
+                let n = 2 + r.below(3);
+                let start = r.below(chars.len().saturating_sub(n) + 1);
+                chars[start..(start + n).min(chars.len())].iter().collect()
+            }
+        })
+        .collect()
+}
+
 /// The facts as JSON Lines, the format `facts import` reads.
 pub fn jsonl(facts: &[String]) -> String {
     let mut out = String::with_capacity(facts.len() * 80);
