@@ -58,7 +58,13 @@ fn flags(caps: &Capabilities) -> [(&'static str, bool, bool); 8] {
 /// Check the store without changing it. Returns whether it is healthy and
 /// at this build's schema (so the probe may be cached in it).
 fn check_store(location: &Location, report: &mut Value, problems: &mut Vec<Problem>) -> bool {
-    report["store"] = json!({ "location": location.to_string(), "exists": location.exists() });
+    let engine = if location.file().is_some() {
+        "sqlite"
+    } else {
+        "postgresql"
+    };
+    report["store"] =
+        json!({ "location": location.to_string(), "engine": engine, "exists": location.exists() });
     if let Some(f) = location.file() {
         report["store"]["bytes"] = json!(std::fs::metadata(f).map(|m| m.len()).unwrap_or(0));
     }
@@ -245,14 +251,17 @@ fn write_text(
     } else if s.get("schema_version").is_some() {
         writeln!(
             out,
-            "  schema {} · integrity {} · {} sessions, {} turns, {} facts, {} open jobs · {} bytes",
+            "  schema {} · integrity {} · {} sessions, {} turns, {} facts, {} open jobs{}",
             s["schema_version"],
             s["integrity"].as_str().unwrap_or("failed"),
             s["sessions"],
             s["turns"],
             s["facts"],
             s["open_jobs"],
+            // A server's size is the server's business; a file's is ours.
             s["bytes"]
+                .as_u64()
+                .map_or(String::new(), |b| format!(" · {b} bytes"))
         )?;
         if let Some(note) = s["note"].as_str() {
             writeln!(out, "  {note}")?;

@@ -115,6 +115,26 @@ fn tokens(s: &str) -> Vec<String> {
     out
 }
 
+/// The terms a server store indexes and queries: the words (stemmed as
+/// English, as SQLite's porter tokenizer does) and the CJK bigrams of a
+/// text, repeats kept (they are the term frequencies).
+pub fn stemmed_terms(s: &str) -> Vec<String> {
+    thread_local! {
+        static STEMMER: rust_stemmers::Stemmer =
+            rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+    }
+    STEMMER.with(|stemmer| {
+        let mut out = Vec::new();
+        for piece in pieces(s) {
+            match piece {
+                Piece::Word(w) => out.push(stemmer.stem(&w).into_owned()),
+                Piece::Bigrams(grams) => out.extend(grams),
+            }
+        }
+        out
+    })
+}
+
 /// Text to index for a fact's keywords: their words and bigrams that the
 /// fact does not already say. A word in both would count twice for the
 /// fact that repeats itself in its keywords; the keywords are there for

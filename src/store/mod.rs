@@ -2,10 +2,12 @@
 //!
 //! One interface, [`Store`], so the turn, the memory and the commands never
 //! know which engine they talk to. The engine is chosen by where the store
-//! is ([`Location`]): a file path is the embedded SQLite store (the default).
+//! is ([`Location`]): a file path is the embedded SQLite store (the
+//! default), a `postgres://` URL a PostgreSQL database that many hosts share.
 
 pub mod lock;
 mod model;
+pub mod postgres;
 mod sqlite;
 #[cfg(test)]
 pub mod suite;
@@ -230,21 +232,34 @@ pub trait Store: Send {
 pub enum Location {
     /// An embedded SQLite file.
     File(PathBuf),
+    /// A PostgreSQL database (`postgres://` or `postgresql://`).
+    Server(postgres::ServerUrl),
 }
 
 impl Location {
-    /// The `--db` value (`DUDUCLAW_DB`), or the default file.
+    /// The `--db` value (`DUDUCLAW_DB`), or the default file. A value
+    /// starting `postgres://` or `postgresql://` is a server; anything
+    /// else is a file path.
     pub fn resolve(db: Option<&std::ffi::OsStr>) -> anyhow::Result<Location> {
         match db {
-            Some(p) if !p.is_empty() => Ok(Location::File(PathBuf::from(p))),
+            Some(v) if !v.is_empty() => match v.to_str() {
+                // A malformed URL is a store that cannot be used (exit 4),
+                // said without the password (clap's usage error would echo it).
+                Some(url) if postgres::url::is_server(url) => postgres::ServerUrl::parse(url)
+                    .map(Location::Server)
+                    .map_err(|e| StoreError::from(e).into()),
+                _ => Ok(Location::File(PathBuf::from(v))),
+            },
             _ => default_path().map(Location::File),
         }
     }
 
-    /// The value `--db` takes to name this store again (a child process).
+    /// The value `--db` takes to name this store again (a child process's
+    /// environment: a server's URL keeps its password there).
     pub fn as_value(&self) -> std::ffi::OsString {
         match self {
             Location::File(p) => p.clone().into_os_string(),
+            Location::Server(url) => url.raw().into(),
         }
     }
 
@@ -252,24 +267,38 @@ impl Location {
     pub fn file(&self) -> Option<&Path> {
         match self {
             Location::File(p) => Some(p),
+            Location::Server(_) => None,
         }
     }
 
-    /// Whether the store exists yet: reading commands on a store that was
-    /// never written have nothing to read, and create nothing.
+    /// Whether the store may exist: reading commands on a file that was
+    /// never written have nothing to read, and create nothing. A server
+    /// is asked when opened ([`open_existing`]).
     pub fn exists(&self) -> bool {
         match self {
             Location::File(p) => p.exists(),
+            Location::Server(_) => true,
         }
     }
 
-    /// Where a detached worker writes its log: beside the store file.
+    /// Where a detached worker writes its log: beside the store file, or
+    /// for a server in this host's data folder, one log per server.
     pub fn log_path(&self) -> PathBuf {
         match self {
             Location::File(p) => {
                 let mut name = p.file_name().unwrap_or_default().to_os_string();
                 name.push(".log");
                 p.with_file_name(name)
+            }
+            Location::Server(url) => {
+                use sha2::Digest;
+                let digest = sha2::Sha256::digest(url.to_string().as_bytes());
+                let tag: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+                let dir = default_path()
+                    .ok()
+                    .and_then(|p| p.parent().map(Path::to_path_buf))
+                    .unwrap_or_else(std::env::temp_dir);
+                dir.join(format!("server-{tag}.log"))
             }
         }
     }
@@ -279,6 +308,7 @@ impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Location::File(p) => write!(f, "{}", p.display()),
+            Location::Server(url) => write!(f, "{url}"),
         }
     }
 }
@@ -302,8 +332,15 @@ pub fn default_path() -> anyhow::Result<PathBuf> {
 
 /// Open the store for reading and writing, creating and migrating it.
 pub fn open(location: &Location) -> anyhow::Result<Box<dyn Store>> {
+    open_with(location, postgres::DEFAULT_WAIT)
+}
+
+/// [`open`], waiting at most `wait` for a server that is full or starting
+/// (a turn passes what is left of its timeout).
+pub fn open_with(location: &Location, wait: std::time::Duration) -> anyhow::Result<Box<dyn Store>> {
     match location {
         Location::File(p) => Ok(Box::new(sqlite::SqliteStore::open(p)?)),
+        Location::Server(url) => Ok(Box::new(postgres::PgStore::open(url, wait)?)),
     }
 }
 
@@ -315,6 +352,10 @@ pub fn open_existing(location: &Location) -> anyhow::Result<Option<Box<dyn Store
     }
     match location {
         Location::File(p) => Ok(Some(Box::new(sqlite::SqliteStore::open_existing(p)?))),
+        Location::Server(url) => Ok(
+            postgres::PgStore::open_existing(url, postgres::DEFAULT_WAIT)?
+                .map(|s| Box::new(s) as Box<dyn Store>),
+        ),
     }
 }
 

@@ -52,7 +52,7 @@ pub struct Answer {
 pub async fn run(settings: &TurnSettings, input: Input, out: &mut Output) -> Result<Answer> {
     let started = Instant::now();
     let deadline = deadline_after(started, settings.timeout);
-    let mut store = store::open(&settings.location)?;
+    let mut store = store::open_with(&settings.location, settings.timeout)?;
     let sid = settings.address.session_id();
     let _lock = lock_session(&*store, &sid, deadline).await?;
     let session = store.ensure_session(&sid, &settings.address.key(), &cwd())?;

@@ -1,0 +1,211 @@
+//! Durable side-call jobs on PostgreSQL. Claims lock the rows they take and
+//! skip rows another host is claiming (`FOR UPDATE SKIP LOCKED`), so two
+//! workers never run one job, and neither waits for the other.
+
+use postgres::types::ToSql;
+use postgres::{GenericClient, Row};
+
+use super::text;
+use crate::memory::jobs::{MAX_ATTEMPTS, RETRY_DELAY_SECS};
+use crate::store::{Job, JobFilter, JobKind, JobRow, JobSelect, JobStatus, Result, TextEnum, now};
+
+/// The selection over `jobs`, parameters $1..$3.
+const SELECT: &str = "($1::text IS NULL OR session_id = $1) AND ($2::text IS NULL OR agent = $2) AND ($3::text IS NULL OR kind = $3)";
+
+/// Runnable (see the SQLite engine): pending and due, or running with an
+/// expired lease. Parameters $4..$7.
+const RUNNABLE: &str =
+    "attempts < $4 AND ((status = $5 AND lease_until <= $7) OR (status = $6 AND lease_until < $7))";
+
+pub fn enqueue(
+    c: &mut impl GenericClient,
+    kind: JobKind,
+    agent: &str,
+    session_id: Option<&str>,
+    turn_id: Option<i64>,
+    input: &serde_json::Value,
+) -> Result<i64> {
+    let t = now();
+    Ok(c.query_one(
+        "INSERT INTO jobs (kind, agent, session_id, turn_id, input, status, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id",
+        &[
+            &kind.as_str(),
+            &agent,
+            &session_id,
+            &turn_id,
+            &input.to_string(),
+            &JobStatus::Pending.as_str(),
+            &t,
+        ],
+    )?
+    .try_get(0)?)
+}
+
+fn select_params<'a>(s: &'a JobSelect<'a>) -> [Option<&'a str>; 3] {
+    [s.session_id, s.agent, s.kind.map(TextEnum::as_str)]
+}
+
+pub fn has_open(c: &mut impl GenericClient, s: JobSelect) -> Result<bool> {
+    let [session, agent, kind] = select_params(&s);
+    Ok(c.query_one(
+        &format!(
+            "SELECT EXISTS (SELECT 1 FROM jobs WHERE {SELECT} AND status IN ($4, $5) AND attempts < $6)"
+        ),
+        &[
+            &session,
+            &agent,
+            &kind,
+            &JobStatus::Pending.as_str(),
+            &JobStatus::Running.as_str(),
+            &MAX_ATTEMPTS,
+        ],
+    )?
+    .try_get(0)?)
+}
+
+pub fn has_runnable(c: &mut impl GenericClient, s: JobSelect) -> Result<bool> {
+    let [session, agent, kind] = select_params(&s);
+    let t = now();
+    Ok(c.query_one(
+        &format!("SELECT EXISTS (SELECT 1 FROM jobs WHERE {SELECT} AND {RUNNABLE})"),
+        &[
+            &session,
+            &agent,
+            &kind,
+            &MAX_ATTEMPTS,
+            &JobStatus::Pending.as_str(),
+            &JobStatus::Running.as_str(),
+            &t,
+        ],
+    )?
+    .try_get(0)?)
+}
+
+pub fn next_at(c: &mut impl GenericClient, s: JobSelect) -> Result<Option<i64>> {
+    let [session, agent, kind] = select_params(&s);
+    Ok(c.query_one(
+        &format!(
+            "SELECT MIN(lease_until) FROM jobs WHERE {SELECT} AND status = $4 AND attempts < $5"
+        ),
+        &[
+            &session,
+            &agent,
+            &kind,
+            &JobStatus::Pending.as_str(),
+            &MAX_ATTEMPTS,
+        ],
+    )?
+    .try_get(0)?)
+}
+
+fn job_from_row(r: &Row) -> Result<Job> {
+    let input: String = r.try_get(5)?;
+    Ok(Job {
+        id: r.try_get(0)?,
+        kind: text(r, 1)?,
+        agent: r.try_get(2)?,
+        session_id: r.try_get(3)?,
+        turn_id: r.try_get(4)?,
+        input: serde_json::from_str(&input).unwrap_or(serde_json::Value::Null),
+        attempts: r.try_get(6)?,
+    })
+}
+
+pub fn claim(c: &mut impl GenericClient, s: JobSelect, lease_secs: i64) -> Result<Vec<Job>> {
+    let [session, agent, kind] = select_params(&s);
+    let t = now();
+    let lease = t.saturating_add(lease_secs);
+    let params: [&(dyn ToSql + Sync); 8] = [
+        &session,
+        &agent,
+        &kind,
+        &MAX_ATTEMPTS,
+        &JobStatus::Pending.as_str(),
+        &JobStatus::Running.as_str(),
+        &t,
+        &lease,
+    ];
+    let rows = c.query(
+        &format!(
+            "UPDATE jobs SET status = $6, attempts = attempts + 1, lease_until = $8, updated_at = $7
+             WHERE id IN (SELECT id FROM jobs WHERE {SELECT} AND {RUNNABLE} FOR UPDATE SKIP LOCKED)
+             RETURNING id, kind, agent, session_id, turn_id, input, attempts"
+        ),
+        &params,
+    )?;
+    let mut jobs = rows.iter().map(job_from_row).collect::<Result<Vec<_>>>()?;
+    jobs.sort_by_key(|j| j.id);
+    Ok(jobs)
+}
+
+pub fn finish(c: &mut impl GenericClient, id: i64) -> Result<()> {
+    c.execute(
+        "UPDATE jobs SET status = $2, last_error = NULL, lease_until = 0, updated_at = $3 WHERE id = $1",
+        &[&id, &JobStatus::Done.as_str(), &now()],
+    )?;
+    Ok(())
+}
+
+pub fn fail(c: &mut impl GenericClient, id: i64, error: &str) -> Result<()> {
+    c.execute(
+        "UPDATE jobs SET status = CASE WHEN attempts >= $3 THEN $4 ELSE $5 END,
+                last_error = $2, lease_until = $6 + $7 * attempts, updated_at = $6 WHERE id = $1",
+        &[
+            &id,
+            &error,
+            &MAX_ATTEMPTS,
+            &JobStatus::Failed.as_str(),
+            &JobStatus::Pending.as_str(),
+            &now(),
+            &RETRY_DELAY_SECS,
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn retry(c: &mut impl GenericClient, id: i64) -> Result<bool> {
+    let n = c.execute(
+        "UPDATE jobs SET status = $2, attempts = 0, lease_until = 0, updated_at = $3 WHERE id = $1",
+        &[&id, &JobStatus::Pending.as_str(), &now()],
+    )?;
+    Ok(n > 0)
+}
+
+pub fn list(c: &mut impl GenericClient, filter: &JobFilter) -> Result<Vec<JobRow>> {
+    let [session, agent, kind] = select_params(&filter.select);
+    let rows = c.query(
+        "SELECT j.id, j.kind, j.status, j.agent, j.session_id, s.channel, s.thread, j.turn_id,
+                j.attempts, j.last_error, j.created_at, j.updated_at
+         FROM jobs j LEFT JOIN sessions s ON s.id = j.session_id
+         WHERE ($1::text IS NULL OR j.session_id = $1) AND ($2::text IS NULL OR j.agent = $2) AND ($3::text IS NULL OR j.kind = $3)
+           AND ($4::bigint IS NULL OR j.status IN ($5, $6) OR j.updated_at >= $4)
+         ORDER BY j.id",
+        &[
+            &session,
+            &agent,
+            &kind,
+            &filter.finished_since,
+            &JobStatus::Pending.as_str(),
+            &JobStatus::Running.as_str(),
+        ],
+    )?;
+    rows.iter()
+        .map(|r| {
+            Ok(JobRow {
+                id: r.try_get(0)?,
+                kind: text(r, 1)?,
+                status: text(r, 2)?,
+                agent: r.try_get(3)?,
+                session_id: r.try_get(4)?,
+                channel: r.try_get(5)?,
+                thread: r.try_get(6)?,
+                turn_id: r.try_get(7)?,
+                attempts: r.try_get(8)?,
+                last_error: r.try_get(9)?,
+                created_at: r.try_get(10)?,
+                updated_at: r.try_get(11)?,
+            })
+        })
+        .collect()
+}

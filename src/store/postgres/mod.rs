@@ -1,0 +1,979 @@
+//! The server engine: one PostgreSQL database shared by every host.
+//!
+//! The same behaviour as the SQLite file (the shared suite runs on both),
+//! with what a fleet needs: row-level compare-and-swap for handles and pins,
+//! `FOR UPDATE SKIP LOCKED` job claims, and the per-session turn lock as an
+//! advisory lock held on its own connection, so it is released by the
+//! server the moment the process holding it dies.
+//!
+//! The driver is the synchronous `postgres` crate. It runs a small runtime
+//! of its own, which tokio refuses to start on a thread already inside a
+//! runtime; so every call made from async code runs on a scoped helper
+//! thread ([`off_runtime`]), borrowing the connection for that one call.
+
+mod facts;
+mod jobs;
+pub mod url;
+
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use postgres::error::SqlState;
+use postgres::types::ToSql;
+use postgres::{Client, GenericClient, Row};
+use sha2::{Digest, Sha256};
+
+use super::{
+    CallFilter, CallRecord, CallRow, Counts, Fact, FactQuery, FactScope, Job, JobFilter, JobKind,
+    JobRow, JobSelect, NewFact, Reply, Result, Roll, Session, SessionListing, SessionLock, Store,
+    StoreError, TextEnum, Turn, Usage, now,
+};
+use crate::session::SessionKey;
+pub use url::ServerUrl;
+
+/// Append-only: entry N moves the schema from version N to N+1. The
+/// versions match the SQLite engine's, so `doctor` reads alike on both.
+const MIGRATIONS: &[&str] = &[
+    r"
+CREATE TABLE sessions (
+    id           TEXT PRIMARY KEY,
+    agent        TEXT NOT NULL,
+    channel      TEXT NOT NULL,
+    thread       TEXT,
+    generation   BIGINT NOT NULL DEFAULT 0,
+    handle       TEXT NOT NULL,
+    handle_turns BIGINT NOT NULL DEFAULT 0,
+    cwd          TEXT NOT NULL,
+    pin          TEXT,
+    summary      TEXT,
+    summary_upto BIGINT,
+    created_at   BIGINT NOT NULL,
+    updated_at   BIGINT NOT NULL
+);
+CREATE INDEX sessions_agent ON sessions(agent, updated_at);
+CREATE TABLE turns (
+    id          BIGSERIAL PRIMARY KEY,
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    role        TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+    content     TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    mode        TEXT,
+    handle      TEXT,
+    usage       TEXT,
+    cost_usd    DOUBLE PRECISION,
+    duration_ms BIGINT,
+    error       TEXT,
+    created_at  BIGINT NOT NULL
+);
+CREATE INDEX turns_session ON turns(session_id, id);
+CREATE TABLE facts (
+    id           BIGSERIAL PRIMARY KEY,
+    agent        TEXT NOT NULL,
+    user_id      TEXT NOT NULL DEFAULT '',
+    content      TEXT NOT NULL,
+    norm         TEXT NOT NULL,
+    access_count BIGINT NOT NULL DEFAULT 0,
+    created_at   BIGINT NOT NULL,
+    last_used_at BIGINT,
+    source_turn  BIGINT,
+    UNIQUE (agent, user_id, norm)
+);
+CREATE TABLE jobs (
+    id          BIGSERIAL PRIMARY KEY,
+    kind        TEXT NOT NULL,
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    turn_id     BIGINT,
+    input       TEXT NOT NULL,
+    status      TEXT NOT NULL DEFAULT 'pending',
+    attempts    BIGINT NOT NULL DEFAULT 0,
+    lease_until BIGINT NOT NULL DEFAULT 0,
+    last_error  TEXT,
+    created_at  BIGINT NOT NULL,
+    updated_at  BIGINT NOT NULL
+);
+CREATE INDEX jobs_open ON jobs(session_id, status);
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+",
+    // 2: as on SQLite (paths, hosts, calls, keywords, session-less jobs),
+    // plus the search index: BM25 computed in SQL over the terms we cut
+    // (stemmed words, CJK bigrams), since PostgreSQL's own parser keeps a
+    // run of Chinese as one token.
+    r"
+ALTER TABLE turns ADD COLUMN path TEXT;
+ALTER TABLE sessions ADD COLUMN handle_host TEXT;
+CREATE TABLE calls (
+    id                          BIGSERIAL PRIMARY KEY,
+    session_id                  TEXT REFERENCES sessions(id) ON DELETE CASCADE,
+    agent                       TEXT NOT NULL,
+    turn_id                     BIGINT,
+    kind                        TEXT NOT NULL,
+    path                        TEXT NOT NULL,
+    model                       TEXT,
+    input_tokens                BIGINT NOT NULL,
+    cache_creation_input_tokens BIGINT NOT NULL,
+    cache_read_input_tokens     BIGINT NOT NULL,
+    output_tokens               BIGINT NOT NULL,
+    cost_usd                    DOUBLE PRECISION,
+    duration_ms                 BIGINT NOT NULL,
+    memory_tokens               BIGINT NOT NULL DEFAULT 0,
+    created_at                  BIGINT NOT NULL
+);
+CREATE INDEX calls_time ON calls(created_at);
+CREATE INDEX calls_session ON calls(session_id);
+ALTER TABLE facts ADD COLUMN keywords TEXT NOT NULL DEFAULT '[]';
+-- terms in the text (field 0) and in the keywords (field 1), with counts
+ALTER TABLE facts ADD COLUMN body_len BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE facts ADD COLUMN keys_len BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE fact_terms (
+    term    TEXT NOT NULL,
+    fact_id BIGINT NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
+    field   SMALLINT NOT NULL,
+    tf      INTEGER NOT NULL,
+    PRIMARY KEY (term, fact_id, field)
+);
+CREATE INDEX fact_terms_fact ON fact_terms(fact_id);
+-- the index's size for BM25 (rows and terms), kept with every change so a
+-- search does not scan all facts to learn it
+CREATE TABLE fact_stats (
+    one    BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one),
+    rows   BIGINT NOT NULL,
+    tokens BIGINT NOT NULL
+);
+INSERT INTO fact_stats (rows, tokens) VALUES (0, 0);
+ALTER TABLE jobs ADD COLUMN agent TEXT NOT NULL DEFAULT '';
+UPDATE jobs j SET agent = s.agent FROM sessions s WHERE s.id = j.session_id;
+ALTER TABLE jobs ALTER COLUMN session_id DROP NOT NULL;
+CREATE INDEX jobs_runnable ON jobs(status, lease_until);
+CREATE INDEX jobs_agent ON jobs(agent, kind, status);
+",
+];
+
+/// The schema version this build writes (the same as SQLite's).
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Keys of the advisory locks this program takes outside sessions.
+const MIGRATION_LOCK: i64 = 0x6475_6475_636c_6177; // "duduclaw"
+
+/// How long opening waits for a server that is full (too many connections)
+/// or still starting, before saying so. A server that refuses outright or
+/// cannot be reached is reported at once.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+
+pub struct PgStore {
+    client: RefCell<Option<Client>>,
+    url: ServerUrl,
+    wait: Duration,
+}
+
+impl From<postgres::Error> for StoreError {
+    fn from(e: postgres::Error) -> Self {
+        StoreError::from(anyhow::Error::new(e).context("the session store failed"))
+    }
+}
+
+/// Run `f` where the synchronous driver may block: on this thread outside
+/// a runtime, else on a scoped helper thread.
+fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return f();
+    }
+    std::thread::scope(|s| match s.spawn(f).join() {
+        Ok(v) => v,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
+/// Open a connection, waiting up to `wait` while the server is full or
+/// starting. Errors name the store (never its password).
+fn connect(url: &ServerUrl, wait: Duration) -> anyhow::Result<Client> {
+    let (config, tls) = url.config()?;
+    let tls = tls.connector()?;
+    let start = Instant::now();
+    off_runtime(|| {
+        loop {
+            match config.connect(tls.clone()) {
+                Ok(c) => return Ok(c),
+                Err(e) => {
+                    let busy = e.code().is_some_and(|c| {
+                        *c == SqlState::TOO_MANY_CONNECTIONS || *c == SqlState::CANNOT_CONNECT_NOW
+                    });
+                    if busy && start.elapsed() < wait {
+                        std::thread::sleep(Duration::from_millis(200));
+                        continue;
+                    }
+                    let why = if busy {
+                        format!(" (still full after waiting {}s)", wait.as_secs())
+                    } else {
+                        String::new()
+                    };
+                    return Err(anyhow::Error::new(e)
+                        .context(format!("could not connect to session store {url}{why}")));
+                }
+            }
+        }
+    })
+}
+
+impl PgStore {
+    /// Connect, creating and migrating the schema when needed.
+    pub fn open(url: &ServerUrl, wait: Duration) -> anyhow::Result<PgStore> {
+        let store = Self::connect(url, wait)?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Connect to a store that exists: `None` when the database has no
+    /// schema of ours yet. Nothing is created.
+    pub fn open_existing(url: &ServerUrl, wait: Duration) -> anyhow::Result<Option<PgStore>> {
+        let store = Self::connect(url, wait)?;
+        let version = store.version()?;
+        if version == 0 {
+            return Ok(None);
+        }
+        check_version(version)?;
+        Ok(Some(store))
+    }
+
+    fn connect(url: &ServerUrl, wait: Duration) -> anyhow::Result<PgStore> {
+        let client = connect(url, wait).map_err(|e| anyhow::Error::from(StoreError::from(e)))?;
+        Ok(PgStore {
+            client: RefCell::new(Some(client)),
+            url: url.clone(),
+            wait,
+        })
+    }
+
+    /// Run `f` with the connection, off the runtime.
+    fn with<T: Send>(&self, f: impl FnOnce(&mut Client) -> Result<T> + Send) -> Result<T> {
+        let mut guard = self.client.borrow_mut();
+        let client = guard
+            .as_mut()
+            .ok_or_else(|| anyhow::anyhow!("the store connection is closed"))?;
+        off_runtime(|| f(client))
+    }
+
+    /// Run `f` in one transaction.
+    fn tx<T: Send>(
+        &self,
+        f: impl FnOnce(&mut postgres::Transaction) -> Result<T> + Send,
+    ) -> Result<T> {
+        self.with(|c| {
+            let mut tx = c.transaction()?;
+            let out = f(&mut tx)?;
+            tx.commit()?;
+            Ok(out)
+        })
+    }
+
+    fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        self.with(|c| Ok(c.execute(sql, params)?))
+    }
+
+    fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        self.with(|c| Ok(c.query(sql, params)?))
+    }
+
+    fn query_one(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        self.with(|c| Ok(c.query_one(sql, params)?))
+    }
+
+    /// The schema version, 0 for a database without our schema.
+    fn version(&self) -> anyhow::Result<i64> {
+        Ok(self.with(read_version)?)
+    }
+
+    fn migrate(&self) -> anyhow::Result<()> {
+        let version = self.version()?;
+        check_version(version)?;
+        if version == SCHEMA_VERSION {
+            return Ok(());
+        }
+        self.tx(|tx| {
+            // One host migrates; the others wait here, then find it done.
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+            tx.batch_execute(
+                "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL);
+                 INSERT INTO schema_version SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM schema_version)",
+            )?;
+            let current = read_version(tx)?;
+            for (i, sql) in MIGRATIONS
+                .iter()
+                .enumerate()
+                .skip(usize::try_from(current).unwrap_or(0))
+            {
+                tx.batch_execute(sql)
+                    .with_context(|| format!("migration to schema version {} failed", i + 1))?;
+            }
+            tx.execute(
+                "UPDATE schema_version SET version = $1",
+                &[&SCHEMA_VERSION],
+            )?;
+            Ok(())
+        })?;
+        Ok(())
+    }
+}
+
+fn read_version(c: &mut impl GenericClient) -> Result<i64> {
+    let exists: bool = c
+        .query_one("SELECT to_regclass('schema_version') IS NOT NULL", &[])?
+        .get(0);
+    if !exists {
+        return Ok(0);
+    }
+    Ok(c.query_opt("SELECT version FROM schema_version", &[])?
+        .map_or(0, |r| r.get(0)))
+}
+
+fn check_version(version: i64) -> anyhow::Result<()> {
+    if version > SCHEMA_VERSION {
+        anyhow::bail!(StoreError::from(anyhow::anyhow!(
+            "the store has schema version {version}, newer than this program's {SCHEMA_VERSION}: upgrade duduclaw-session"
+        )));
+    }
+    Ok(())
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        // The driver's close blocks on its runtime: keep that off ours.
+        if let Some(client) = self.client.get_mut().take() {
+            off_runtime(move || drop(client));
+        }
+    }
+}
+
+/// A text enum read back from a column.
+fn text<T: TextEnum>(row: &Row, idx: usize) -> Result<T> {
+    let s: String = row.try_get(idx)?;
+    T::parse(&s).ok_or_else(|| {
+        anyhow::anyhow!("unknown {} {s:?} in the store", std::any::type_name::<T>()).into()
+    })
+}
+
+fn opt_text<T: TextEnum>(row: &Row, idx: usize) -> Result<Option<T>> {
+    match row.try_get::<_, Option<String>>(idx)? {
+        None => Ok(None),
+        Some(_) => text(row, idx).map(Some),
+    }
+}
+
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+const SESSION_COLS: &str = "id, agent, channel, thread, generation, handle, handle_turns, handle_host, cwd, pin, summary, summary_upto, created_at, updated_at";
+
+fn session_from_row(r: &Row) -> Result<Session> {
+    Ok(Session {
+        id: r.try_get(0)?,
+        agent: r.try_get(1)?,
+        channel: r.try_get(2)?,
+        thread: r.try_get(3)?,
+        generation: u32::try_from(r.try_get::<_, i64>(4)?).unwrap_or(u32::MAX),
+        handle: r.try_get(5)?,
+        handle_turns: r.try_get(6)?,
+        handle_host: r.try_get(7)?,
+        cwd: r.try_get(8)?,
+        pin: r.try_get(9)?,
+        summary: r.try_get(10)?,
+        summary_upto: r.try_get(11)?,
+        created_at: r.try_get(12)?,
+        updated_at: r.try_get(13)?,
+    })
+}
+
+const TURN_COLS: &str =
+    "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at";
+
+fn turn_from_row(r: &Row) -> Result<Turn> {
+    let usage: Option<String> = r.try_get(6)?;
+    Ok(Turn {
+        id: r.try_get(0)?,
+        role: text(r, 1)?,
+        content: r.try_get(2)?,
+        status: text(r, 3)?,
+        mode: opt_text(r, 4)?,
+        path: opt_text(r, 5)?,
+        usage: usage.and_then(|u| serde_json::from_str(&u).ok()),
+        cost_usd: r.try_get(7)?,
+        duration_ms: r.try_get(8)?,
+        error: r.try_get(9)?,
+        created_at: r.try_get(10)?,
+    })
+}
+
+fn rows<T>(rows: Vec<Row>, f: impl Fn(&Row) -> Result<T>) -> Result<Vec<T>> {
+    rows.iter().map(f).collect()
+}
+
+/// The advisory-lock key of a session: the first 8 bytes of its hash.
+fn lock_key(session_id: &str) -> i64 {
+    let digest = Sha256::digest(format!("duduclaw-session turn {session_id}").as_bytes());
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&digest[..8]);
+    i64::from_be_bytes(bytes)
+}
+
+/// A turn lock: the connection that holds the advisory lock. Closing it
+/// (on drop, or when the process dies) releases the lock on the server.
+struct LockConnection(Option<Client>);
+
+impl Drop for LockConnection {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.take() {
+            off_runtime(move || drop(client));
+        }
+    }
+}
+
+impl Store for PgStore {
+    fn describe(&self) -> String {
+        self.url.to_string()
+    }
+
+    fn session(&self, id: &str) -> Result<Option<Session>> {
+        let sql = format!("SELECT {SESSION_COLS} FROM sessions WHERE id = $1");
+        self.query(&sql, &[&id])?
+            .first()
+            .map(session_from_row)
+            .transpose()
+    }
+
+    fn ensure_session(&mut self, id: &str, key: &SessionKey, cwd: &str) -> Result<Session> {
+        let t = now();
+        self.execute(
+            "INSERT INTO sessions (id, agent, channel, thread, handle, cwd, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $1, $5, $6, $6) ON CONFLICT (id) DO NOTHING",
+            &[&id, &key.agent, &key.channel, &key.thread, &cwd, &t],
+        )?;
+        self.session(id)?.ok_or_else(|| {
+            anyhow::anyhow!("session {id} vanished right after it was created (deleted meanwhile?)")
+                .into()
+        })
+    }
+
+    fn sessions(&self, agent: Option<&str>) -> Result<Vec<SessionListing>> {
+        let sql = format!(
+            "SELECT {SESSION_COLS}, (SELECT COUNT(*) FROM turns t WHERE t.session_id = sessions.id)
+             FROM sessions WHERE $1::text IS NULL OR agent = $1 ORDER BY updated_at DESC, id"
+        );
+        rows(self.query(&sql, &[&agent])?, |r| {
+            Ok(SessionListing {
+                session: session_from_row(r)?,
+                turns: r.try_get(14)?,
+            })
+        })
+    }
+
+    fn stale_sessions(&self, before: i64) -> Result<Vec<Session>> {
+        let sql = format!(
+            "SELECT {SESSION_COLS} FROM sessions WHERE updated_at < $1 ORDER BY updated_at"
+        );
+        rows(self.query(&sql, &[&before])?, session_from_row)
+    }
+
+    fn delete_session(&mut self, id: &str) -> Result<bool> {
+        Ok(self.execute("DELETE FROM sessions WHERE id = $1", &[&id])? > 0)
+    }
+
+    fn add_user_turn(&mut self, session_id: &str, content: &str) -> Result<i64> {
+        let t = now();
+        self.tx(|tx| {
+            let id: i64 = tx
+                .query_one(
+                    "INSERT INTO turns (session_id, role, content, status, created_at)
+                     VALUES ($1, $2, $3, $4, $5) RETURNING id",
+                    &[
+                        &session_id,
+                        &super::Role::User.as_str(),
+                        &content,
+                        &super::TurnStatus::Pending.as_str(),
+                        &t,
+                    ],
+                )?
+                .get(0);
+            tx.execute(
+                "UPDATE sessions SET updated_at = $2 WHERE id = $1",
+                &[&session_id, &t],
+            )?;
+            Ok(id)
+        })
+    }
+
+    fn reopen_user_turn(&mut self, turn_id: i64) -> Result<()> {
+        self.execute(
+            "UPDATE turns SET status = $2, error = NULL WHERE id = $1 AND role = $3",
+            &[
+                &turn_id,
+                &super::TurnStatus::Pending.as_str(),
+                &super::Role::User.as_str(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn add_reply(&mut self, session_id: &str, user_turn: i64, reply: &Reply) -> Result<i64> {
+        let t = now();
+        let usage = reply.usage.map(ToString::to_string);
+        let (mode, path) = (reply.mode.as_str(), reply.path.as_str());
+        self.tx(|tx| {
+            let id: i64 = tx
+                .query_one(
+                    "INSERT INTO turns (session_id, role, content, status, mode, path, handle, usage, cost_usd, duration_ms, created_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+                    &[
+                        &session_id,
+                        &super::Role::Assistant.as_str(),
+                        &reply.content,
+                        &super::TurnStatus::Reply.as_str(),
+                        &mode,
+                        &path,
+                        &reply.handle,
+                        &usage,
+                        &reply.cost_usd,
+                        &reply.duration_ms,
+                        &t,
+                    ],
+                )?
+                .get(0);
+            tx.execute(
+                "UPDATE turns SET status = $2, mode = $3, handle = $4, error = NULL WHERE id = $1",
+                &[
+                    &user_turn,
+                    &super::TurnStatus::Answered.as_str(),
+                    &mode,
+                    &reply.handle,
+                ],
+            )?;
+            tx.execute(
+                "UPDATE sessions SET handle_turns = handle_turns + 1, handle_host = COALESCE($4, handle_host), updated_at = $2
+                 WHERE id = $1 AND handle = $3",
+                &[&session_id, &t, &reply.handle, &reply.host],
+            )?;
+            Ok(id)
+        })
+    }
+
+    fn fail_user_turn(&mut self, user_turn: i64, error: &str) -> Result<()> {
+        self.execute(
+            "UPDATE turns SET status = $2, error = $3 WHERE id = $1",
+            &[&user_turn, &super::TurnStatus::Failed.as_str(), &error],
+        )?;
+        Ok(())
+    }
+
+    fn turns(&self, session_id: &str, limit: Option<usize>) -> Result<Vec<Turn>> {
+        let limit = limit.map(count);
+        let sql = format!(
+            "SELECT * FROM (SELECT {TURN_COLS} FROM turns WHERE session_id = $1 ORDER BY id DESC LIMIT $2) t ORDER BY id"
+        );
+        rows(self.query(&sql, &[&session_id, &limit])?, turn_from_row)
+    }
+
+    fn turns_after(&self, session_id: &str, after: i64) -> Result<Vec<Turn>> {
+        let sql =
+            format!("SELECT {TURN_COLS} FROM turns WHERE session_id = $1 AND id > $2 ORDER BY id");
+        rows(self.query(&sql, &[&session_id, &after])?, turn_from_row)
+    }
+
+    fn chars_after(&self, session_id: &str, after: i64) -> Result<u64> {
+        let n: i64 = self
+            .query_one(
+                "SELECT COALESCE(SUM(length(content)), 0)::bigint FROM turns WHERE session_id = $1 AND id > $2",
+                &[&session_id, &after],
+            )?
+            .try_get(0)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    fn turn_count(&self, session_id: &str) -> Result<i64> {
+        Ok(self
+            .query_one(
+                "SELECT COUNT(*) FROM turns WHERE session_id = $1",
+                &[&session_id],
+            )?
+            .try_get(0)?)
+    }
+
+    fn mark_handle_started(&mut self, session_id: &str, handle: &str, host: &str) -> Result<()> {
+        self.execute(
+            "UPDATE sessions SET handle_turns = GREATEST(handle_turns, 1), handle_host = $3 WHERE id = $1 AND handle = $2",
+            &[&session_id, &handle, &host],
+        )?;
+        Ok(())
+    }
+
+    fn roll_handle(&mut self, session_id: &str, roll: &Roll) -> Result<bool> {
+        let (from, to) = (i64::from(roll.from), i64::from(roll.to));
+        let n = match roll.summary {
+            None => self.execute(
+                "UPDATE sessions SET generation = $3, handle = $4, handle_turns = 0, handle_host = NULL, updated_at = $5
+                 WHERE id = $1 AND generation = $2",
+                &[&session_id, &from, &to, &roll.handle, &now()],
+            )?,
+            Some((summary, upto)) => self.execute(
+                "UPDATE sessions SET generation = $3, handle = $4, handle_turns = 0, handle_host = NULL, summary = $5, summary_upto = $6
+                 WHERE id = $1 AND generation = $2",
+                &[&session_id, &from, &to, &roll.handle, &summary, &upto],
+            )?,
+        };
+        Ok(n > 0)
+    }
+
+    fn set_pin(&mut self, session_id: &str, pin: Option<&str>) -> Result<()> {
+        self.execute(
+            "UPDATE sessions SET pin = $2, updated_at = $3 WHERE id = $1",
+            &[&session_id, &pin, &now()],
+        )?;
+        Ok(())
+    }
+
+    fn swap_pin(&mut self, session_id: &str, expected: Option<&str>, pin: &str) -> Result<bool> {
+        let n = self.execute(
+            "UPDATE sessions SET pin = $3 WHERE id = $1 AND pin IS NOT DISTINCT FROM $2",
+            &[&session_id, &expected, &pin],
+        )?;
+        Ok(n > 0)
+    }
+
+    fn add_facts(&mut self, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
+        self.tx(|tx| facts::add(tx, new))
+    }
+
+    fn list_facts(&self, scope: FactScope, limit: Option<usize>) -> Result<Vec<Fact>> {
+        self.with(|c| facts::list(c, scope, limit))
+    }
+
+    fn all_facts(&self, agent: &str, only_user: Option<&str>) -> Result<Vec<Fact>> {
+        self.with(|c| facts::all(c, agent, only_user))
+    }
+
+    fn count_fact_matches(&self, query: &FactQuery, cap: i64) -> Result<i64> {
+        self.with(|c| facts::count_matches(c, query, cap))
+    }
+
+    fn rank_facts(
+        &self,
+        query: &FactQuery,
+        scope: FactScope,
+        want: usize,
+        _window: Option<usize>,
+    ) -> Result<Vec<(Fact, f64)>> {
+        // The window is SQLite's shortcut around scoring every match; here
+        // the scope filter runs inside the ranking query, so all matches of
+        // the scope are ranked.
+        self.with(|c| facts::rank(c, query, scope, want))
+    }
+
+    fn bump_facts(&mut self, ids: &[i64]) -> Result<()> {
+        self.execute(
+            "UPDATE facts SET access_count = access_count + 1, last_used_at = $2 WHERE id = ANY($1)",
+            &[&ids, &now()],
+        )?;
+        Ok(())
+    }
+
+    fn set_fact_keywords(&mut self, id: i64, keywords: &[String]) -> Result<bool> {
+        self.tx(|tx| facts::set_keywords(tx, id, keywords))
+    }
+
+    fn facts_without_keywords(&self, agent: Option<&str>, limit: usize) -> Result<Vec<Fact>> {
+        self.with(|c| facts::without_keywords(c, agent, limit))
+    }
+
+    fn forget_facts(&mut self, agent: &str, ids: &[i64]) -> Result<usize> {
+        self.tx(|tx| facts::forget(tx, agent, ids))
+    }
+
+    fn enqueue_job(
+        &mut self,
+        kind: JobKind,
+        agent: &str,
+        session_id: Option<&str>,
+        turn_id: Option<i64>,
+        input: &serde_json::Value,
+    ) -> Result<i64> {
+        self.with(|c| jobs::enqueue(c, kind, agent, session_id, turn_id, input))
+    }
+
+    fn has_open_job(&self, select: JobSelect) -> Result<bool> {
+        self.with(|c| jobs::has_open(c, select))
+    }
+
+    fn has_runnable_jobs(&self, select: JobSelect) -> Result<bool> {
+        self.with(|c| jobs::has_runnable(c, select))
+    }
+
+    fn next_job_at(&self, select: JobSelect) -> Result<Option<i64>> {
+        self.with(|c| jobs::next_at(c, select))
+    }
+
+    fn claim_jobs(&mut self, select: JobSelect, lease_secs: i64) -> Result<Vec<Job>> {
+        self.with(|c| jobs::claim(c, select, lease_secs))
+    }
+
+    fn finish_job(&mut self, id: i64) -> Result<()> {
+        self.with(|c| jobs::finish(c, id))
+    }
+
+    fn fail_job(&mut self, id: i64, error: &str) -> Result<()> {
+        self.with(|c| jobs::fail(c, id, error))
+    }
+
+    fn retry_job(&mut self, id: i64) -> Result<bool> {
+        self.with(|c| jobs::retry(c, id))
+    }
+
+    fn jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>> {
+        self.with(|c| jobs::list(c, filter))
+    }
+
+    fn record_call(&mut self, c: &CallRecord) -> Result<()> {
+        let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.execute(
+            "INSERT INTO calls (session_id, agent, turn_id, kind, path, model, input_tokens, cache_creation_input_tokens,
+                                cache_read_input_tokens, output_tokens, cost_usd, duration_ms, memory_tokens, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+            &[
+                &c.session_id,
+                &c.agent,
+                &c.turn_id,
+                &c.kind.as_str(),
+                &c.path.as_str(),
+                &c.model,
+                &signed(c.usage.input_tokens),
+                &signed(c.usage.cache_creation_input_tokens),
+                &signed(c.usage.cache_read_input_tokens),
+                &signed(c.usage.output_tokens),
+                &c.cost_usd,
+                &c.duration_ms,
+                &signed(c.memory_tokens),
+                &now(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn calls(&self, f: &CallFilter) -> Result<Vec<CallRow>> {
+        let unsigned = |n: i64| u64::try_from(n).unwrap_or(0);
+        let found = self.query(
+            "SELECT kind, path, model, input_tokens, cache_creation_input_tokens, cache_read_input_tokens,
+                    output_tokens, cost_usd, duration_ms, memory_tokens
+             FROM calls WHERE ($1::text IS NULL OR agent = $1) AND ($2::text IS NULL OR session_id = $2)
+               AND ($3::bigint IS NULL OR created_at >= $3)
+             ORDER BY id",
+            &[&f.agent, &f.session_id, &f.since],
+        )?;
+        rows(found, |r| {
+            Ok(CallRow {
+                kind: text(r, 0)?,
+                path: text(r, 1)?,
+                model: r.try_get(2)?,
+                usage: Usage {
+                    input_tokens: unsigned(r.try_get(3)?),
+                    cache_creation_input_tokens: unsigned(r.try_get(4)?),
+                    cache_read_input_tokens: unsigned(r.try_get(5)?),
+                    output_tokens: unsigned(r.try_get(6)?),
+                },
+                cost_usd: r.try_get(7)?,
+                duration_ms: r.try_get(8)?,
+                memory_tokens: unsigned(r.try_get(9)?),
+            })
+        })
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<String>> {
+        self.query("SELECT value FROM meta WHERE key = $1", &[&key])?
+            .first()
+            .map(|r| Ok(r.try_get(0)?))
+            .transpose()
+    }
+
+    fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
+        self.execute(
+            "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &[&key, &value],
+        )?;
+        Ok(())
+    }
+
+    fn schema_version(&self) -> Result<i64> {
+        self.with(read_version)
+    }
+
+    fn integrity_check(&self) -> Result<Vec<String>> {
+        // The server keeps its own pages consistent; what we can break is
+        // our index: every fact must have its terms and be counted.
+        let r = self.query_one(
+            "SELECT (SELECT COUNT(*) FROM facts f WHERE NOT EXISTS (SELECT 1 FROM fact_terms t WHERE t.fact_id = f.id)),
+                    (SELECT COUNT(*) FROM facts), (SELECT rows FROM fact_stats)",
+            &[],
+        )?;
+        let (unindexed, facts, counted): (i64, i64, i64) =
+            (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
+        let mut problems = Vec::new();
+        if unindexed > 0 {
+            problems.push(format!(
+                "{unindexed} facts are missing from the search index"
+            ));
+        }
+        if facts != counted {
+            problems.push(format!(
+                "the search index counts {counted} facts, the store holds {facts}"
+            ));
+        }
+        if problems.is_empty() {
+            problems.push("ok".into());
+        }
+        Ok(problems)
+    }
+
+    fn counts(&self) -> Result<Counts> {
+        let r = self.query_one(
+            "SELECT (SELECT COUNT(*) FROM sessions), (SELECT COUNT(*) FROM turns), (SELECT COUNT(*) FROM facts),
+                    (SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running'))",
+            &[],
+        )?;
+        Ok(Counts {
+            sessions: r.try_get(0)?,
+            turns: r.try_get(1)?,
+            facts: r.try_get(2)?,
+            open_jobs: r.try_get(3)?,
+        })
+    }
+
+    fn try_lock_session(&self, session_id: &str, _create: bool) -> Result<Option<SessionLock>> {
+        // A lock of its own connection: held for the whole turn while the
+        // store's connection goes on with short statements, and released
+        // by the server if this process dies.
+        let mut client = connect(&self.url, self.wait)?;
+        let key = lock_key(session_id);
+        let got: Result<bool> = off_runtime(|| {
+            Ok(client
+                .query_one("SELECT pg_try_advisory_lock($1)", &[&key])?
+                .try_get(0)?)
+        });
+        let lock = LockConnection(Some(client));
+        Ok(got?.then(|| SessionLock::new(lock)))
+    }
+}
+
+/// The shared store suite, each case on a fresh database of the test
+/// server (`DUDUCLAW_TEST_PG_URL`, started by scripts/test.sh).
+#[cfg(test)]
+pub mod testing {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// A new, empty database on the test server; its URL.
+    pub fn fresh_database() -> ServerUrl {
+        let admin = std::env::var("DUDUCLAW_TEST_PG_URL").unwrap_or_else(|_| {
+            panic!(
+                "DUDUCLAW_TEST_PG_URL is not set: the PostgreSQL tests need a server. \
+                 Run scripts/test.sh (it starts one with scripts/pg.sh) or set it to a postgres:// URL of a superuser."
+            )
+        });
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "u_{}_{}_{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed),
+            now()
+        );
+        let url = ServerUrl::parse(&admin).expect("DUDUCLAW_TEST_PG_URL");
+        let mut c = connect(&url, DEFAULT_WAIT).expect("the test server is reachable");
+        c.batch_execute(&format!("CREATE DATABASE {name}"))
+            .expect("CREATE DATABASE");
+        let base = admin.split('?').next().unwrap_or(&admin);
+        let (server, _) = base.rsplit_once('/').unwrap_or((base, ""));
+        ServerUrl::parse(&format!("{server}/{name}")).unwrap()
+    }
+}
+
+#[cfg(test)]
+mod suite {
+    fn fixture() -> Box<dyn Fn() -> Box<dyn crate::store::Store>> {
+        let url = super::testing::fresh_database();
+        Box::new(move || Box::new(super::PgStore::open(&url, super::DEFAULT_WAIT).unwrap()))
+    }
+
+    crate::store_suite!(fixture());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Kind;
+
+    #[test]
+    fn a_server_that_is_down_is_a_store_error_without_the_password() {
+        // A loopback port nobody listens on: refused at once.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = ServerUrl::parse(&format!("postgres://bot:s3cret@127.0.0.1:{port}/m")).unwrap();
+        let err = PgStore::open(&url, DEFAULT_WAIT).err().unwrap();
+        let shown = format!("{err:#}");
+        assert!(shown.contains(&format!("127.0.0.1:{port}")), "{shown}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert_eq!(crate::error::exit_code_of(&err), Kind::Store.exit_code());
+    }
+
+    #[test]
+    fn opening_twice_migrates_once_and_reads_existing() {
+        let url = testing::fresh_database();
+        assert!(
+            PgStore::open_existing(&url, DEFAULT_WAIT)
+                .unwrap()
+                .is_none()
+        );
+        let a = PgStore::open(&url, DEFAULT_WAIT).unwrap();
+        let b = PgStore::open(&url, DEFAULT_WAIT).unwrap();
+        assert_eq!(a.schema_version().unwrap(), SCHEMA_VERSION);
+        assert_eq!(b.integrity_check().unwrap(), ["ok"]);
+        assert!(
+            PgStore::open_existing(&url, DEFAULT_WAIT)
+                .unwrap()
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused() {
+        let url = testing::fresh_database();
+        let s = PgStore::open(&url, DEFAULT_WAIT).unwrap();
+        s.execute(
+            "UPDATE schema_version SET version = $1",
+            &[&(SCHEMA_VERSION + 1)],
+        )
+        .unwrap();
+        let err = PgStore::open(&url, DEFAULT_WAIT).err().unwrap();
+        assert!(format!("{err:#}").contains("newer"), "{err:#}");
+    }
+
+    #[test]
+    fn store_calls_work_inside_the_runtime() {
+        let url = testing::fresh_database();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut s = PgStore::open(&url, DEFAULT_WAIT).unwrap();
+            s.set_meta("k", "v").unwrap();
+            assert_eq!(s.meta("k").unwrap().as_deref(), Some("v"));
+            let lock = s.try_lock_session("x", true).unwrap();
+            assert!(lock.is_some());
+            drop(lock);
+            drop(s);
+        });
+    }
+}
