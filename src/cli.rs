@@ -88,6 +88,11 @@ pub enum Command {
     },
     /// Dry run: print exactly what `turn` would send, without calling or writing anything
     Prompt(TurnArgs),
+    /// Move a store between engines: a SQLite file and a PostgreSQL server
+    Store {
+        #[command(subcommand)]
+        action: StoreAction,
+    },
     /// What the conversations cost: tokens, cache reads, side calls' share, injected memory
     Stats {
         #[command(flatten)]
@@ -347,6 +352,29 @@ pub enum FactsAction {
         json: bool,
         #[command(flatten)]
         side: SideArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreAction {
+    /// Copy sessions (pins, summaries, history) and facts into another store
+    ///
+    /// One side defaults to --db (DUDUCLAW_DB), so a server URL can stay in
+    /// the environment: `DUDUCLAW_DB=postgres://… duduclaw-session store copy
+    /// --from ~/.local/share/duduclaw/sessions.db`. Sessions already in the
+    /// target (by id) and facts it already holds are skipped, so running it
+    /// again copies nothing. Usage records and side-call jobs stay behind.
+    #[command(verbatim_doc_comment)]
+    Copy {
+        /// The store to copy into: a file path or a postgres:// URL [default: --db]
+        #[arg(long, value_name = "DB", required_unless_present = "from")]
+        to: Option<std::ffi::OsString>,
+        /// The store to copy from: a file path or a postgres:// URL [default: --db]
+        #[arg(long, value_name = "DB")]
+        from: Option<std::ffi::OsString>,
+        /// Print a JSON object with the counts
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -12,6 +12,7 @@ mod pin;
 mod prompt;
 mod sessions;
 mod stats;
+mod store_copy;
 mod turn;
 
 use std::io::Write;
@@ -44,6 +45,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         } => sessions::history(&location()?, session, *json, *limit),
         Command::Sessions { action } => sessions::run(&location()?, action),
         Command::Jobs { action } => jobs::run(&location()?, claude, action).await,
+        Command::Store {
+            action: crate::cli::StoreAction::Copy { to, from, json },
+        } => store_copy::run(cli.db.as_deref(), from.as_deref(), to.as_deref(), *json),
         Command::Stats { scope, since, json } => stats::run(&location()?, scope, *since, *json),
         Command::Doctor { json } => doctor::run(&location()?, claude, *json).await,
         Command::Completions { shell } => {

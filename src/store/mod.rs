@@ -215,6 +215,14 @@ pub trait Store: Send {
     fn meta(&self, key: &str) -> Result<Option<String>>;
     fn set_meta(&mut self, key: &str, value: &str) -> Result<()>;
 
+    // Moving between stores (`store copy`).
+    /// Every agent with sessions or facts, sorted.
+    fn agents(&self) -> Result<Vec<String>>;
+    /// Write a session with its turns (new turn ids, the summary's bound
+    /// moved with them), unless a session with its id is here already:
+    /// whether it was written.
+    fn import_session(&mut self, session: &Session, turns: &[Turn]) -> Result<bool>;
+
     // Health.
     fn schema_version(&self) -> Result<i64>;
     /// The engine's consistency check: `["ok"]` or the problems found.
@@ -361,6 +369,16 @@ pub fn open_existing(location: &Location) -> anyhow::Result<Option<Box<dyn Store
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = sqlite::SCHEMA_VERSION;
+
+/// A copied session's summary bound in the new store: the newest new turn
+/// id among the turns it covered (`ids` pairs old and new ids).
+pub fn moved_bound(ids: &[(i64, i64)], upto: Option<i64>) -> Option<i64> {
+    let upto = upto?;
+    ids.iter()
+        .filter(|(old, _)| *old <= upto)
+        .map(|(_, new)| *new)
+        .max()
+}
 
 /// Seconds since the Unix epoch: the store's one time unit.
 pub fn now() -> i64 {

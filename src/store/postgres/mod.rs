@@ -802,6 +802,73 @@ impl Store for PgStore {
         Ok(())
     }
 
+    fn agents(&self) -> Result<Vec<String>> {
+        rows(
+            self.query(
+                "SELECT agent FROM sessions UNION SELECT agent FROM facts ORDER BY 1",
+                &[],
+            )?,
+            |r| Ok(r.try_get(0)?),
+        )
+    }
+
+    fn import_session(&mut self, s: &Session, turns: &[Turn]) -> Result<bool> {
+        self.tx(|tx| {
+            let n = tx.execute(
+                &format!(
+                    "INSERT INTO sessions ({SESSION_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, $12, $13)
+                     ON CONFLICT (id) DO NOTHING"
+                ),
+                &[
+                    &s.id,
+                    &s.agent,
+                    &s.channel,
+                    &s.thread,
+                    &i64::from(s.generation),
+                    &s.handle,
+                    &s.handle_turns,
+                    &s.handle_host,
+                    &s.cwd,
+                    &s.pin,
+                    &s.summary,
+                    &s.created_at,
+                    &s.updated_at,
+                ],
+            )?;
+            if n == 0 {
+                return Ok(false);
+            }
+            let mut ids = Vec::with_capacity(turns.len());
+            for t in turns {
+                let id: i64 = tx
+                    .query_one(
+                        "INSERT INTO turns (session_id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+                        &[
+                            &s.id,
+                            &t.role.as_str(),
+                            &t.content,
+                            &t.status.as_str(),
+                            &t.mode.map(TextEnum::as_str),
+                            &t.path.map(TextEnum::as_str),
+                            &t.usage.as_ref().map(ToString::to_string),
+                            &t.cost_usd,
+                            &t.duration_ms,
+                            &t.error,
+                            &t.created_at,
+                        ],
+                    )?
+                    .try_get(0)?;
+                ids.push((t.id, id));
+            }
+            tx.execute(
+                "UPDATE sessions SET summary_upto = $2 WHERE id = $1",
+                &[&s.id, &super::moved_bound(&ids, s.summary_upto)],
+            )?;
+            Ok(true)
+        })
+    }
+
     fn schema_version(&self) -> Result<i64> {
         self.with(read_version)
     }

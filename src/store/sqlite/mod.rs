@@ -556,6 +556,18 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    fn agents(&self) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT agent FROM sessions UNION SELECT agent FROM facts ORDER BY 1")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn import_session(&mut self, session: &Session, turns: &[Turn]) -> Result<bool> {
+        self.write(|tx| sessions::import(tx, session, turns))
+    }
+
     fn schema_version(&self) -> Result<i64> {
         Ok(self
             .conn

@@ -201,3 +201,56 @@ pub fn roll_handle(conn: &Connection, session_id: &str, roll: &Roll) -> Result<b
     };
     Ok(n > 0)
 }
+
+pub fn import(tx: &Transaction, s: &Session, turns: &[Turn]) -> rusqlite::Result<bool> {
+    let n = tx.execute(
+        &format!(
+            "INSERT INTO sessions ({SESSION_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, NULL, ?12, ?13)
+             ON CONFLICT (id) DO NOTHING"
+        ),
+        params![
+            s.id,
+            s.agent,
+            s.channel,
+            s.thread,
+            s.generation,
+            s.handle,
+            s.handle_turns,
+            s.handle_host,
+            s.cwd,
+            s.pin,
+            s.summary,
+            s.created_at,
+            s.updated_at
+        ],
+    )?;
+    if n == 0 {
+        return Ok(false);
+    }
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO turns (session_id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?;
+    let mut ids = Vec::with_capacity(turns.len());
+    for t in turns {
+        stmt.execute(params![
+            s.id,
+            t.role,
+            t.content,
+            t.status,
+            t.mode,
+            t.path,
+            t.usage.as_ref().map(ToString::to_string),
+            t.cost_usd,
+            t.duration_ms,
+            t.error,
+            t.created_at
+        ])?;
+        ids.push((t.id, tx.last_insert_rowid()));
+    }
+    tx.execute(
+        "UPDATE sessions SET summary_upto = ?2 WHERE id = ?1",
+        params![s.id, crate::store::moved_bound(&ids, s.summary_upto)],
+    )?;
+    Ok(true)
+}

@@ -1,0 +1,198 @@
+//! `store copy`: move the memory between a SQLite file and a PostgreSQL
+//! server (either way), through the one `Store` interface. Idempotent:
+//! sessions are keyed by their deterministic id and facts by their
+//! normalized text, so a second run skips everything the first wrote.
+
+use std::ffi::OsStr;
+use std::io::Write;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::error::{Kind, fail};
+use crate::store::{self, Location, NewFact};
+
+#[derive(Debug, Default, Serialize)]
+struct Counts {
+    sessions: u64,
+    turns: u64,
+    facts: u64,
+    sessions_skipped: u64,
+    facts_skipped: u64,
+}
+
+pub fn run(db: Option<&OsStr>, from: Option<&OsStr>, to: Option<&OsStr>, json: bool) -> Result<()> {
+    let source = Location::resolve(from.or(db))?;
+    let target = Location::resolve(to.or(db))?;
+    if source == target {
+        return Err(fail(
+            Kind::BadInput,
+            format!(
+                "the source and the target are the same store ({source}): give --from or --to another one"
+            ),
+        ));
+    }
+    let n = copy(&source, &target)?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        let mut v = serde_json::to_value(&n)?;
+        v["from"] = source.to_string().into();
+        v["to"] = target.to_string().into();
+        writeln!(out, "{v}")?;
+    } else {
+        writeln!(
+            out,
+            "copied {} sessions ({} turns) and {} facts from {source} to {target}; already there: {} sessions, {} facts",
+            n.sessions, n.turns, n.facts, n.sessions_skipped, n.facts_skipped
+        )?;
+    }
+    Ok(())
+}
+
+fn copy(source: &Location, target: &Location) -> Result<Counts> {
+    let Some(from) = store::open_existing(source)? else {
+        return Err(fail(Kind::Store, format!("no session store at {source}")));
+    };
+    let mut into = store::open(target)?;
+    let mut n = Counts::default();
+    for agent in from.agents()? {
+        for listing in from.sessions(Some(&agent))? {
+            let session = listing.session;
+            let turns = from.turns(&session.id, None)?;
+            if into.import_session(&session, &turns)? {
+                n.sessions += 1;
+                n.turns += turns.len() as u64;
+            } else {
+                n.sessions_skipped += 1;
+            }
+        }
+        let facts = from.all_facts(&agent, None)?;
+        let new: Vec<NewFact> = facts
+            .iter()
+            .map(|f| NewFact {
+                keywords: &f.keywords,
+                access_count: f.access_count,
+                created_at: Some(f.created_at),
+                last_used_at: f.last_used_at,
+                ..NewFact::new(&f.agent, f.user.as_deref(), &f.content)
+            })
+            .collect();
+        for id in into.add_facts(&new)? {
+            match id {
+                Some(_) => n.facts += 1,
+                None => n.facts_skipped += 1,
+            }
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::SessionKey;
+    use crate::store::{CallPath, Mode, Reply, Roll, postgres::testing::fresh_database};
+
+    /// A file store with two sessions (one summarized), a pin and facts.
+    fn filled(path: &std::path::Path) -> Location {
+        let loc = Location::File(path.into());
+        let mut s = store::open(&loc).unwrap();
+        for (id, thread) in [("s1", None), ("s2", Some("t"))] {
+            let key = SessionKey {
+                agent: "bot",
+                channel: "c",
+                thread,
+            };
+            s.ensure_session(id, &key, "/w").unwrap();
+            for i in 0..3 {
+                let u = s
+                    .add_user_turn(id, &format!("question {i} of {id}"))
+                    .unwrap();
+                let reply = Reply {
+                    content: &format!("answer {i}"),
+                    mode: Mode::New,
+                    path: CallPath::Cli,
+                    handle: id,
+                    host: Some("h"),
+                    usage: None,
+                    cost_usd: Some(0.01),
+                    duration_ms: 5,
+                };
+                s.add_reply(id, u, &reply).unwrap();
+            }
+        }
+        s.set_pin("s1", Some("Write the report in TWD")).unwrap();
+        let upto = s.turns("s2", None).unwrap()[3].id;
+        let roll = Roll {
+            from: 0,
+            to: 1,
+            handle: "h2",
+            summary: Some(("the first two exchanges", upto)),
+        };
+        assert!(s.roll_handle("s2", &roll).unwrap());
+        let kw = vec!["部署".to_string()];
+        s.add_facts(&[
+            NewFact {
+                keywords: &kw,
+                access_count: 4,
+                ..NewFact::new("bot", None, "Deployment target is Cloudflare Workers")
+            },
+            NewFact::new("bot", Some("ann"), "Ann prefers short answers"),
+        ])
+        .unwrap();
+        loc
+    }
+
+    #[test]
+    fn a_file_goes_to_a_server_and_back_the_same_and_again_is_a_no_op() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = filled(&dir.path().join("a.db"));
+        let server = Location::Server(fresh_database());
+        let n = copy(&file, &server).unwrap();
+        assert_eq!((n.sessions, n.turns, n.facts), (2, 12, 2));
+        let again = copy(&file, &server).unwrap();
+        assert_eq!((again.sessions, again.facts), (0, 0));
+        assert_eq!((again.sessions_skipped, again.facts_skipped), (2, 2));
+
+        let back = Location::File(dir.path().join("b.db"));
+        copy(&server, &back).unwrap();
+        let (a, b) = (store::open(&file).unwrap(), store::open(&back).unwrap());
+        for id in ["s1", "s2"] {
+            let (sa, sb) = (
+                a.session(id).unwrap().unwrap(),
+                b.session(id).unwrap().unwrap(),
+            );
+            assert_eq!(
+                (&sa.pin, &sa.summary, &sa.handle, sa.generation),
+                (&sb.pin, &sb.summary, &sb.handle, sb.generation)
+            );
+            let text = |s: &dyn store::Store| -> Vec<(String, String)> {
+                s.turns(id, None)
+                    .unwrap()
+                    .into_iter()
+                    .map(|t| (t.role.as_str().to_string(), t.content))
+                    .collect()
+            };
+            assert_eq!(text(&*a), text(&*b));
+        }
+        // The summary still covers the same four turns.
+        let upto = b.session("s2").unwrap().unwrap().summary_upto.unwrap();
+        assert_eq!(b.turns("s2", None).unwrap()[3].id, upto);
+        let facts = b.all_facts("bot", None).unwrap();
+        assert_eq!(facts.len(), 2);
+        assert_eq!(facts[0].keywords, ["部署"]);
+        assert_eq!(facts[0].access_count, 4);
+        assert_eq!(facts[1].user.as_deref(), Some("ann"));
+    }
+
+    #[test]
+    fn a_missing_source_or_the_same_store_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = Location::File(dir.path().join("none.db"));
+        let err = copy(&missing, &Location::File(dir.path().join("x.db"))).unwrap_err();
+        assert_eq!(crate::error::exit_code_of(&err), Kind::Store.exit_code());
+        let p = dir.path().join("x.db");
+        let err = run(None, Some(p.as_os_str()), Some(p.as_os_str()), false).unwrap_err();
+        assert_eq!(crate::error::exit_code_of(&err), Kind::BadInput.exit_code());
+    }
+}
