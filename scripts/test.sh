@@ -43,7 +43,16 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo bench --workspace --no-run
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# A throwaway PostgreSQL server for the store tests on a server (see
+# scripts/pg.sh); they read its URL from DUDUCLAW_TEST_PG_URL and fail,
+# never skip, without it. Stopped and removed on exit, whatever happens.
+pgdir=$(mktemp -d)
+trap 'scripts/pg.sh stop "$pgdir/data" || true; rm -rf "$pgdir"; rm -f "$log"' EXIT
+if ! DUDUCLAW_TEST_PG_URL=$(scripts/pg.sh start "$pgdir/data"); then
+  echo "scripts/test.sh: could not start the test PostgreSQL server (scripts/pg.sh start, message above)" >&2
+  exit 1
+fi
+export DUDUCLAW_TEST_PG_URL
 cargo test --workspace 2>&1 | tee "$log"
 # One closing line over every test binary (cargo prints one per binary,
 # the last ones being doc-test runs with nothing in them).

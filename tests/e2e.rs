@@ -62,14 +62,21 @@ fn model(r: &Recorded) -> Reply {
     Reply::Text(format!("reply to: {last}"))
 }
 
+on_both_stores!(
+    second_turn_resumes_natively_with_the_first_in_context,
+    a_lost_transcript_is_replayed_then_resumed_natively,
+    the_pin_sits_at_the_system_tail_and_the_recap_leads_the_message,
+    a_clarification_reaches_the_system_prompt_of_the_resumed_turn,
+    facts_reach_other_sessions_of_the_agent_and_never_other_agents
+);
+
 fn main_requests(s: &StandIn) -> Vec<Recorded> {
     s.requests().into_iter().filter(|r| !is_side(r)).collect()
 }
 
-#[test]
-fn second_turn_resumes_natively_with_the_first_in_context() {
+fn second_turn_resumes_natively_with_the_first_in_context(server: bool) {
     let s = StandIn::start_with(model);
-    let env = Env::real(&s.base_url());
+    let env = Env::real(&s.base_url()).store_on(server);
     let v1 = env.turn_json("a", "c", &["--no-extract"], "first message alpha");
     assert_eq!(v1["mode"], "new");
     assert_eq!(v1["reply"], "reply to: first message alpha");
@@ -94,10 +101,9 @@ fn second_turn_resumes_natively_with_the_first_in_context() {
     assert_eq!(r2.last_user_text().trim_end(), "second message beta");
 }
 
-#[test]
-fn a_lost_transcript_is_replayed_then_resumed_natively() {
+fn a_lost_transcript_is_replayed_then_resumed_natively(server: bool) {
     let s = StandIn::start_with(model);
-    let env = Env::real(&s.base_url());
+    let env = Env::real(&s.base_url()).store_on(server);
     let long = format!("HEAD{}TAIL", "x".repeat(992));
     env.turn_json("a", "c", &["--no-extract"], &long);
     env.turn_json("a", "c", &["--no-extract"], "second turn");
@@ -157,10 +163,9 @@ fn dash_leading_and_200kb_messages_arrive_intact() {
     assert_eq!(reqs[1].last_user_text(), big);
 }
 
-#[test]
-fn the_pin_sits_at_the_system_tail_and_the_recap_leads_the_message() {
+fn the_pin_sits_at_the_system_tail_and_the_recap_leads_the_message(server: bool) {
     let s = StandIn::start_with(model);
-    let env = Env::real(&s.base_url());
+    let env = Env::real(&s.base_url()).store_on(server);
     let v1 = env.turn_json("a", "c", &[], "Please migrate our React app from CRA to Vite. Keep the tests passing and do not touch the auth flow.");
     assert_eq!(
         v1["pinned"],
@@ -199,10 +204,9 @@ fn the_pin_sits_at_the_system_tail_and_the_recap_leads_the_message() {
     }
 }
 
-#[test]
-fn a_clarification_reaches_the_system_prompt_of_the_resumed_turn() {
+fn a_clarification_reaches_the_system_prompt_of_the_resumed_turn(server: bool) {
     let s = StandIn::start_with(model);
-    let env = Env::real(&s.base_url());
+    let env = Env::real(&s.base_url()).store_on(server);
     env.cmd()
         .args([
             "pin",
@@ -240,10 +244,9 @@ fn a_clarification_reaches_the_system_prompt_of_the_resumed_turn() {
     );
 }
 
-#[test]
-fn facts_reach_other_sessions_of_the_agent_and_never_other_agents() {
+fn facts_reach_other_sessions_of_the_agent_and_never_other_agents(server: bool) {
     let s = StandIn::start_with(model);
-    let env = Env::real(&s.base_url());
+    let env = Env::real(&s.base_url()).store_on(server);
     env.turn_json(
         "a",
         "one",

@@ -28,10 +28,19 @@ fn integrity(env: &Env) -> String {
         .unwrap()
 }
 
-#[test]
-fn parallel_turns_across_and_within_sessions_all_succeed() {
+/// The store's counts and health as `doctor --json` reports them: the same
+/// on a file and on a server.
+fn store_report(env: &Env) -> serde_json::Value {
+    let out = env.cmd().args(["doctor", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["store"].clone()
+}
+
+on_both_stores!(parallel_turns_across_and_within_sessions_all_succeed);
+
+fn parallel_turns_across_and_within_sessions_all_succeed(server: bool) {
     let s = StandIn::start_with(echo_model);
-    let env = Env::real(&s.base_url());
+    let env = Env::real(&s.base_url()).store_on(server);
     // 8 sessions with one turn each, plus 4 turns racing on one session.
     let mut children = Vec::new();
     for i in 0..12 {
@@ -82,15 +91,22 @@ fn parallel_turns_across_and_within_sessions_all_succeed() {
     // handle, the others resumed it (none was refused or replayed).
     shared_modes.sort();
     assert_eq!(shared_modes, ["new", "resumed", "resumed", "resumed"]);
-    let c = env.sqlite();
-    let turns: i64 = c
-        .query_row(
-            "SELECT COUNT(*) FROM turns WHERE status IN ('answered', 'ok')",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(turns, 24, "12 user turns answered + 12 replies");
+    for channel in (0..8).map(|i| format!("chan-{i}")).chain(["shared".into()]) {
+        let out = env
+            .cmd()
+            .args(["history", "--agent", "bot", "--channel", &channel, "--json"])
+            .output()
+            .unwrap();
+        let turns: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        let want = if channel == "shared" { 8 } else { 2 };
+        assert_eq!(turns.len(), want, "{channel}: {turns:?}");
+        assert!(
+            turns
+                .iter()
+                .all(|t| t["status"] == "answered" || t["status"] == "ok"),
+            "{channel}: every user turn answered: {turns:?}"
+        );
+    }
     // Every side-call job ran exactly once, in the workers the turns started.
     env.settle();
     let jobs = env.jobs();
@@ -112,11 +128,10 @@ fn parallel_turns_across_and_within_sessions_all_succeed() {
         "no job was sent twice: {jobs:?}"
     );
     // The facts were deduplicated across the 12 extractions.
-    let facts: i64 = c
-        .query_row("SELECT COUNT(*) FROM facts", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(facts, 2);
-    assert_eq!(integrity(&env), "ok");
+    let store = store_report(&env);
+    assert_eq!(store["turns"], 24, "12 user turns answered + 12 replies");
+    assert_eq!(store["facts"], 2);
+    assert_eq!(store["integrity"], "ok");
 }
 
 #[test]

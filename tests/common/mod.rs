@@ -8,6 +8,8 @@ use std::process::Output;
 use assert_cmd::Command;
 use tempfile::TempDir;
 
+pub mod pg;
+
 /// The pinned Claude Code the test script installs (see scripts/test.sh).
 pub fn real_claude() -> PathBuf {
     if let Some(p) = std::env::var_os("DUDUCLAW_TEST_CLAUDE") {
@@ -26,6 +28,8 @@ pub struct Env {
     pub dir: TempDir,
     pub home: PathBuf,
     pub db: PathBuf,
+    /// A PostgreSQL database to use instead of the file `db` ([`Env::on_server`]).
+    pub server: Option<String>,
     pub work: PathBuf,
     pub claude: PathBuf,
     pub base_url: Option<String>,
@@ -44,6 +48,7 @@ impl Env {
             dir,
             home,
             db,
+            server: None,
             work,
             claude,
             base_url: None,
@@ -70,6 +75,25 @@ impl Env {
         env
     }
 
+    /// Keep the store on a fresh database of the test PostgreSQL server.
+    pub fn on_server(mut self) -> Env {
+        self.server = Some(pg::fresh_database());
+        self
+    }
+
+    /// On the server when `server`, else on the file: one scenario, both engines.
+    pub fn store_on(self, server: bool) -> Env {
+        if server { self.on_server() } else { self }
+    }
+
+    /// The `--db` value the program gets: the server's URL or the file.
+    pub fn store(&self) -> std::ffi::OsString {
+        match &self.server {
+            Some(url) => url.into(),
+            None => self.db.clone().into_os_string(),
+        }
+    }
+
     pub fn env(mut self, k: &str, v: &str) -> Env {
         self.extra_env.push((k.into(), v.into()));
         self
@@ -89,7 +113,7 @@ impl Env {
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("HOME", &self.home)
             .env("TMPDIR", self.dir.path())
-            .env("DUDUCLAW_DB", &self.db)
+            .env("DUDUCLAW_DB", self.store())
             .env("DUDUCLAW_CLAUDE", &self.claude)
             .current_dir(&self.work);
         if let Some(url) = &self.base_url {
@@ -317,4 +341,19 @@ pub fn fake_success(text: &str) -> String {
 echo '{{"type":"system","subtype":"init","session_id":"x"}}'
 echo '{{"type":"result","subtype":"success","is_error":false,"result":"{text}","session_id":"x","usage":{{"input_tokens":1}}}}'"#
     )
+}
+
+/// Run scenarios `fn name(server: bool)` on both engines: tests
+/// `on_file::name` (a SQLite file) and `on_server::name` (a fresh database
+/// of the test PostgreSQL server).
+#[macro_export]
+macro_rules! on_both_stores {
+    ($($name:ident),+ $(,)?) => {
+        mod on_file {
+            $(#[test] fn $name() { super::$name(false) })+
+        }
+        mod on_server {
+            $(#[test] fn $name() { super::$name(true) })+
+        }
+    };
 }
