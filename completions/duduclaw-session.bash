@@ -52,6 +52,9 @@ _duduclaw__session() {
             duduclaw__session,stats)
                 cmd="duduclaw__session__subcmd__stats"
                 ;;
+            duduclaw__session,store)
+                cmd="duduclaw__session__subcmd__store"
+                ;;
             duduclaw__session,turn)
                 cmd="duduclaw__session__subcmd__turn"
                 ;;
@@ -139,6 +142,9 @@ _duduclaw__session() {
             duduclaw__session__subcmd__help,stats)
                 cmd="duduclaw__session__subcmd__help__subcmd__stats"
                 ;;
+            duduclaw__session__subcmd__help,store)
+                cmd="duduclaw__session__subcmd__help__subcmd__store"
+                ;;
             duduclaw__session__subcmd__help,turn)
                 cmd="duduclaw__session__subcmd__help__subcmd__turn"
                 ;;
@@ -198,6 +204,9 @@ _duduclaw__session() {
                 ;;
             duduclaw__session__subcmd__help__subcmd__sessions,show)
                 cmd="duduclaw__session__subcmd__help__subcmd__sessions__subcmd__show"
+                ;;
+            duduclaw__session__subcmd__help__subcmd__store,copy)
+                cmd="duduclaw__session__subcmd__help__subcmd__store__subcmd__copy"
                 ;;
             duduclaw__session__subcmd__jobs,help)
                 cmd="duduclaw__session__subcmd__jobs__subcmd__help"
@@ -289,6 +298,18 @@ _duduclaw__session() {
             duduclaw__session__subcmd__sessions__subcmd__help,show)
                 cmd="duduclaw__session__subcmd__sessions__subcmd__help__subcmd__show"
                 ;;
+            duduclaw__session__subcmd__store,copy)
+                cmd="duduclaw__session__subcmd__store__subcmd__copy"
+                ;;
+            duduclaw__session__subcmd__store,help)
+                cmd="duduclaw__session__subcmd__store__subcmd__help"
+                ;;
+            duduclaw__session__subcmd__store__subcmd__help,copy)
+                cmd="duduclaw__session__subcmd__store__subcmd__help__subcmd__copy"
+                ;;
+            duduclaw__session__subcmd__store__subcmd__help,help)
+                cmd="duduclaw__session__subcmd__store__subcmd__help__subcmd__help"
+                ;;
             *)
                 ;;
         esac
@@ -296,7 +317,7 @@ _duduclaw__session() {
 
     case "${cmd}" in
         duduclaw__session)
-            opts="-v -h -V --db --claude --verbose --help --version turn id pin facts history sessions jobs prompt stats doctor completions man help"
+            opts="-v -h -V --db --claude --verbose --help --version turn id pin facts history sessions jobs prompt store stats doctor completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -740,7 +761,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help)
-            opts="turn id pin facts history sessions jobs prompt stats doctor completions man help"
+            opts="turn id pin facts history sessions jobs prompt store stats doctor completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1176,6 +1197,34 @@ _duduclaw__session() {
         duduclaw__session__subcmd__help__subcmd__stats)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__store)
+            opts="copy"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__store__subcmd__copy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -2082,6 +2131,100 @@ _duduclaw__session() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__store)
+            opts="-v -h --db --claude --verbose --help copy help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__store__subcmd__copy)
+            opts="-v -h --to --from --json --db --claude --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__store__subcmd__help)
+            opts="copy help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__store__subcmd__help__subcmd__copy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__store__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

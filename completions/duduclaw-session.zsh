@@ -625,6 +625,65 @@ system\:"At the tail of the system prompt, after the pin"))' \
 '::message -- The message; absent or `-` reads stdin to EOF; after `--` it may start with `-`:_default' \
 && ret=0
 ;;
+(store)
+_arguments "${_arguments_options[@]}" : \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+":: :_duduclaw-session__subcmd__store_commands" \
+"*::: :->store" \
+&& ret=0
+
+    case $state in
+    (store)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-store-command-$line[1]:"
+        case $line[1] in
+            (copy)
+_arguments "${_arguments_options[@]}" : \
+'--to=[The store to copy into\: a file path or a postgres\:// URL \[default\: --db\]]:DB:_default' \
+'--from=[The store to copy from\: a file path or a postgres\:// URL \[default\: --db\]]:DB:_default' \
+'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--json[Print a JSON object with the counts]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_duduclaw-session__subcmd__store__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-store-help-command-$line[1]:"
+        case $line[1] in
+            (copy)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+;;
 (stats)
 _arguments "${_arguments_options[@]}" : \
 '--agent=[Only this agent'\''s sessions]:ID:_default' \
@@ -840,6 +899,26 @@ esac
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(store)
+_arguments "${_arguments_options[@]}" : \
+":: :_duduclaw-session__subcmd__help__subcmd__store_commands" \
+"*::: :->store" \
+&& ret=0
+
+    case $state in
+    (store)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-help-store-command-$line[1]:"
+        case $line[1] in
+            (copy)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
 (stats)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -880,6 +959,7 @@ _duduclaw-session_commands() {
 'sessions:Inspect and remove stored sessions' \
 'jobs:The side-call jobs (pin, facts, summaries)\: list, run, retry' \
 'prompt:Dry run\: print exactly what \`turn\` would send, without calling or writing anything' \
+'store:Move a store between engines\: a SQLite file and a PostgreSQL server' \
 'stats:What the conversations cost\: tokens, cache reads, side calls'\'' share, injected memory' \
 'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
@@ -1012,6 +1092,7 @@ _duduclaw-session__subcmd__help_commands() {
 'sessions:Inspect and remove stored sessions' \
 'jobs:The side-call jobs (pin, facts, summaries)\: list, run, retry' \
 'prompt:Dry run\: print exactly what \`turn\` would send, without calling or writing anything' \
+'store:Move a store between engines\: a SQLite file and a PostgreSQL server' \
 'stats:What the conversations cost\: tokens, cache reads, side calls'\'' share, injected memory' \
 'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
@@ -1197,6 +1278,18 @@ _duduclaw-session__subcmd__help__subcmd__sessions__subcmd__show_commands() {
 _duduclaw-session__subcmd__help__subcmd__stats_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session help stats commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__store_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__store_commands() {
+    local commands; commands=(
+'copy:Copy sessions (pins, summaries, history) and facts into another store' \
+    )
+    _describe -t commands 'duduclaw-session help store commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__store__subcmd__copy_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__store__subcmd__copy_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help store copy commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__turn_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__turn_commands() {
@@ -1428,6 +1521,37 @@ _duduclaw-session__subcmd__sessions__subcmd__show_commands() {
 _duduclaw-session__subcmd__stats_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session stats commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__store_commands] )) ||
+_duduclaw-session__subcmd__store_commands() {
+    local commands; commands=(
+'copy:Copy sessions (pins, summaries, history) and facts into another store' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'duduclaw-session store commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__store__subcmd__copy_commands] )) ||
+_duduclaw-session__subcmd__store__subcmd__copy_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session store copy commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__store__subcmd__help_commands] )) ||
+_duduclaw-session__subcmd__store__subcmd__help_commands() {
+    local commands; commands=(
+'copy:Copy sessions (pins, summaries, history) and facts into another store' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'duduclaw-session store help commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__store__subcmd__help__subcmd__copy_commands] )) ||
+_duduclaw-session__subcmd__store__subcmd__help__subcmd__copy_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session store help copy commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__store__subcmd__help__subcmd__help_commands] )) ||
+_duduclaw-session__subcmd__store__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session store help help commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__turn_commands] )) ||
 _duduclaw-session__subcmd__turn_commands() {

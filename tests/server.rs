@@ -1,0 +1,352 @@
+//! The store on a PostgreSQL server: what a fleet of gateways meets that a
+//! single file never does (a server that is down, full, or drops the
+//! connection mid-turn), moving a file store onto a server, and `doctor`
+//! on one. The password of the URL never shows in any output.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{Env, assert_ok, fake_success, pg, stderr, stdout};
+use standin::{Recorded, Reply, StandIn};
+
+/// Every byte a command printed, to check for the password.
+fn printed(out: &std::process::Output) -> String {
+    format!("{}{}", stdout(out), stderr(out))
+}
+
+fn client(url: &str) -> postgres::Client {
+    postgres::Client::connect(url, postgres::NoTls).unwrap()
+}
+
+/// The test server's URL for another role and database.
+fn as_role(url: &str, role: &str, password: &str, db: &str) -> String {
+    let admin = pg::with_database(url, db);
+    let host = &admin[admin.find('@').unwrap()..];
+    format!("postgres://{role}:{password}{host}")
+}
+
+#[test]
+fn a_server_that_is_down_is_exit_4_in_one_line_without_the_password() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut env = Env::fake(&fake_success("never reached"));
+    env.server = Some(format!(
+        "postgres://bot:hunter2-secret@127.0.0.1:{port}/memory"
+    ));
+    for args in [
+        vec!["turn", "--agent", "a", "--channel", "c", "hello"],
+        vec!["facts", "list", "--agent", "a"],
+        vec!["history", "--agent", "a", "--channel", "c"],
+    ] {
+        let out = env.cmd().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {}", printed(&out));
+        let err = stderr(&out);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("bot:***@127.0.0.1:{port}/memory")),
+            "{err}"
+        );
+        assert!(!printed(&out).contains("hunter2"), "{}", printed(&out));
+    }
+    let out = env.cmd().args(["doctor", "--json"]).output().unwrap();
+    assert!(!printed(&out).contains("hunter2"), "{}", printed(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["store"]["engine"], "postgresql");
+    assert!(
+        v["problems"].to_string().contains("could not connect"),
+        "{v}"
+    );
+    // Nothing was written anywhere: no file named after the URL either.
+    assert!(!env.db.exists());
+    assert!(std::fs::read_dir(&env.work).unwrap().next().is_none());
+}
+
+#[test]
+fn doctor_checks_a_server_store_without_showing_the_password() {
+    let env = Env::fake(&fake_success("fine")).on_server();
+    let url = env.server.clone().unwrap();
+    let password = pg::password(&url).unwrap();
+    assert_ok(&env.turn("a", "c", &["--no-extract"], "hello"));
+    let out = env.cmd().args(["doctor", "--json"]).output().unwrap();
+    assert!(!printed(&out).contains(&password), "{}", printed(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let store = &v["store"];
+    assert_eq!(store["engine"], "postgresql", "{v}");
+    assert_eq!(store["location"], pg::redact(&url));
+    assert_eq!(store["schema_version"], 2);
+    assert_eq!(store["integrity"], "ok");
+    assert_eq!(
+        (store["sessions"].as_i64(), store["turns"].as_i64()),
+        (Some(1), Some(2))
+    );
+    let text = env.cmd().arg("doctor").output().unwrap();
+    assert!(!printed(&text).contains(&password));
+    assert!(
+        stdout(&text).contains("1 sessions, 2 turns"),
+        "{}",
+        stdout(&text)
+    );
+}
+
+#[test]
+fn a_full_server_is_waited_for_within_the_timeout_then_named() {
+    // A role limited to two connections, owning its database: what a
+    // managed server's per-user limit looks like. (Superusers are exempt
+    // from connection limits, so the test's own role cannot show it.)
+    let admin = pg::server_url();
+    let db = format!("full_{}", std::process::id());
+    let mut c = client(&admin);
+    for sql in [
+        format!("DROP DATABASE IF EXISTS {db}"),
+        format!("DROP ROLE IF EXISTS {db}"),
+        format!("CREATE ROLE {db} LOGIN PASSWORD 'limited-pw' CONNECTION LIMIT 2"),
+        format!("CREATE DATABASE {db} OWNER {db}"),
+    ] {
+        c.batch_execute(&sql).unwrap();
+    }
+    let url = as_role(&admin, &db, "limited-pw", &db);
+    let mut env = Env::fake(&fake_success("served"));
+    env.server = Some(url.clone());
+    assert_ok(&env.turn("a", "c", &["--no-extract"], "first, to create the schema"));
+
+    // Both connections taken: the turn waits its whole timeout, then says so.
+    let held = [client(&url), client(&url)];
+    let started = Instant::now();
+    let out = env
+        .cmd()
+        .args([
+            "turn",
+            "--agent",
+            "a",
+            "--channel",
+            "c",
+            "--no-extract",
+            "--timeout",
+            "2",
+            "second",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", printed(&out));
+    assert!(
+        stderr(&out).contains("still full after waiting"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!printed(&out).contains("limited-pw"));
+    assert!(started.elapsed() >= Duration::from_secs(2));
+
+    // Freed while the turn waits: it goes through.
+    let mut child = env
+        .std_cmd()
+        .args([
+            "turn",
+            "--agent",
+            "a",
+            "--channel",
+            "c",
+            "--no-extract",
+            "--timeout",
+            "60",
+            "third",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(held);
+    let out = child.wait_with_output().unwrap();
+    assert_ok(&out);
+    assert_eq!(stdout(&out), "served\n");
+}
+
+#[test]
+fn a_connection_dropped_mid_turn_keeps_the_message_for_again() {
+    // claude takes a while; meanwhile the server drops every connection of
+    // the turn (a failover, an idle-killer, a restart).
+    let env = Env::fake(&format!("sleep 2\n{}", fake_success("answered at last"))).on_server();
+    let url = env.server.clone().unwrap();
+    assert_ok(&env.turn("a", "c", &["--no-extract"], "warm up"));
+    let mut child = env
+        .std_cmd()
+        .args([
+            "turn",
+            "--agent",
+            "a",
+            "--channel",
+            "c",
+            "--no-extract",
+            "the message that must survive",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut watch = client(&url);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let n: i64 = watch
+            .query_one(
+                "SELECT COUNT(*) FROM turns WHERE content = 'the message that must survive'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if n == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the turn never recorded its message"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    watch
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", printed(&out));
+    assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+
+    let history = env
+        .cmd()
+        .args(["history", "--agent", "a", "--channel", "c", "--json"])
+        .output()
+        .unwrap();
+    let turns: Vec<serde_json::Value> = serde_json::from_slice(&history.stdout).unwrap();
+    let last = turns.last().unwrap();
+    assert_eq!(last["content"], "the message that must survive");
+    assert_ne!(last["status"], "answered");
+
+    let again = env
+        .cmd()
+        .args([
+            "turn",
+            "--agent",
+            "a",
+            "--channel",
+            "c",
+            "--no-extract",
+            "--again",
+        ])
+        .output()
+        .unwrap();
+    assert_ok(&again);
+    assert_eq!(stdout(&again), "answered at last\n");
+    let history = env
+        .cmd()
+        .args(["history", "--agent", "a", "--channel", "c", "--json"])
+        .output()
+        .unwrap();
+    let turns: Vec<serde_json::Value> = serde_json::from_slice(&history.stdout).unwrap();
+    let survived: Vec<&serde_json::Value> = turns
+        .iter()
+        .filter(|t| t["content"] == "the message that must survive")
+        .collect();
+    assert_eq!(survived.len(), 1, "sent again, not stored twice: {turns:?}");
+    assert_eq!(survived[0]["status"], "answered");
+}
+
+fn echo(r: &Recorded) -> Reply {
+    let last = r.last_user_text().lines().last().unwrap_or("").to_string();
+    Reply::Text(format!("echo: {last}"))
+}
+
+#[test]
+fn a_file_store_copied_to_a_server_continues_there() {
+    let s = StandIn::start_with(echo);
+    let mut env = Env::real(&s.base_url());
+    env.cmd()
+        .args([
+            "pin",
+            "set",
+            "--agent",
+            "bot",
+            "--channel",
+            "c",
+            "Ship the v2 importer",
+        ])
+        .assert()
+        .success();
+    env.turn_json("bot", "c", &["--no-extract"], "first on the file alpha");
+    env.turn_json("bot", "c", &["--no-extract"], "second on the file beta");
+    env.cmd()
+        .args([
+            "facts",
+            "add",
+            "--agent",
+            "bot",
+            "Imports run nightly at 02:00 UTC",
+            "--keywords",
+            "schedule, cron, 排程",
+        ])
+        .assert()
+        .success();
+
+    let url = pg::fresh_database();
+    let copy = env
+        .cmd()
+        .args(["store", "copy", "--to", &url])
+        .output()
+        .unwrap();
+    assert_ok(&copy);
+    let said = stdout(&copy);
+    assert!(
+        said.starts_with("copied 1 sessions (4 turns) and 1 facts"),
+        "{said}"
+    );
+    assert!(
+        !printed(&copy).contains(&pg::password(&url).unwrap()),
+        "{said}"
+    );
+    let again = env
+        .cmd()
+        .args(["store", "copy", "--to", &url, "--json"])
+        .output()
+        .unwrap();
+    assert_ok(&again);
+    let v: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(
+        (v["sessions"].as_i64(), v["facts"].as_i64()),
+        (Some(0), Some(0)),
+        "{v}"
+    );
+    assert_eq!(
+        (v["sessions_skipped"].as_i64(), v["facts_skipped"].as_i64()),
+        (Some(1), Some(1))
+    );
+
+    // The same host goes on, now on the server: claude resumes its
+    // transcript, the pin and the fact come from the server.
+    env.server = Some(url);
+    let v3 = env.turn_json("bot", "c", &[], "when do the 排程 imports run?");
+    assert_eq!(v3["mode"], "resumed", "{v3}");
+    let r3 = s.requests().pop().unwrap();
+    let users = r3.user_texts();
+    assert!(
+        users.iter().any(|t| t.contains("first on the file alpha")),
+        "{users:?}"
+    );
+    assert!(
+        r3.assistant_texts()
+            .iter()
+            .any(|t| t.contains("echo: second on the file beta"))
+    );
+    assert!(r3.system_tail().contains("Ship the v2 importer"));
+    assert!(
+        r3.last_user_text()
+            .contains("Imports run nightly at 02:00 UTC"),
+        "{}",
+        r3.last_user_text()
+    );
+}
