@@ -142,7 +142,7 @@ fn a_full_server_is_waited_for_within_the_timeout_then_named() {
     assert!(started.elapsed() >= Duration::from_secs(2));
 
     // Freed while the turn waits: it goes through.
-    let mut child = env
+    let child = env
         .std_cmd()
         .args([
             "turn",
@@ -173,7 +173,7 @@ fn a_connection_dropped_mid_turn_keeps_the_message_for_again() {
     let env = Env::fake(&format!("sleep 2\n{}", fake_success("answered at last"))).on_server();
     let url = env.server.clone().unwrap();
     assert_ok(&env.turn("a", "c", &["--no-extract"], "warm up"));
-    let mut child = env
+    let child = env
         .std_cmd()
         .args([
             "turn",
