@@ -8,6 +8,8 @@
 //! `cargo test --test recall -- --nocapture` prints hit@1 and hit@3 for
 //! several keyword weights, without keywords, and per kind of question.
 
+mod common;
+
 use std::collections::HashMap;
 
 use duduclaw_session::memory::recall::{self, KEYWORD_WEIGHT};
@@ -68,12 +70,20 @@ fn set() -> Set {
 }
 
 /// A store holding the set's facts for agent "a", with or without keywords.
+/// On a file, or on a fresh database of the test server.
 fn store_of(
     set: &Set,
     keywords: bool,
+    server: bool,
 ) -> (tempfile::TempDir, Box<dyn Store>, HashMap<String, String>) {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = store::open(&Location::File(dir.path().join("r.db"))).unwrap();
+    let location = if server {
+        let url = common::pg::fresh_database();
+        Location::resolve(Some(url.as_ref())).unwrap()
+    } else {
+        Location::File(dir.path().join("r.db"))
+    };
+    let mut s = store::open(&location).unwrap();
     let none: Vec<String> = Vec::new();
     let new: Vec<NewFact> = set
         .facts
@@ -133,13 +143,16 @@ fn score(
     (f64::from(hit1) / n, f64::from(hit3) / n, misses)
 }
 
-#[test]
-fn keywords_find_facts_by_meaning_and_across_languages() {
+on_both_stores!(keywords_find_facts_by_meaning_and_across_languages);
+
+fn keywords_find_facts_by_meaning_and_across_languages(server: bool) {
     let mut set = set();
     assert_eq!(set.facts.len(), 340);
     assert_eq!(set.questions.len(), 80);
-    let (_d, plain, ids) = store_of(&set, false);
-    let (_d2, tagged, _) = store_of(&set, true);
+    let (_d, plain, ids) = store_of(&set, false, server);
+    let (_d2, tagged, _) = store_of(&set, true, server);
+    let engine = if server { "postgresql" } else { "sqlite" };
+    println!("engine: {engine}");
     let heldout = questions("questions-heldout.jsonl");
     assert_eq!(heldout.len(), 80);
     let first = std::mem::replace(&mut set.questions, heldout);
