@@ -165,6 +165,14 @@ impl Claude {
         for var in CLEARED_ENV {
             cmd.env_remove(var);
         }
+        // Our own settings are ours: claude never needs them, and the
+        // store's URL (DUDUCLAW_DB) may hold a server password that the
+        // model's tools could otherwise read from the environment.
+        for (var, _) in std::env::vars_os() {
+            if var.to_string_lossy().starts_with("DUDUCLAW_") {
+                cmd.env_remove(var);
+            }
+        }
         cmd.kill_on_drop(true);
         cmd
     }
