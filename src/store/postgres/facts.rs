@@ -44,26 +44,94 @@ fn facts(rows: &[Row]) -> Result<Vec<Fact>> {
 }
 
 /// A field's distinct terms with their counts, and its length in terms.
-fn term_counts(text: &str) -> (Vec<String>, Vec<i32>, i64) {
+fn term_counts(text: &str) -> (Vec<(String, i32)>, i64) {
     let terms = stemmed_terms(text);
     let len = count(terms.len());
     let mut counts: HashMap<String, i32> = HashMap::new();
     for t in terms {
         *counts.entry(t).or_default() += 1;
     }
-    let (terms, tfs) = counts.into_iter().unzip();
-    (terms, tfs, len)
+    let mut counts: Vec<(String, i32)> = counts.into_iter().collect();
+    counts.sort();
+    (counts, len)
 }
 
-/// Index one field of a fact; its length in terms.
-fn index_field(tx: &mut Transaction, id: i64, field: i16, text: &str) -> Result<i64> {
-    let (terms, tfs, len) = term_counts(text);
+/// A fact's index entries: per field its term counts and length, and the
+/// distinct terms of both (sorted).
+struct Indexed {
+    body: (Vec<(String, i32)>, i64),
+    keys: (Vec<(String, i32)>, i64),
+    terms: Vec<String>,
+}
+
+impl Indexed {
+    fn new(content: &str, keywords: &[String]) -> Indexed {
+        let body = term_counts(content);
+        let keys = term_counts(&keyword_index_text(content, keywords));
+        let mut terms: Vec<String> = body
+            .0
+            .iter()
+            .chain(&keys.0)
+            .map(|(t, _)| t.clone())
+            .collect();
+        terms.sort();
+        terms.dedup();
+        Indexed { body, keys, terms }
+    }
+
+    fn len(&self) -> i64 {
+        self.body.1 + self.keys.1
+    }
+}
+
+/// Term rows of facts, as column arrays for one `unnest` insert.
+#[derive(Default)]
+struct TermRows {
+    fact: Vec<i64>,
+    field: Vec<i16>,
+    term: Vec<String>,
+    tf: Vec<i32>,
+}
+
+impl TermRows {
+    fn push(&mut self, id: i64, field: i16, counts: &[(String, i32)]) {
+        for (t, n) in counts {
+            self.fact.push(id);
+            self.field.push(field);
+            self.term.push(t.clone());
+            self.tf.push(*n);
+        }
+    }
+
+    fn insert(&self, tx: &mut Transaction) -> Result<()> {
+        if self.fact.is_empty() {
+            return Ok(());
+        }
+        tx.execute(
+            "INSERT INTO fact_terms (fact_id, field, term, tf)
+             SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::int[])",
+            &[&self.fact, &self.field, &self.term, &self.tf],
+        )?;
+        Ok(())
+    }
+}
+
+/// Add `delta` to how many facts hold each term. Terms go in sorted order,
+/// so two hosts adding facts at once lock the shared rows in one order and
+/// never deadlock.
+fn change_df(tx: &mut Transaction, delta: &HashMap<String, i64>) -> Result<()> {
+    let mut rows: Vec<(&String, &i64)> = delta.iter().filter(|(_, d)| **d != 0).collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    rows.sort();
+    let (terms, deltas): (Vec<&String>, Vec<i64>) = rows.into_iter().map(|(t, d)| (t, *d)).unzip();
     tx.execute(
-        "INSERT INTO fact_terms (fact_id, field, term, tf) SELECT $1, $2, t.term, t.tf
-         FROM unnest($3::text[], $4::int[]) AS t(term, tf)",
-        &[&id, &field, &terms, &tfs],
+        "INSERT INTO term_df (term, df) SELECT * FROM unnest($1::text[], $2::bigint[])
+         ON CONFLICT (term) DO UPDATE SET df = term_df.df + excluded.df",
+        &[&terms, &deltas],
     )?;
-    Ok(len)
+    Ok(())
 }
 
 /// The query's terms as the index holds them: stemmed, deduplicated.
@@ -77,79 +145,144 @@ fn index_terms(query: &FactQuery) -> Vec<String> {
     out
 }
 
+/// Facts go in batches of this many rows per statement: one round trip
+/// for a batch instead of a few per fact (an import of 100k facts).
+const BATCH: usize = 1_000;
+
 pub fn add(tx: &mut Transaction, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
     let t = now();
     let mut out = Vec::with_capacity(new.len());
-    let (mut rows, mut tokens) = (0i64, 0i64);
-    for f in new {
-        let norm = normalize(f.content);
-        if norm.is_empty() {
-            out.push(None);
-            continue;
-        }
-        let stored = serde_json::to_string(f.keywords).unwrap_or_else(|_| "[]".into());
-        let id: Option<i64> = tx
-            .query_opt(
-                "INSERT INTO facts (agent, user_id, content, norm, access_count, created_at, last_used_at, source_turn, keywords)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (agent, user_id, norm) DO NOTHING RETURNING id",
-                &[
-                    &f.agent,
-                    &f.user.unwrap_or(""),
-                    &f.content,
-                    &norm,
-                    &f.access_count,
-                    &f.created_at.unwrap_or(t),
-                    &f.last_used_at,
-                    &f.source_turn,
-                    &stored,
-                ],
-            )?
-            .map(|r| r.get(0));
-        let Some(id) = id else {
-            out.push(None);
-            continue;
-        };
-        let body = index_field(tx, id, BODY, f.content)?;
-        let keys = index_field(tx, id, KEYS, &keyword_index_text(f.content, f.keywords))?;
-        tx.execute(
-            "UPDATE facts SET body_len = $2, keys_len = $3 WHERE id = $1",
-            &[&id, &body, &keys],
-        )?;
-        rows += 1;
-        tokens += body + keys;
-        out.push(Some(id));
+    for chunk in new.chunks(BATCH) {
+        add_batch(tx, chunk, t, &mut out)?;
     }
+    Ok(out)
+}
+
+fn add_batch(
+    tx: &mut Transaction,
+    new: &[NewFact],
+    t: i64,
+    out: &mut Vec<Option<i64>>,
+) -> Result<()> {
+    let norms: Vec<String> = new.iter().map(|f| normalize(f.content)).collect();
+    let indexed: Vec<Indexed> = new
+        .iter()
+        .map(|f| Indexed::new(f.content, f.keywords))
+        .collect();
+    // The rows to insert: every fact with something to say.
+    let keep: Vec<usize> = (0..new.len()).filter(|&i| !norms[i].is_empty()).collect();
+    let col = |f: &dyn Fn(usize) -> String| keep.iter().map(|&i| f(i)).collect::<Vec<String>>();
+    let agents = col(&|i| new[i].agent.to_string());
+    let users = col(&|i| new[i].user.unwrap_or("").to_string());
+    let contents = col(&|i| new[i].content.to_string());
+    let norm = col(&|i| norms[i].clone());
+    let keywords = col(&|i| serde_json::to_string(new[i].keywords).unwrap_or_else(|_| "[]".into()));
+    let terms = col(&|i| {
+        // A text[] literal is awkward to build; send the terms as JSON and
+        // let the server turn them into an array.
+        serde_json::to_string(&indexed[i].terms).unwrap_or_else(|_| "[]".into())
+    });
+    let access: Vec<i64> = keep.iter().map(|&i| new[i].access_count).collect();
+    let created: Vec<i64> = keep
+        .iter()
+        .map(|&i| new[i].created_at.unwrap_or(t))
+        .collect();
+    let used: Vec<Option<i64>> = keep.iter().map(|&i| new[i].last_used_at).collect();
+    let source: Vec<Option<i64>> = keep.iter().map(|&i| new[i].source_turn).collect();
+    let body_len: Vec<i64> = keep.iter().map(|&i| indexed[i].body.1).collect();
+    let keys_len: Vec<i64> = keep.iter().map(|&i| indexed[i].keys.1).collect();
+    let inserted = tx.query(
+        "INSERT INTO facts (agent, user_id, content, norm, keywords, access_count, created_at, last_used_at,
+                            source_turn, body_len, keys_len, terms)
+         SELECT a, u, c, n, k, ac, ca, lu, st, bl, kl, ARRAY(SELECT json_array_elements_text(tm::json))
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
+                     $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[])
+              WITH ORDINALITY AS x(a, u, c, n, k, ac, ca, lu, st, bl, kl, tm, i)
+         ORDER BY i
+         ON CONFLICT (agent, user_id, norm) DO NOTHING
+         RETURNING id, agent, user_id, norm",
+        &[
+            &agents, &users, &contents, &norm, &keywords, &access, &created, &used, &source, &body_len,
+            &keys_len, &terms,
+        ],
+    )?;
+    // Which input each new row is: the first of its key (a repeat within
+    // the batch is skipped, as a fact already stored is).
+    let mut ids: HashMap<(String, String, String), i64> = inserted
+        .iter()
+        .map(|r| ((r.get(1), r.get(2), r.get(3)), r.get(0)))
+        .collect();
+    let (mut rows, mut tokens) = (0i64, 0i64);
+    let mut term_rows = TermRows::default();
+    let mut df: HashMap<String, i64> = HashMap::new();
+    for (i, f) in new.iter().enumerate() {
+        let key = (
+            f.agent.to_string(),
+            f.user.unwrap_or("").to_string(),
+            norms[i].clone(),
+        );
+        let id = if norms[i].is_empty() {
+            None
+        } else {
+            ids.remove(&key)
+        };
+        if let Some(id) = id {
+            let ix = &indexed[i];
+            term_rows.push(id, BODY, &ix.body.0);
+            term_rows.push(id, KEYS, &ix.keys.0);
+            for term in &ix.terms {
+                *df.entry(term.clone()).or_default() += 1;
+            }
+            rows += 1;
+            tokens += ix.len();
+        }
+        out.push(id);
+    }
+    term_rows.insert(tx)?;
+    change_df(tx, &df)?;
     if rows > 0 {
         tx.execute(
             "UPDATE fact_stats SET rows = rows + $1, tokens = tokens + $2",
             &[&rows, &tokens],
         )?;
     }
-    Ok(out)
+    Ok(())
 }
 
 pub fn set_keywords(tx: &mut Transaction, id: i64, keywords: &[String]) -> Result<bool> {
     let Some(row) = tx.query_opt(
-        "SELECT content, keys_len FROM facts WHERE id = $1 FOR UPDATE",
+        "SELECT content, keys_len, terms FROM facts WHERE id = $1 FOR UPDATE",
         &[&id],
     )?
     else {
         return Ok(false);
     };
-    let (content, old): (String, i64) = (row.try_get(0)?, row.try_get(1)?);
+    let (content, old_len, old_terms): (String, i64, Vec<String>) =
+        (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+    let ix = Indexed::new(&content, keywords);
     let stored = serde_json::to_string(keywords).unwrap_or_else(|_| "[]".into());
     tx.execute(
         "DELETE FROM fact_terms WHERE fact_id = $1 AND field = $2",
         &[&id, &KEYS],
     )?;
-    let keys = index_field(tx, id, KEYS, &keyword_index_text(&content, keywords))?;
+    let mut term_rows = TermRows::default();
+    term_rows.push(id, KEYS, &ix.keys.0);
+    term_rows.insert(tx)?;
     tx.execute(
-        "UPDATE facts SET keywords = $2, keys_len = $3 WHERE id = $1",
-        &[&id, &stored, &keys],
+        "UPDATE facts SET keywords = $2, keys_len = $3, terms = $4 WHERE id = $1",
+        &[&id, &stored, &ix.keys.1, &ix.terms],
     )?;
+    let mut df: HashMap<String, i64> = HashMap::new();
+    for t in &old_terms {
+        *df.entry(t.clone()).or_default() -= 1;
+    }
+    for t in &ix.terms {
+        *df.entry(t.clone()).or_default() += 1;
+    }
+    change_df(tx, &df)?;
     tx.execute(
         "UPDATE fact_stats SET tokens = tokens + $1",
-        &[&(keys - old)],
+        &[&(ix.keys.1 - old_len)],
     )?;
     Ok(true)
 }
@@ -196,18 +329,22 @@ pub fn count_matches(c: &mut impl GenericClient, query: &FactQuery, cap: i64) ->
     if terms.is_empty() {
         return Ok(0);
     }
-    let row = if query.all {
-        c.query_one(
-            "SELECT COUNT(*) FROM (SELECT fact_id FROM fact_terms WHERE term = ANY($1)
-                                   GROUP BY fact_id HAVING COUNT(DISTINCT term) = $3 LIMIT $2) m",
-            &[&terms, &cap, &count(terms.len())],
-        )?
+    if terms.len() == 1 {
+        // One term: how many facts hold it is kept.
+        let df: Option<i64> = c
+            .query_opt("SELECT df FROM term_df WHERE term = $1", &[&terms[0]])?
+            .map(|r| r.get(0));
+        return Ok(df.unwrap_or(0).clamp(0, cap));
+    }
+    let holds = if query.all {
+        "terms @> $1"
     } else {
-        c.query_one(
-            "SELECT COUNT(*) FROM (SELECT DISTINCT fact_id FROM fact_terms WHERE term = ANY($1) LIMIT $2) m",
-            &[&terms, &cap],
-        )?
+        "terms && $1"
     };
+    let row = c.query_one(
+        &format!("SELECT COUNT(*) FROM (SELECT 1 FROM facts WHERE {holds} LIMIT $2) m"),
+        &[&terms, &cap],
+    )?;
     Ok(row.try_get(0)?)
 }
 
@@ -221,26 +358,32 @@ pub fn rank(
     if terms.is_empty() {
         return Ok(Vec::new());
     }
-    // `hits`: each matching fact's weighted frequency of each term;
-    // `idf` from how many facts hold the term (in any field), floored at a
-    // small positive value as FTS5 does; then BM25 per fact, k1 = 1.2,
-    // b = 0.75. With `all`, a fact must hold every term.
+    // `cand`: the scope's facts holding any (or all) of the terms, found
+    // through the GIN index; `hits`: their weighted frequency of each
+    // term; `idf` from how many facts hold the term (in any field, any
+    // scope), floored at a small positive value as FTS5 does; then BM25,
+    // k1 = 1.2, b = 0.75, over the fact's whole length as FTS5 counts it.
+    let holds = if query.all {
+        "f.terms @> $1"
+    } else {
+        "f.terms && $1"
+    };
     let sql = format!(
         "WITH stats AS (SELECT GREATEST(rows, 1)::float8 AS n,
                                GREATEST(tokens::float8 / GREATEST(rows, 1), 1) AS avgdl FROM fact_stats),
-              hits AS (SELECT fact_id, term,
-                              SUM(CASE WHEN field = 0 THEN tf::float8 ELSE tf * $5::float8 END) AS freq
-                       FROM fact_terms WHERE term = ANY($1) GROUP BY fact_id, term),
-              idf AS (SELECT term, GREATEST(ln((s.n - COUNT(*) + 0.5) / (COUNT(*) + 0.5)), 1e-6) AS w
-                      FROM hits CROSS JOIN stats s GROUP BY term, s.n),
+              idf AS (SELECT d.term, GREATEST(ln((s.n - d.df + 0.5) / (d.df + 0.5)), 1e-6) AS w
+                      FROM term_df d CROSS JOIN stats s WHERE d.term = ANY($1)),
+              cand AS (SELECT f.id, (f.body_len + f.keys_len)::float8 AS dl FROM facts f
+                       WHERE {holds} AND f.agent = $2 AND f.user_id IN ('', $3)),
+              hits AS (SELECT t.fact_id, t.term,
+                              SUM(CASE WHEN t.field = 0 THEN t.tf::float8 ELSE t.tf * $5::float8 END) AS freq
+                       FROM cand JOIN fact_terms t ON t.fact_id = cand.id AND t.term = ANY($1)
+                       GROUP BY t.fact_id, t.term),
               scored AS (SELECT h.fact_id,
-                                SUM(i.w * h.freq * 2.2 / (h.freq + 1.2 * (0.25 + 0.75 * (f.body_len + f.keys_len) / s.avgdl))) AS score,
-                                COUNT(*) AS matched
-                         FROM hits h JOIN idf i USING (term) JOIN facts f ON f.id = h.fact_id CROSS JOIN stats s
-                         WHERE f.agent = $2 AND f.user_id IN ('', $3)
+                                SUM(i.w * h.freq * 2.2 / (h.freq + 1.2 * (0.25 + 0.75 * cand.dl / s.avgdl))) AS score
+                         FROM hits h JOIN idf i USING (term) JOIN cand ON cand.id = h.fact_id CROSS JOIN stats s
                          GROUP BY h.fact_id)
          SELECT {FACT_COLS}, sc.score FROM scored sc JOIN facts f ON f.id = sc.fact_id
-         WHERE NOT $6 OR sc.matched = $7
          ORDER BY sc.score DESC, f.id LIMIT $4"
     );
     let rows = c.query(
@@ -251,8 +394,6 @@ pub fn rank(
             &scope.user.unwrap_or(""),
             &count(want),
             &query.keyword_weight,
-            &query.all,
-            &count(terms.len()),
         ],
     )?;
     rows.iter()
@@ -261,13 +402,21 @@ pub fn rank(
 }
 
 pub fn forget(tx: &mut Transaction, agent: &str, ids: &[i64]) -> Result<usize> {
-    // The terms go with the rows (ON DELETE CASCADE); the index's size
-    // shrinks by what went.
+    // The term rows go with the facts (ON DELETE CASCADE); the counts of
+    // their terms and the index's size shrink by what went.
     let gone = tx.query(
-        "DELETE FROM facts WHERE id = ANY($1) AND agent = $2 RETURNING body_len + keys_len",
+        "DELETE FROM facts WHERE id = ANY($1) AND agent = $2 RETURNING body_len + keys_len, terms",
         &[&ids, &agent],
     )?;
-    let tokens: i64 = gone.iter().map(|r| r.get::<_, i64>(0)).sum();
+    let mut tokens = 0i64;
+    let mut df: HashMap<String, i64> = HashMap::new();
+    for r in &gone {
+        tokens += r.get::<_, i64>(0);
+        for t in r.get::<_, Vec<String>>(1) {
+            *df.entry(t).or_default() -= 1;
+        }
+    }
+    change_df(tx, &df)?;
     if !gone.is_empty() {
         tx.execute(
             "UPDATE fact_stats SET rows = rows - $1, tokens = tokens - $2",

@@ -125,19 +125,25 @@ CREATE TABLE calls (
 CREATE INDEX calls_time ON calls(created_at);
 CREATE INDEX calls_session ON calls(session_id);
 ALTER TABLE facts ADD COLUMN keywords TEXT NOT NULL DEFAULT '[]';
--- terms in the text (field 0) and in the keywords (field 1), with counts
+-- the search index: each fact's lengths in terms and its distinct terms
+-- (GIN: which facts hold any or all of a query's terms), the count of each
+-- term in the text (field 0) and the keywords (field 1), how many facts
+-- hold each term (its IDF), and the index's size, all kept with every change
 ALTER TABLE facts ADD COLUMN body_len BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE facts ADD COLUMN keys_len BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE facts ADD COLUMN terms TEXT[] NOT NULL DEFAULT '{}';
+CREATE INDEX facts_terms ON facts USING GIN (terms);
 CREATE TABLE fact_terms (
-    term    TEXT NOT NULL,
     fact_id BIGINT NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
+    term    TEXT NOT NULL,
     field   SMALLINT NOT NULL,
     tf      INTEGER NOT NULL,
-    PRIMARY KEY (term, fact_id, field)
+    PRIMARY KEY (fact_id, term, field)
 );
-CREATE INDEX fact_terms_fact ON fact_terms(fact_id);
--- the index's size for BM25 (rows and terms), kept with every change so a
--- search does not scan all facts to learn it
+CREATE TABLE term_df (
+    term TEXT PRIMARY KEY,
+    df   BIGINT NOT NULL
+);
 CREATE TABLE fact_stats (
     one    BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one),
     rows   BIGINT NOT NULL,
@@ -877,7 +883,7 @@ impl Store for PgStore {
         // The server keeps its own pages consistent; what we can break is
         // our index: every fact must have its terms and be counted.
         let r = self.query_one(
-            "SELECT (SELECT COUNT(*) FROM facts f WHERE NOT EXISTS (SELECT 1 FROM fact_terms t WHERE t.fact_id = f.id)),
+            "SELECT (SELECT COUNT(*) FROM facts f WHERE cardinality(f.terms) = 0 OR NOT EXISTS (SELECT 1 FROM fact_terms t WHERE t.fact_id = f.id)),
                     (SELECT COUNT(*) FROM facts), (SELECT rows FROM fact_stats)",
             &[],
         )?;
