@@ -9,7 +9,11 @@
 //! BENCH_RUNS=15 cargo bench --bench e2e        # more runs
 //! DUDUCLAW_BIN=target/release/duduclaw-session cargo bench --bench e2e
 //! BENCH_ONLY=1,5 BENCH_DUMP=/tmp/reqs cargo bench --bench e2e  # parts 1 and 5, keep the requests
+//! DUDUCLAW_BENCH_PG_URL=$(scripts/pg.sh start /tmp/pg) BENCH_ONLY=9 cargo bench --bench e2e
 //! ```
+//!
+//! Part 9 (the PostgreSQL store next to the SQLite file) needs a server
+//! where the URL's role may create databases; without one it says so.
 //!
 //! Needs the pinned Claude Code (scripts/test.sh installs it under .tools/,
 //! or set DUDUCLAW_TEST_CLAUDE); without it this prints how to get it and
@@ -112,6 +116,9 @@ fn main() {
     }
     if part("8") {
         side_call_overhead(&b, &mut rows);
+    }
+    if part("9") {
+        server_store(&b, runs, &mut rows);
     }
     b.dump();
 
@@ -1220,4 +1227,143 @@ fn side_call_overhead(b: &Bench, rows: &mut Vec<Row>) {
         "under 10% of the token budget",
         memory < 0.10,
     ));
+}
+
+/// A new database on the benchmark's server; its URL.
+fn server_database(admin: &str, name: &str) -> String {
+    let mut c = postgres::Client::connect(admin, postgres::NoTls)
+        .expect("connect to DUDUCLAW_BENCH_PG_URL");
+    c.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+        .expect("drop the old benchmark database");
+    c.batch_execute(&format!("CREATE DATABASE {name}"))
+        .expect("create the benchmark database");
+    let base = admin.split('?').next().unwrap_or(admin);
+    let (server, _) = base.rsplit_once('/').expect("a URL with a database");
+    format!("{server}/{name}")
+}
+
+/// 9. The PostgreSQL store next to the SQLite file, same machine, same
+///    run: a resumed turn's wall time on each (and the bare claude call),
+///    interleaved; `facts import` of 100k facts into the server; `facts
+///    search` at 100k facts on each.
+fn server_store(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
+    println!("## 9. PostgreSQL store vs SQLite file\n");
+    let Ok(admin) = std::env::var("DUDUCLAW_BENCH_PG_URL") else {
+        println!(
+            "not run: set DUDUCLAW_BENCH_PG_URL to a server where the role may create databases, \
+             e.g. DUDUCLAW_BENCH_PG_URL=$(scripts/pg.sh start /tmp/pg)\n"
+        );
+        return;
+    };
+    let url = server_database(&admin, "duduclaw_bench_turns");
+    let msg = "Summarize the last step in one sentence.";
+    let on = |db: &std::ffi::OsStr| {
+        let mut c = b.turn("engines", &["--no-extract", "--json"]);
+        c.env("DUDUCLAW_DB", db);
+        c
+    };
+    let file = b.dir.path().join("engines.db");
+    let (file, server) = (file.as_os_str(), std::ffi::OsStr::new(&url));
+    // Each store starts its own session (its own handle), then resumes it.
+    let first_file = timed(&mut on(file), msg);
+    let first_server = timed(&mut on(server), msg);
+    let handle = |t: &Timed| -> String {
+        let v: serde_json::Value = serde_json::from_str(&t.stdout).expect("turn --json");
+        v["handle"].as_str().expect("handle").to_string()
+    };
+    let (hf, _hs) = (handle(&first_file), handle(&first_server));
+    timed(&mut on(file), msg);
+    timed(&mut on(server), msg);
+    timed(&mut b.bare(&hf), msg);
+    let (mut f, mut sv, mut bare) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..runs {
+        // Rotate the order so no engine always runs first.
+        for k in 0..3 {
+            match (i + k) % 3 {
+                0 => f.push(ms(timed(&mut on(file), msg).total)),
+                1 => sv.push(ms(timed(&mut on(server), msg).total)),
+                _ => bare.push(ms(timed(&mut b.bare(&hf), msg).total)),
+            }
+        }
+        println!(
+            "run {i}: file {:.0} ms, server {:.0} ms, bare claude {:.0} ms",
+            f[i], sv[i], bare[i]
+        );
+    }
+    let (mf, ms_, mb) = (median(&f), median(&sv), median(&bare));
+    println!(
+        "median: file {mf:.0} ms, server {ms_:.0} ms, bare {mb:.0} ms; server/bare {:.3}, file/bare {:.3}\n",
+        ms_ / mb,
+        mf / mb
+    );
+    rows.push(row(
+        "wall time, resumed turn `--no-extract` on PostgreSQL vs on SQLite (bare claude)",
+        format!("{ms_:.0} ms"),
+        format!("{mf:.0} ms ({mb:.0} ms)"),
+        format!("{:.3} vs bare ({:.3} for the file)", ms_ / mb, mf / mb),
+        "ratio ≤ 1.05",
+        ms_ / mb <= 1.05,
+    ));
+
+    let big = b.dir.path().join("big-server.jsonl");
+    std::fs::write(&big, common::jsonl(&common::facts(FACTS_BIG, 100))).unwrap();
+    let facts_url = server_database(&admin, "duduclaw_bench_facts");
+    let big_db = b.dir.path().join("big-engines.db");
+    let import = |db: &std::ffi::OsStr| {
+        let mut c = b.ours();
+        c.env("DUDUCLAW_DB", db)
+            .args(["facts", "import", "--agent", "facts"])
+            .arg(&big);
+        ms(timed(&mut c, "").total)
+    };
+    let (ti_s, ti_f) = (
+        import(std::ffi::OsStr::new(&facts_url)),
+        import(big_db.as_os_str()),
+    );
+    println!(
+        "facts import of {FACTS_BIG}: server {:.1} s, file {:.1} s",
+        ti_s / 1000.0,
+        ti_f / 1000.0
+    );
+    rows.push(row(
+        &format!("`facts import` of {FACTS_BIG} facts on PostgreSQL vs SQLite"),
+        format!("{:.1} s", ti_s / 1000.0),
+        format!("{:.1} s", ti_f / 1000.0),
+        format!("{:.2}x", ti_s / ti_f),
+        "under 60 s",
+        ti_s < 60_000.0,
+    ));
+    let search = |db: &std::ffi::OsStr, q: &str| {
+        let mut c = b.ours();
+        c.env("DUDUCLAW_DB", db)
+            .args(["facts", "search", "--agent", "facts", "--limit", "3", q]);
+        let t = timed(&mut c, "");
+        assert!(!t.stdout.trim().is_empty(), "search found nothing for {q}");
+        ms(t.total)
+    };
+    for (lang, q) in [("en", common::QUERY_EN), ("zh", common::QUERY_ZH)] {
+        let server = std::ffi::OsStr::new(&facts_url);
+        search(server, q);
+        search(big_db.as_os_str(), q);
+        let (mut s_, mut f_) = (Vec::new(), Vec::new());
+        for i in 0..runs {
+            if i % 2 == 0 {
+                s_.push(search(server, q));
+                f_.push(search(big_db.as_os_str(), q));
+            } else {
+                f_.push(search(big_db.as_os_str(), q));
+                s_.push(search(server, q));
+            }
+        }
+        let (ms_, mf) = (median(&s_), median(&f_));
+        println!("facts search ({lang}) at {FACTS_BIG}: server {ms_:.1} ms, file {mf:.1} ms");
+        rows.push(row(
+            &format!("`facts search` process wall time ({lang}) at {FACTS_BIG} facts, PostgreSQL vs SQLite"),
+            format!("{ms_:.1} ms"),
+            format!("{mf:.1} ms"),
+            format!("{:.2}x", ms_ / mf),
+            "≤ 3x",
+            ms_ / mf <= 3.0,
+        ));
+    }
 }

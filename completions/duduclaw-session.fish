@@ -24,7 +24,7 @@ function __fish_duduclaw_session_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -55,7 +55,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l facts-in -d 'Where the injected facts go' -r -f -a "message\t'At the head of the user message, after the recap (keeps the system prompt byte-stable)'
 system\t'At the tail of the system prompt, after the pin'"
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l claude-arg -d 'An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l again -d 'Send the session\'s last failed message again, as a normal turn'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l json -d 'Print one JSON object instead of streaming the reply'
@@ -70,11 +70,11 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -l agent -d 'The agent (bot, persona) this conversation belongs to [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -l thread -d 'An optional thread inside the channel' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -s h -l help -d 'Print help'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and not __fish_seen_subcommand_from show set append clear help" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and not __fish_seen_subcommand_from show set append clear help" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and not __fish_seen_subcommand_from show set append clear help" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and not __fish_seen_subcommand_from show set append clear help" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and not __fish_seen_subcommand_from show set append clear help" -s h -l help -d 'Print help'
@@ -86,28 +86,28 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; a
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from show" -l agent -d 'The agent (bot, persona) this conversation belongs to [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from show" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from show" -l thread -d 'An optional thread inside the channel' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from show" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from show" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from show" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from show" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from set" -l agent -d 'The agent (bot, persona) this conversation belongs to [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from set" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from set" -l thread -d 'An optional thread inside the channel' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from set" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from set" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from set" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from set" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from set" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from append" -l agent -d 'The agent (bot, persona) this conversation belongs to [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from append" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from append" -l thread -d 'An optional thread inside the channel' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from append" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from append" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from append" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from append" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from append" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from clear" -l agent -d 'The agent (bot, persona) this conversation belongs to [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from clear" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from clear" -l thread -d 'An optional thread inside the channel' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from clear" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from clear" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from clear" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from clear" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from clear" -s h -l help -d 'Print help'
@@ -116,7 +116,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; a
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from help" -f -a "append" -d 'Add a `[+]` line to the pinned task, shortened to stay within 1,000 characters'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from help" -f -a "clear" -d 'Remove the pinned task'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and not __fish_seen_subcommand_from list search add forget import export enrich help" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and not __fish_seen_subcommand_from list search add forget import export enrich help" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and not __fish_seen_subcommand_from list search add forget import export enrich help" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and not __fish_seen_subcommand_from list search add forget import export enrich help" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and not __fish_seen_subcommand_from list search add forget import export enrich help" -s h -l help -d 'Print help'
@@ -131,7 +131,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts;
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from list" -l agent -d 'The agent whose facts these are [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from list" -l user -d 'One person: reads include their facts with the agent-wide ones; writes store facts for them only' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from list" -l limit -d 'Show at most N facts' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from list" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from list" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from list" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from list" -l json -d 'Print a JSON array of objects (id, content, access_count, ...)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from list" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
@@ -139,7 +139,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts;
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from search" -l agent -d 'The agent whose facts these are [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from search" -l user -d 'One person: reads include their facts with the agent-wide ones; writes store facts for them only' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from search" -l limit -d 'Show at most N facts' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from search" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from search" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from search" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from search" -l json -d 'Print a JSON array of objects (id, content, access_count, score, ...)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from search" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
@@ -147,25 +147,25 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts;
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from add" -l agent -d 'The agent whose facts these are [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from add" -l user -d 'One person: reads include their facts with the agent-wide ones; writes store facts for them only' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from add" -l keywords -d 'Search keywords, comma-separated: words people may ask with (synonyms, the other language\'s terms)' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from add" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from add" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from add" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from add" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from add" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from forget" -l agent -d 'The agent whose facts these are [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from forget" -l user -d 'One person: reads include their facts with the agent-wide ones; writes store facts for them only' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from forget" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from forget" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from forget" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from forget" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from forget" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from import" -l agent -d 'The agent whose facts these are [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from import" -l user -d 'One person: reads include their facts with the agent-wide ones; writes store facts for them only' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from import" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from import" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from import" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from import" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from import" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from export" -l agent -d 'The agent whose facts these are [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from export" -l user -d 'One person: reads include their facts with the agent-wide ones; writes store facts for them only' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from export" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from export" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from export" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from export" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from export" -s h -l help -d 'Print help'
@@ -173,7 +173,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts;
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l limit -d 'Enrich at most N facts in this run' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l all -d 'Every agent\'s facts (instead of --agent\'s)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l json -d 'Print a JSON summary (facts enriched and left, jobs, cost)'
@@ -193,12 +193,12 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand histor
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand history" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand history" -l thread -d 'An optional thread inside the channel' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand history" -l limit -d 'Show only the last N turns' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand history" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand history" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand history" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand history" -l json -d 'Print a JSON array of turns (role, content, status, usage, ...)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand history" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand history" -s h -l help -d 'Print help'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and not __fish_seen_subcommand_from list show rm prune help" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and not __fish_seen_subcommand_from list show rm prune help" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and not __fish_seen_subcommand_from list show rm prune help" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and not __fish_seen_subcommand_from list show rm prune help" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and not __fish_seen_subcommand_from list show rm prune help" -s h -l help -d 'Print help'
@@ -208,22 +208,22 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessio
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and not __fish_seen_subcommand_from list show rm prune help" -f -a "prune" -d 'Delete sessions not used for longer than a duration; prints their ids'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and not __fish_seen_subcommand_from list show rm prune help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from list" -l agent -d 'Only this agent\'s sessions' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from list" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from list" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from list" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from list" -l json -d 'Print a JSON array of session objects'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from list" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from show" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from show" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from show" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from show" -l json -d 'Print a JSON object'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from show" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from rm" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from rm" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from rm" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from rm" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from rm" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from prune" -l older-than -d 'How long unused, e.g. 30d, 12h, 1week 2days' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from prune" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from prune" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from prune" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from prune" -l dry-run -d 'Only list what would be deleted'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from prune" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
@@ -233,7 +233,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessio
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "rm" -d 'Delete sessions (their turns and jobs) by id'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "prune" -d 'Delete sessions not used for longer than a duration; prints their ids'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -s h -l help -d 'Print help'
@@ -246,7 +246,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l channel -d 'With --agent: only this channel\'s session' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l thread -d 'With --agent and --channel: only this thread\'s session' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l since -d 'Finished jobs this recent are listed too, e.g. 1h, 7d' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l json -d 'Print a JSON array of job objects'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
@@ -256,13 +256,13 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l thread -d 'With --agent and --channel: only this thread\'s session' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l direct-api -d 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l no-direct-api -d 'Never fall back to the Messages API when claude is missing or not logged in'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from retry" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from retry" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from retry" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from retry" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from retry" -s h -l help -d 'Print help'
@@ -270,7 +270,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l after-turn -d 'Start once this turn is answered (or after 2 seconds)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l direct-api -d 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l no-direct-api -d 'Never fall back to the Messages API when claude is missing or not logged in'
@@ -293,7 +293,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l facts-in -d 'Where the injected facts go' -r -f -a "message\t'At the head of the user message, after the recap (keeps the system prompt byte-stable)'
 system\t'At the tail of the system prompt, after the pin'"
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l claude-arg -d 'An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l again -d 'Send the session\'s last failed message again, as a normal turn'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l json -d 'Print one JSON object instead of streaming the reply'
@@ -305,7 +305,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l wait-side -d 'Wait (bounded by --side-timeout) for this turn\'s side calls instead of leaving them to the detached worker'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and not __fish_seen_subcommand_from copy help" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and not __fish_seen_subcommand_from copy help" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and not __fish_seen_subcommand_from copy help" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and not __fish_seen_subcommand_from copy help" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and not __fish_seen_subcommand_from copy help" -s h -l help -d 'Print help'
@@ -313,7 +313,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store;
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and not __fish_seen_subcommand_from copy help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and __fish_seen_subcommand_from copy" -l to -d 'The store to copy into: a file path or a postgres:// URL [default: --db]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and __fish_seen_subcommand_from copy" -l from -d 'The store to copy from: a file path or a postgres:// URL [default: --db]' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and __fish_seen_subcommand_from copy" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and __fish_seen_subcommand_from copy" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and __fish_seen_subcommand_from copy" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and __fish_seen_subcommand_from copy" -l json -d 'Print a JSON object with the counts'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and __fish_seen_subcommand_from copy" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
@@ -324,21 +324,21 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats"
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l channel -d 'With --agent: only this channel\'s session' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l thread -d 'With --agent and --channel: only this thread\'s session' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l since -d 'Only calls this recent, e.g. 7d, 12h' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l json -d 'Print a JSON object with the same figures'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -s h -l help -d 'Print help'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -l json -d 'Print a JSON object'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -s h -l help -d 'Print help'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand completions" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand completions" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand completions" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand completions" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand man" -l db -d 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand man" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand man" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand man" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand man" -s h -l help -d 'Print help'

@@ -21,7 +21,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
 
     $completions = @(switch ($command) {
         'duduclaw-session' {
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -57,7 +57,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--compact-at', '--compact-at', [CompletionResultType]::ParameterName, 'Compact the session when its context passes this many estimated tokens')
             [CompletionResult]::new('--facts-in', '--facts-in', [CompletionResultType]::ParameterName, 'Where the injected facts go')
             [CompletionResult]::new('--claude-arg', '--claude-arg', [CompletionResultType]::ParameterName, 'An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--again', '--again', [CompletionResultType]::ParameterName, 'Send the session''s last failed message again, as a normal turn')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object instead of streaming the reply')
@@ -77,7 +77,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (bot, persona) this conversation belongs to [required]')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation [required]')
             [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -86,7 +86,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;pin' {
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -103,7 +103,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (bot, persona) this conversation belongs to [required]')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation [required]')
             [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -115,7 +115,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (bot, persona) this conversation belongs to [required]')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation [required]')
             [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -127,7 +127,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (bot, persona) this conversation belongs to [required]')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation [required]')
             [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -139,7 +139,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (bot, persona) this conversation belongs to [required]')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation [required]')
             [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -171,7 +171,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;facts' {
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -191,7 +191,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are [required]')
             [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Show at most N facts')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of objects (id, content, access_count, ...)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -204,7 +204,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are [required]')
             [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Show at most N facts')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of objects (id, content, access_count, score, ...)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -217,7 +217,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are [required]')
             [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
             [CompletionResult]::new('--keywords', '--keywords', [CompletionResultType]::ParameterName, 'Search keywords, comma-separated: words people may ask with (synonyms, the other language''s terms)')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -228,7 +228,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
         'duduclaw-session;facts;forget' {
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are [required]')
             [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -239,7 +239,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
         'duduclaw-session;facts;import' {
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are [required]')
             [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -250,7 +250,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
         'duduclaw-session;facts;export' {
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are [required]')
             [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -263,7 +263,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Enrich at most N facts in this run')
             [CompletionResult]::new('--extract-model', '--extract-model', [CompletionResultType]::ParameterName, 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one')
             [CompletionResult]::new('--side-timeout', '--side-timeout', [CompletionResultType]::ParameterName, 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Every agent''s facts (instead of --agent''s)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON summary (facts enriched and left, jobs, cost)')
@@ -315,7 +315,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation [required]')
             [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Show only the last N turns')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of turns (role, content, status, usage, ...)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -325,7 +325,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;sessions' {
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -340,7 +340,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
         }
         'duduclaw-session;sessions;list' {
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Only this agent''s sessions')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of session objects')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -350,7 +350,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;sessions;show' {
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON object')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -360,7 +360,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;sessions;rm' {
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -370,7 +370,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
         }
         'duduclaw-session;sessions;prune' {
             [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'How long unused, e.g. 30d, 12h, 1week 2days')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Only list what would be deleted')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -403,7 +403,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;jobs' {
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -421,7 +421,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'With --agent: only this channel''s session')
             [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'With --agent and --channel: only this thread''s session')
             [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Finished jobs this recent are listed too, e.g. 1h, 7d')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of job objects')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -436,7 +436,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'With --agent and --channel: only this thread''s session')
             [CompletionResult]::new('--extract-model', '--extract-model', [CompletionResultType]::ParameterName, 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one')
             [CompletionResult]::new('--side-timeout', '--side-timeout', [CompletionResultType]::ParameterName, 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--direct-api', '--direct-api', [CompletionResultType]::ParameterName, 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)')
             [CompletionResult]::new('--no-direct-api', '--no-direct-api', [CompletionResultType]::ParameterName, 'Never fall back to the Messages API when claude is missing or not logged in')
@@ -447,7 +447,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;jobs;retry' {
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -460,7 +460,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--after-turn', '--after-turn', [CompletionResultType]::ParameterName, 'Start once this turn is answered (or after 2 seconds)')
             [CompletionResult]::new('--extract-model', '--extract-model', [CompletionResultType]::ParameterName, 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one')
             [CompletionResult]::new('--side-timeout', '--side-timeout', [CompletionResultType]::ParameterName, 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--direct-api', '--direct-api', [CompletionResultType]::ParameterName, 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)')
             [CompletionResult]::new('--no-direct-api', '--no-direct-api', [CompletionResultType]::ParameterName, 'Never fall back to the Messages API when claude is missing or not logged in')
@@ -505,7 +505,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--compact-at', '--compact-at', [CompletionResultType]::ParameterName, 'Compact the session when its context passes this many estimated tokens')
             [CompletionResult]::new('--facts-in', '--facts-in', [CompletionResultType]::ParameterName, 'Where the injected facts go')
             [CompletionResult]::new('--claude-arg', '--claude-arg', [CompletionResultType]::ParameterName, 'An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--again', '--again', [CompletionResultType]::ParameterName, 'Send the session''s last failed message again, as a normal turn')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object instead of streaming the reply')
@@ -522,7 +522,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;store' {
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -535,7 +535,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
         'duduclaw-session;store;copy' {
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'The store to copy into: a file path or a postgres:// URL [default: --db]')
             [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'The store to copy from: a file path or a postgres:// URL [default: --db]')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON object with the counts')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -560,7 +560,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'With --agent: only this channel''s session')
             [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'With --agent and --channel: only this thread''s session')
             [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only calls this recent, e.g. 7d, 12h')
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON object with the same figures')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -570,7 +570,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;doctor' {
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON object')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -580,7 +580,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;completions' {
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -589,7 +589,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;man' {
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')

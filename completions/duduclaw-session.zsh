@@ -15,7 +15,7 @@ _duduclaw-session() {
 
     local context curcontext="$curcontext" state line
     _arguments "${_arguments_options[@]}" : \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -46,7 +46,7 @@ _arguments "${_arguments_options[@]}" : \
 '--facts-in=[Where the injected facts go]:WHERE:((message\:"At the head of the user message, after the recap (keeps the system prompt byte-stable)"
 system\:"At the tail of the system prompt, after the pin"))' \
 '*--claude-arg=[An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src]:ARG:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--again[Send the session'\''s last failed message again, as a normal turn]' \
 '--json[Print one JSON object instead of streaming the reply]' \
@@ -68,7 +68,7 @@ _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
 '--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -78,7 +78,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (pin)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -99,7 +99,7 @@ _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
 '--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -112,7 +112,7 @@ _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
 '--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -126,7 +126,7 @@ _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
 '--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -140,7 +140,7 @@ _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
 '--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -190,7 +190,7 @@ esac
 ;;
 (facts)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -211,7 +211,7 @@ _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent whose facts these are \[required\]]:ID:_default' \
 '--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
 '--limit=[Show at most N facts]:N:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON array of objects (id, content, access_count, ...)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -225,7 +225,7 @@ _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent whose facts these are \[required\]]:ID:_default' \
 '--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
 '--limit=[Show at most N facts]:N:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON array of objects (id, content, access_count, score, ...)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -240,7 +240,7 @@ _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent whose facts these are \[required\]]:ID:_default' \
 '--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
 '--keywords=[Search keywords, comma-separated\: words people may ask with (synonyms, the other language'\''s terms)]:LIST:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -253,7 +253,7 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent whose facts these are \[required\]]:ID:_default' \
 '--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -266,7 +266,7 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent whose facts these are \[required\]]:ID:_default' \
 '--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -279,7 +279,7 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent whose facts these are \[required\]]:ID:_default' \
 '--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -293,7 +293,7 @@ _arguments "${_arguments_options[@]}" : \
 '--limit=[Enrich at most N facts in this run]:N:_default' \
 '--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
 '--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--all[Every agent'\''s facts (instead of --agent'\''s)]' \
 '--json[Print a JSON summary (facts enriched and left, jobs, cost)]' \
@@ -363,7 +363,7 @@ _arguments "${_arguments_options[@]}" : \
 '--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
 '--limit=[Show only the last N turns]:N:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON array of turns (role, content, status, usage, ...)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -374,7 +374,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (sessions)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -393,7 +393,7 @@ _arguments "${_arguments_options[@]}" : \
             (list)
 _arguments "${_arguments_options[@]}" : \
 '--agent=[Only this agent'\''s sessions]:ID:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON array of session objects]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -404,7 +404,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (show)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON object]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -416,7 +416,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (rm)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -428,7 +428,7 @@ _arguments "${_arguments_options[@]}" : \
 (prune)
 _arguments "${_arguments_options[@]}" : \
 '--older-than=[How long unused, e.g. 30d, 12h, 1week 2days]:DURATION:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--dry-run[Only list what would be deleted]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -479,7 +479,7 @@ esac
 ;;
 (jobs)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -501,7 +501,7 @@ _arguments "${_arguments_options[@]}" : \
 '--channel=[With --agent\: only this channel'\''s session]:ID:_default' \
 '--thread=[With --agent and --channel\: only this thread'\''s session]:ID:_default' \
 '--since=[Finished jobs this recent are listed too, e.g. 1h, 7d]:DURATION:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON array of job objects]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -517,7 +517,7 @@ _arguments "${_arguments_options[@]}" : \
 '--thread=[With --agent and --channel\: only this thread'\''s session]:ID:_default' \
 '--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
 '--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
 '--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
@@ -529,7 +529,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (retry)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -544,7 +544,7 @@ _arguments "${_arguments_options[@]}" : \
 '--after-turn=[Start once this turn is answered (or after 2 seconds)]:TURN:_default' \
 '--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
 '--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
 '--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
@@ -608,7 +608,7 @@ _arguments "${_arguments_options[@]}" : \
 '--facts-in=[Where the injected facts go]:WHERE:((message\:"At the head of the user message, after the recap (keeps the system prompt byte-stable)"
 system\:"At the tail of the system prompt, after the pin"))' \
 '*--claude-arg=[An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src]:ARG:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--again[Send the session'\''s last failed message again, as a normal turn]' \
 '--json[Print one JSON object instead of streaming the reply]' \
@@ -627,7 +627,7 @@ system\:"At the tail of the system prompt, after the pin"))' \
 ;;
 (store)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -647,7 +647,7 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 '--to=[The store to copy into\: a file path or a postgres\:// URL \[default\: --db\]]:DB:_default' \
 '--from=[The store to copy from\: a file path or a postgres\:// URL \[default\: --db\]]:DB:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON object with the counts]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -690,7 +690,7 @@ _arguments "${_arguments_options[@]}" : \
 '--channel=[With --agent\: only this channel'\''s session]:ID:_default' \
 '--thread=[With --agent and --channel\: only this thread'\''s session]:ID:_default' \
 '--since=[Only calls this recent, e.g. 7d, 12h]:DURATION:_default' \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON object with the same figures]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -701,7 +701,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (doctor)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON object]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -712,7 +712,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -723,7 +723,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (man)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The store\: a SQLite file \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \

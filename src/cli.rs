@@ -16,7 +16,8 @@ later messages carry a recap of it, and durable key facts about the user and the
 project are extracted in the background, the most relevant few injected into each turn.
 
 A session is addressed by --agent, --channel and optionally --thread, which hash to one \
-deterministic session id. All state lives in one SQLite file (--db).
+deterministic session id. All state lives in one SQLite file, or in one PostgreSQL
+database that many hosts share (--db).
 
 Replies go to stdout, diagnostics to stderr; -v turns on logs (to stderr). NO_COLOR is \
 honoured. Summaries of what a command did (\"deleted 2 sessions\") go to stderr, so \
@@ -32,8 +33,8 @@ stdout holds only data.";
     after_long_help = crate::error::exit_codes_help()
 )]
 pub struct Cli {
-    /// The store: a SQLite file [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]
-    #[arg(long, global = true, env = "DUDUCLAW_DB", value_name = "PATH")]
+    /// The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]
+    #[arg(long, global = true, env = "DUDUCLAW_DB", value_name = "PATH|URL")]
     pub db: Option<OsString>,
 
     /// The claude executable [default: `claude` on PATH]
