@@ -147,7 +147,7 @@ fn index_terms(query: &FactQuery) -> Vec<String> {
 
 /// Facts go in batches of this many rows per statement: one round trip
 /// for a batch instead of a few per fact (an import of 100k facts).
-const BATCH: usize = 1_000;
+pub const BATCH: usize = 1_000;
 
 pub fn add(tx: &mut Transaction, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
     let t = now();
@@ -375,13 +375,13 @@ pub fn rank(
                       FROM term_df d CROSS JOIN stats s WHERE d.term = ANY($1)),
               cand AS (SELECT f.id, (f.body_len + f.keys_len)::float8 AS dl FROM facts f
                        WHERE {holds} AND f.agent = $2 AND f.user_id IN ('', $3)),
-              hits AS (SELECT t.fact_id, t.term,
+              hits AS (SELECT t.fact_id, t.term, cand.dl,
                               SUM(CASE WHEN t.field = 0 THEN t.tf::float8 ELSE t.tf * $5::float8 END) AS freq
                        FROM cand JOIN fact_terms t ON t.fact_id = cand.id AND t.term = ANY($1)
-                       GROUP BY t.fact_id, t.term),
+                       GROUP BY t.fact_id, t.term, cand.dl),
               scored AS (SELECT h.fact_id,
-                                SUM(i.w * h.freq * 2.2 / (h.freq + 1.2 * (0.25 + 0.75 * cand.dl / s.avgdl))) AS score
-                         FROM hits h JOIN idf i USING (term) JOIN cand ON cand.id = h.fact_id CROSS JOIN stats s
+                                SUM(i.w * h.freq * 2.2 / (h.freq + 1.2 * (0.25 + 0.75 * h.dl / s.avgdl))) AS score
+                         FROM hits h JOIN idf i USING (term) CROSS JOIN stats s
                          GROUP BY h.fact_id)
          SELECT {FACT_COLS}, sc.score FROM scored sc JOIN facts f ON f.id = sc.fact_id
          ORDER BY sc.score DESC, f.id LIMIT $4"

@@ -15,10 +15,11 @@ mod facts;
 mod jobs;
 pub mod url;
 
-use std::cell::RefCell;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use postgres::config::SslMode;
 use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, GenericClient, Row};
@@ -170,9 +171,9 @@ const MIGRATION_LOCK: i64 = 0x6475_6475_636c_6177; // "duduclaw"
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
 pub struct PgStore {
-    client: RefCell<Option<Client>>,
+    /// Shared with the turn locks taken on it, which unlock through it.
+    client: Arc<Mutex<Option<Client>>>,
     url: ServerUrl,
-    wait: Duration,
 }
 
 impl From<postgres::Error> for StoreError {
@@ -197,11 +198,19 @@ fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 /// starting. Errors name the store (never its password).
 fn connect(url: &ServerUrl, wait: Duration) -> anyhow::Result<Client> {
     let (config, tls) = url.config()?;
-    let tls = tls.connector()?;
+    // No TLS setup at all when the URL says sslmode=disable.
+    let tls = match config.get_ssl_mode() {
+        SslMode::Disable => None,
+        _ => Some(tls.connector()?),
+    };
     let start = Instant::now();
     off_runtime(|| {
         loop {
-            match config.connect(tls.clone()) {
+            let tried = match &tls {
+                Some(tls) => config.connect(tls.clone()),
+                None => config.connect(postgres::NoTls),
+            };
+            match tried {
                 Ok(c) => return Ok(c),
                 Err(e) => {
                     let busy = e.code().is_some_and(|c| {
@@ -247,15 +256,14 @@ impl PgStore {
     fn connect(url: &ServerUrl, wait: Duration) -> anyhow::Result<PgStore> {
         let client = connect(url, wait).map_err(|e| anyhow::Error::from(StoreError::from(e)))?;
         Ok(PgStore {
-            client: RefCell::new(Some(client)),
+            client: Arc::new(Mutex::new(Some(client))),
             url: url.clone(),
-            wait,
         })
     }
 
     /// Run `f` with the connection, off the runtime.
     fn with<T: Send>(&self, f: impl FnOnce(&mut Client) -> Result<T> + Send) -> Result<T> {
-        let mut guard = self.client.borrow_mut();
+        let mut guard = self.client.lock().unwrap_or_else(PoisonError::into_inner);
         let client = guard
             .as_mut()
             .ok_or_else(|| anyhow::anyhow!("the store connection is closed"))?;
@@ -347,7 +355,12 @@ fn check_version(version: i64) -> anyhow::Result<()> {
 impl Drop for PgStore {
     fn drop(&mut self) {
         // The driver's close blocks on its runtime: keep that off ours.
-        if let Some(client) = self.client.get_mut().take() {
+        let client = self
+            .client
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(client) = client {
             off_runtime(move || drop(client));
         }
     }
@@ -425,14 +438,21 @@ fn lock_key(session_id: &str) -> i64 {
     i64::from_be_bytes(bytes)
 }
 
-/// A turn lock: the connection that holds the advisory lock. Closing it
-/// (on drop, or when the process dies) releases the lock on the server.
-struct LockConnection(Option<Client>);
+/// A turn lock: a session-level advisory lock held by the store's own
+/// connection. Dropping it unlocks; if the process dies or its connection
+/// drops first, the server releases it with the connection.
+struct AdvisoryLock {
+    client: Arc<Mutex<Option<Client>>>,
+    key: i64,
+}
 
-impl Drop for LockConnection {
+impl Drop for AdvisoryLock {
     fn drop(&mut self) {
-        if let Some(client) = self.0.take() {
-            off_runtime(move || drop(client));
+        let mut guard = self.client.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(client) = guard.as_mut() {
+            let key = self.key;
+            // An error means the connection is gone, and the lock with it.
+            let _ = off_runtime(|| client.execute("SELECT pg_advisory_unlock($1)", &[&key]));
         }
     }
 }
@@ -648,7 +668,15 @@ impl Store for PgStore {
     }
 
     fn add_facts(&mut self, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
-        self.tx(|tx| facts::add(tx, new))
+        let ids = self.tx(|tx| facts::add(tx, new))?;
+        // After a bulk load (an import) the planner's statistics are stale
+        // until autovacuum comes by, and a search may pick a bad plan
+        // meanwhile: refresh them now. (It reads a sample; it does not
+        // block readers or writers.)
+        if ids.iter().flatten().count() >= facts::BATCH {
+            self.with(|c| Ok(c.batch_execute("ANALYZE facts, fact_terms, term_df")?))?;
+        }
+        Ok(ids)
     }
 
     fn list_facts(&self, scope: FactScope, limit: Option<usize>) -> Result<Vec<Fact>> {
@@ -921,18 +949,19 @@ impl Store for PgStore {
     }
 
     fn try_lock_session(&self, session_id: &str, _create: bool) -> Result<Option<SessionLock>> {
-        // A lock of its own connection: held for the whole turn while the
-        // store's connection goes on with short statements, and released
-        // by the server if this process dies.
-        let mut client = connect(&self.url, self.wait)?;
+        // On the store's connection, which lives as long as the turn: one
+        // connection per turn, and the lock goes when it does.
         let key = lock_key(session_id);
-        let got: Result<bool> = off_runtime(|| {
-            Ok(client
-                .query_one("SELECT pg_try_advisory_lock($1)", &[&key])?
+        let got: bool = self.with(|c| {
+            Ok(c.query_one("SELECT pg_try_advisory_lock($1)", &[&key])?
                 .try_get(0)?)
-        });
-        let lock = LockConnection(Some(client));
-        Ok(got?.then(|| SessionLock::new(lock)))
+        })?;
+        Ok(got.then(|| {
+            SessionLock::new(AdvisoryLock {
+                client: Arc::clone(&self.client),
+                key,
+            })
+        }))
     }
 }
 

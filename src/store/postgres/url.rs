@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -96,9 +96,17 @@ impl Tls {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let config = match &self.root_cert {
             None => {
+                // The system's roots are loaded once per process.
+                static SYSTEM: OnceLock<MakeRustlsConnect> = OnceLock::new();
+                if let Some(c) = SYSTEM.get() {
+                    return Ok(c.clone());
+                }
                 use rustls_platform_verifier::ConfigVerifierExt;
-                rustls::ClientConfig::with_platform_verifier()
-                    .context("could not load the system's TLS roots")?
+                let config = rustls::ClientConfig::with_platform_verifier()
+                    .context("could not load the system's TLS roots")?;
+                return Ok(SYSTEM
+                    .get_or_init(|| MakeRustlsConnect::new(config))
+                    .clone());
             }
             Some(path) => {
                 let mut roots = rustls::RootCertStore::empty();
