@@ -2,9 +2,9 @@
 //!
 //! The same behaviour as the SQLite file (the shared suite runs on both),
 //! with what a fleet needs: row-level compare-and-swap for handles and pins,
-//! `FOR UPDATE SKIP LOCKED` job claims, and the per-session turn lock as an
-//! advisory lock held on its own connection, so it is released by the
-//! server the moment the process holding it dies.
+//! `FOR UPDATE SKIP LOCKED` job claims, and the per-session turn lock as a
+//! session-level advisory lock on the store's connection, so the server
+//! releases it the moment the process holding it dies.
 //!
 //! The driver is the synchronous `postgres` crate. It runs a small runtime
 //! of its own, which tokio refuses to start on a thread already inside a
