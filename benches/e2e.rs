@@ -1008,14 +1008,7 @@ fn facts_commands(b: &Bench, runs: usize, import_runs: usize, rows: &mut Vec<Row
         imp < 20_000.0,
     ));
 
-    let search = |db: &Path, q: &str| {
-        let mut c = b.ours();
-        c.env("DUDUCLAW_DB", db)
-            .args(["facts", "search", "--agent", "facts", "--limit", "3", q]);
-        let t = timed(&mut c, "");
-        assert!(!t.stdout.trim().is_empty(), "search found nothing for {q}");
-        ms(t.total)
-    };
+    let search = |db: &Path, q: &str| search_ms(b, db.as_os_str(), q);
     for (lang, q) in [("en", common::QUERY_EN), ("zh", common::QUERY_ZH)] {
         // Warm the page cache for both files.
         search(&big_db, q);
@@ -1046,6 +1039,16 @@ fn facts_commands(b: &Bench, runs: usize, import_runs: usize, rows: &mut Vec<Row
             g / s <= 3.0,
         ));
     }
+}
+
+/// One `facts search` process on the store `db`, in milliseconds.
+fn search_ms(b: &Bench, db: &std::ffi::OsStr, q: &str) -> f64 {
+    let mut c = b.ours();
+    c.env("DUDUCLAW_DB", db)
+        .args(["facts", "search", "--agent", "facts", "--limit", "3", q]);
+    let t = timed(&mut c, "");
+    assert!(!t.stdout.trim().is_empty(), "search found nothing for {q}");
+    ms(t.total)
 }
 
 /// The read share of `bodies` replayed in order through a fresh cache model.
@@ -1339,14 +1342,7 @@ fn server_store(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
         "under 60 s",
         ti_s < 60_000.0,
     ));
-    let search = |db: &std::ffi::OsStr, q: &str| {
-        let mut c = b.ours();
-        c.env("DUDUCLAW_DB", db)
-            .args(["facts", "search", "--agent", "facts", "--limit", "3", q]);
-        let t = timed(&mut c, "");
-        assert!(!t.stdout.trim().is_empty(), "search found nothing for {q}");
-        ms(t.total)
-    };
+    let search = |db: &std::ffi::OsStr, q: &str| search_ms(b, db, q);
     for (lang, q) in [("en", common::QUERY_EN), ("zh", common::QUERY_ZH)] {
         let server = std::ffi::OsStr::new(&facts_url);
         search(server, q);

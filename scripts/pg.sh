@@ -6,6 +6,7 @@
 #                             wait until it accepts connections, and print
 #                             one line on stdout: its URL,
 #                             postgres://duduclaw:duduclaw-test-pw@127.0.0.1:PORT/postgres
+#                             The server offers TLS; its CA is DIR/ca.pem.
 #   scripts/pg.sh stop DIR    stop that server at once and remove DIR
 #
 # The role `duduclaw` is a superuser with a password (scram-sha-256 over
@@ -149,11 +150,13 @@ start() {
   rm -f "$tmplog" "$pwfile"
   [ "$(id -u)" = 0 ] && chown postgres: "$initlog" 2>/dev/null || true
 
+  tls "$dir"
+
   local log="$dir/server.log" port="" tries
   for tries in 1 2 3 4 5; do
     port=$(free_port)
     if as_pg "$pg_ctl" start -D "$dir" -l "$log" -w -t 60 -s \
-      -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+      -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key" \
       >&2; then
       break
     fi
@@ -196,6 +199,42 @@ start() {
     fi
   fi
   echo "$url"
+}
+
+# TLS as a managed server has it: a private CA (DIR/ca.pem, which the
+# tests read) and a server certificate it signed, for the name "localhost"
+# only, so that verify-full against 127.0.0.1 can be seen to check the
+# name. The role duduclaw_tls_only may log in over TLS only: a client that
+# gets in as it proves TLS was used.
+tls() {
+  local dir=$1
+  command -v openssl >/dev/null 2>&1 ||
+    die "openssl not found: the test server needs it for its TLS certificate (apt-get install openssl)"
+  local ext
+  ext=$(mktemp)
+  printf '%s\n' "subjectAltName=DNS:localhost" "basicConstraints=CA:FALSE" \
+    "keyUsage=digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" >"$ext"
+  if ! {
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3 -subj "/CN=duduclaw test CA" \
+      -keyout "$dir/ca.key" -out "$dir/ca.pem" &&
+      openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+        -keyout "$dir/server.key" -out "$dir/server.csr" &&
+      openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+        -CAcreateserial -days 3 -extfile "$ext" -out "$dir/server.crt"
+  } >/dev/null 2>"$dir/tls.log"; then
+    cat "$dir/tls.log" >&2
+    rm -f "$ext"
+    die "could not make the test server's TLS certificate (openssl output above)"
+  fi
+  rm -f "$ext" "$dir/server.csr" "$dir/ca.key"
+  chmod 600 "$dir/server.key"
+  chmod 644 "$dir/ca.pem" "$dir/server.crt"
+  [ "$(id -u)" = 0 ] && chown postgres: "$dir/server.key" "$dir/server.crt" "$dir/ca.pem" "$dir/tls.log"
+  # First match wins: this line goes above initdb's host lines.
+  local hba="$dir/pg_hba.conf"
+  { echo "hostnossl all duduclaw_tls_only all reject"; cat "$hba"; } >"$hba.new" && mv "$hba.new" "$hba"
+  [ "$(id -u)" = 0 ] && chown postgres: "$hba"
+  return 0
 }
 
 stop() {

@@ -20,9 +20,10 @@ fi
 # Tools the tests run, and the Debian package of each: man (the man pages
 # render), zsh and fish (their completion scripts parse), script (a pseudo
 # terminal for the spinner and colour checks), unshare (a read-only mount
-# for the read-only store test).
+# for the read-only store test), openssl (the test PostgreSQL server's TLS
+# certificate).
 missing=()
-for pair in man:man-db zsh:zsh fish:fish script:bsdutils unshare:util-linux; do
+for pair in man:man-db zsh:zsh fish:fish script:bsdutils unshare:util-linux openssl:openssl; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -53,6 +54,8 @@ if ! DUDUCLAW_TEST_PG_URL=$(scripts/pg.sh start "$pgdir/data"); then
   exit 1
 fi
 export DUDUCLAW_TEST_PG_URL
+# The CA that signed the test server's TLS certificate (see scripts/pg.sh).
+export DUDUCLAW_TEST_PG_CA="$pgdir/data/ca.pem"
 cargo test --workspace 2>&1 | tee "$log"
 # One closing line over every test binary (cargo prints one per binary,
 # the last ones being doc-test runs with nothing in them).

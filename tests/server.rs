@@ -27,6 +27,17 @@ fn as_role(url: &str, role: &str, password: &str, db: &str) -> String {
     format!("postgres://{role}:{password}{host}")
 }
 
+/// `turn --agent a --channel c --no-extract ARGS` running in the background.
+fn spawn_turn(env: &Env, args: &[&str]) -> std::process::Child {
+    env.std_cmd()
+        .args(["turn", "--agent", "a", "--channel", "c", "--no-extract"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn a_server_that_is_down_is_exit_4_in_one_line_without_the_password() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -142,23 +153,7 @@ fn a_full_server_is_waited_for_within_the_timeout_then_named() {
     assert!(started.elapsed() >= Duration::from_secs(2));
 
     // Freed while the turn waits: it goes through.
-    let child = env
-        .std_cmd()
-        .args([
-            "turn",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "--no-extract",
-            "--timeout",
-            "60",
-            "third",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_turn(&env, &["--timeout", "60", "third"]);
     std::thread::sleep(Duration::from_millis(1500));
     drop(held);
     let out = child.wait_with_output().unwrap();
@@ -173,21 +168,7 @@ fn a_connection_dropped_mid_turn_keeps_the_message_for_again() {
     let env = Env::fake(&format!("sleep 2\n{}", fake_success("answered at last"))).on_server();
     let url = env.server.clone().unwrap();
     assert_ok(&env.turn("a", "c", &["--no-extract"], "warm up"));
-    let child = env
-        .std_cmd()
-        .args([
-            "turn",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "--no-extract",
-            "the message that must survive",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_turn(&env, &["the message that must survive"]);
     let mut watch = client(&url);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -349,4 +330,86 @@ fn a_file_store_copied_to_a_server_continues_there() {
         "{}",
         r3.last_user_text()
     );
+}
+
+/// The CA of the test server's TLS certificate (scripts/pg.sh makes it,
+/// scripts/test.sh exports its path).
+fn test_ca() -> String {
+    std::env::var("DUDUCLAW_TEST_PG_CA").unwrap_or_else(|_| {
+        panic!(
+            "DUDUCLAW_TEST_PG_CA is not set: run through scripts/test.sh, or export \
+             DUDUCLAW_TEST_PG_CA=/tmp/duduclaw-pg/ca.pem beside DUDUCLAW_TEST_PG_URL"
+        )
+    })
+}
+
+#[test]
+fn tls_is_used_and_sslmode_checks_what_libpq_checks() {
+    // A role that may log in over TLS only (scripts/pg.sh's pg_hba), so a
+    // command that gets in proves the connection was encrypted.
+    let admin = pg::server_url();
+    let db = format!("tls_{}", std::process::id());
+    let mut c = client(&admin);
+    for sql in [
+        format!("DROP DATABASE IF EXISTS {db}"),
+        "DROP ROLE IF EXISTS duduclaw_tls_only".to_string(),
+        "CREATE ROLE duduclaw_tls_only LOGIN PASSWORD 'tls-pw'".to_string(),
+        format!("CREATE DATABASE {db} OWNER duduclaw_tls_only"),
+    ] {
+        c.batch_execute(&sql).unwrap();
+    }
+    let by_ip = as_role(&admin, "duduclaw_tls_only", "tls-pw", &db);
+    let by_name = by_ip.replacen("@127.0.0.1:", "@localhost:", 1);
+    let ca = test_ca();
+    let env = Env::fake(&fake_success("fine"));
+    let run = |url: String| {
+        let out = env
+            .cmd()
+            .env("DUDUCLAW_DB", &url)
+            .args(["facts", "list", "--agent", "a"])
+            .output()
+            .unwrap();
+        assert!(!printed(&out).contains("tls-pw"), "{}", printed(&out));
+        (out.status.code(), stderr(&out))
+    };
+    // Encrypted without checking the certificate (a private CA is fine),
+    // as libpq's prefer (the default) and require do.
+    for query in ["", "?sslmode=prefer", "?sslmode=require"] {
+        let (code, err) = run(format!("{by_ip}{query}"));
+        assert_eq!(code, Some(0), "{query}: {err}");
+    }
+    // Checked against the given CA: the chain (verify-ca, or require with
+    // a root file, as libpq), and with verify-full the name as well.
+    for query in [
+        format!("?sslmode=verify-ca&sslrootcert={ca}"),
+        format!("?sslmode=require&sslrootcert={ca}"),
+    ] {
+        let (code, err) = run(format!("{by_ip}{query}"));
+        assert_eq!(code, Some(0), "{query}: {err}");
+    }
+    let (code, err) = run(format!("{by_name}?sslmode=verify-full&sslrootcert={ca}"));
+    assert_eq!(
+        code,
+        Some(0),
+        "verify-full for the certificate's name: {err}"
+    );
+    // The certificate is for "localhost", not 127.0.0.1.
+    let (code, err) = run(format!("{by_ip}?sslmode=verify-full&sslrootcert={ca}"));
+    assert_eq!(code, Some(4), "{err}");
+    assert!(err.contains("certificate"), "{err}");
+    // Not signed by a root the system trusts.
+    let (code, err) = run(format!("{by_ip}?sslmode=verify-ca"));
+    assert_eq!(code, Some(4), "{err}");
+    assert!(err.contains("certificate"), "{err}");
+    // Without TLS this role is refused: the successes above were encrypted.
+    let (code, err) = run(format!("{by_ip}?sslmode=disable"));
+    assert_eq!(code, Some(4), "{err}");
+    assert!(
+        err.contains("no encryption") || err.contains("pg_hba"),
+        "{err}"
+    );
+    // A mode libpq does not know is named.
+    let (code, err) = run(format!("{by_ip}?sslmode=sometimes"));
+    assert_eq!(code, Some(4), "{err}");
+    assert!(err.contains("sslmode=sometimes"), "{err}");
 }
