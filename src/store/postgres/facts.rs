@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use postgres::{GenericClient, Row, Transaction};
 
-use super::count;
+use super::{count, nul_free};
 use crate::memory::facts::{keyword_index_text, normalize, stemmed_terms};
 use crate::store::{Fact, FactQuery, FactScope, NewFact, Result, now};
 
@@ -174,7 +174,7 @@ fn add_batch(
     let col = |f: &dyn Fn(usize) -> String| keep.iter().map(|&i| f(i)).collect::<Vec<String>>();
     let agents = col(&|i| new[i].agent.to_string());
     let users = col(&|i| new[i].user.unwrap_or("").to_string());
-    let contents = col(&|i| new[i].content.to_string());
+    let contents = col(&|i| nul_free(new[i].content).into_owned());
     let norm = col(&|i| norms[i].clone());
     let keywords = col(&|i| serde_json::to_string(new[i].keywords).unwrap_or_else(|_| "[]".into()));
     let terms = col(&|i| {

@@ -5,7 +5,7 @@
 use postgres::types::ToSql;
 use postgres::{GenericClient, Row};
 
-use super::text;
+use super::{nul_free, text};
 use crate::memory::jobs::{MAX_ATTEMPTS, RETRY_DELAY_SECS};
 use crate::store::{Job, JobFilter, JobKind, JobRow, JobSelect, JobStatus, Result, TextEnum, now};
 
@@ -153,7 +153,7 @@ pub fn fail(c: &mut impl GenericClient, id: i64, error: &str) -> Result<()> {
                 last_error = $2, lease_until = $6 + $7 * attempts, updated_at = $6 WHERE id = $1",
         &[
             &id,
-            &error,
+            &nul_free(error),
             &MAX_ATTEMPTS,
             &JobStatus::Failed.as_str(),
             &JobStatus::Pending.as_str(),

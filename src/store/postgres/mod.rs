@@ -366,6 +366,19 @@ impl Drop for PgStore {
     }
 }
 
+/// Text as PostgreSQL can hold it: a `text` value cannot contain NUL
+/// (SQLite's can), so a NUL in what the model or claude wrote (a reply,
+/// an error, a pin, a summary, a fact) is stored as U+FFFD rather than
+/// failing the write and losing the rest. Input typed by the user never
+/// holds one: it is refused before it is stored.
+pub(crate) fn nul_free(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains('\0') {
+        std::borrow::Cow::Owned(s.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
 /// A text enum read back from a column.
 fn text<T: TextEnum>(row: &Row, idx: usize) -> Result<T> {
     let s: String = row.try_get(idx)?;
@@ -517,7 +530,7 @@ impl Store for PgStore {
                     &[
                         &session_id,
                         &super::Role::User.as_str(),
-                        &content,
+                        &nul_free(content),
                         &super::TurnStatus::Pending.as_str(),
                         &t,
                     ],
@@ -545,8 +558,9 @@ impl Store for PgStore {
 
     fn add_reply(&mut self, session_id: &str, user_turn: i64, reply: &Reply) -> Result<i64> {
         let t = now();
-        let usage = reply.usage.map(ToString::to_string);
+        let usage = reply.usage.map(|u| nul_free(&u.to_string()).into_owned());
         let (mode, path) = (reply.mode.as_str(), reply.path.as_str());
+        let content = nul_free(reply.content);
         self.tx(|tx| {
             let id: i64 = tx
                 .query_one(
@@ -555,7 +569,7 @@ impl Store for PgStore {
                     &[
                         &session_id,
                         &super::Role::Assistant.as_str(),
-                        &reply.content,
+                        &content,
                         &super::TurnStatus::Reply.as_str(),
                         &mode,
                         &path,
@@ -588,7 +602,11 @@ impl Store for PgStore {
     fn fail_user_turn(&mut self, user_turn: i64, error: &str) -> Result<()> {
         self.execute(
             "UPDATE turns SET status = $2, error = $3 WHERE id = $1",
-            &[&user_turn, &super::TurnStatus::Failed.as_str(), &error],
+            &[
+                &user_turn,
+                &super::TurnStatus::Failed.as_str(),
+                &nul_free(error),
+            ],
         )?;
         Ok(())
     }
@@ -645,7 +663,7 @@ impl Store for PgStore {
             Some((summary, upto)) => self.execute(
                 "UPDATE sessions SET generation = $3, handle = $4, handle_turns = 0, handle_host = NULL, summary = $5, summary_upto = $6
                  WHERE id = $1 AND generation = $2",
-                &[&session_id, &from, &to, &roll.handle, &summary, &upto],
+                &[&session_id, &from, &to, &roll.handle, &nul_free(summary), &upto],
             )?,
         };
         Ok(n > 0)
@@ -654,7 +672,7 @@ impl Store for PgStore {
     fn set_pin(&mut self, session_id: &str, pin: Option<&str>) -> Result<()> {
         self.execute(
             "UPDATE sessions SET pin = $2, updated_at = $3 WHERE id = $1",
-            &[&session_id, &pin, &now()],
+            &[&session_id, &pin.map(nul_free), &now()],
         )?;
         Ok(())
     }
@@ -662,7 +680,7 @@ impl Store for PgStore {
     fn swap_pin(&mut self, session_id: &str, expected: Option<&str>, pin: &str) -> Result<bool> {
         let n = self.execute(
             "UPDATE sessions SET pin = $3 WHERE id = $1 AND pin IS NOT DISTINCT FROM $2",
-            &[&session_id, &expected, &pin],
+            &[&session_id, &expected.map(nul_free), &nul_free(pin)],
         )?;
         Ok(n > 0)
     }
@@ -831,7 +849,7 @@ impl Store for PgStore {
     fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
         self.execute(
             "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            &[&key, &value],
+            &[&key, &nul_free(value)],
         )?;
         Ok(())
     }
@@ -1059,6 +1077,48 @@ mod tests {
         .unwrap();
         let err = PgStore::open(&url, DEFAULT_WAIT).err().unwrap();
         assert!(format!("{err:#}").contains("newer"), "{err:#}");
+    }
+
+    /// What the model or claude wrote is kept even with a NUL in it, which
+    /// a PostgreSQL text value cannot hold.
+    #[test]
+    fn a_nul_from_the_model_is_kept_as_a_replacement_character() {
+        use crate::store::{CallPath, Mode, NewFact, Reply};
+        let url = testing::fresh_database();
+        let mut s = PgStore::open(&url, DEFAULT_WAIT).unwrap();
+        let key = SessionKey {
+            agent: "a",
+            channel: "c",
+            thread: None,
+        };
+        s.ensure_session("sid", &key, "/").unwrap();
+        let u = s.add_user_turn("sid", "hi").unwrap();
+        let reply = Reply {
+            content: "before\0after",
+            mode: Mode::New,
+            path: CallPath::Cli,
+            handle: "sid",
+            host: None,
+            usage: None,
+            cost_usd: None,
+            duration_ms: 1,
+        };
+        s.add_reply("sid", u, &reply).unwrap();
+        let u2 = s.add_user_turn("sid", "again").unwrap();
+        s.fail_user_turn(u2, "claude said \0 and died").unwrap();
+        s.set_pin("sid", Some("task\0")).unwrap();
+        s.add_facts(&[NewFact::new("a", None, "uses \0 bytes in logs")])
+            .unwrap();
+        let turns = s.turns("sid", None).unwrap();
+        assert_eq!(turns[1].content, "before\u{FFFD}after");
+        assert_eq!(
+            turns[2].error.as_deref(),
+            Some("claude said \u{FFFD} and died")
+        );
+        let session = s.session("sid").unwrap().unwrap();
+        assert_eq!(session.pin.as_deref(), Some("task\u{FFFD}"));
+        let facts = s.all_facts("a", None).unwrap();
+        assert_eq!(facts[0].content, "uses \u{FFFD} bytes in logs");
     }
 
     #[test]
