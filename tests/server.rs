@@ -82,6 +82,13 @@ fn doctor_checks_a_server_store_without_showing_the_password() {
     let env = Env::fake(&fake_success("fine")).on_server();
     let url = env.server.clone().unwrap();
     let password = pg::password(&url).unwrap();
+    // An empty database is a store not created yet, as a missing file is.
+    let empty = env.cmd().arg("doctor").output().unwrap();
+    assert!(
+        stdout(&empty).contains("not created yet"),
+        "{}",
+        stdout(&empty)
+    );
     assert_ok(&env.turn("a", "c", &["--no-extract"], "hello"));
     let out = env.cmd().args(["doctor", "--json"]).output().unwrap();
     assert!(!printed(&out).contains(&password), "{}", printed(&out));

@@ -76,7 +76,11 @@ fn check_store(location: &Location, report: &mut Value, problems: &mut Vec<Probl
     };
     let store = match store::open_existing(location) {
         Ok(Some(s)) => s,
-        Ok(None) => return false,
+        Ok(None) => {
+            // A reachable server whose database has no schema of ours yet.
+            report["store"]["exists"] = json!(false);
+            return false;
+        }
         Err(e) => {
             problem(format!("{e:#}"));
             return false;
