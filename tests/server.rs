@@ -20,10 +20,21 @@ fn client(url: &str) -> postgres::Client {
     postgres::Client::connect(url, postgres::NoTls).unwrap()
 }
 
-/// The test server's URL for another role and database.
-fn as_role(url: &str, role: &str, password: &str, db: &str) -> String {
-    let admin = pg::with_database(url, db);
-    let host = &admin[admin.find('@').unwrap()..];
+/// A fresh login role (with `options`, e.g. a connection limit) owning a
+/// fresh database on the test server; the URL that logs in as it.
+fn role_with_database(role: &str, password: &str, options: &str, db: &str) -> String {
+    let admin = pg::server_url();
+    let mut c = client(&admin);
+    for sql in [
+        format!("DROP DATABASE IF EXISTS {db}"),
+        format!("DROP ROLE IF EXISTS {role}"),
+        format!("CREATE ROLE {role} LOGIN PASSWORD '{password}' {options}"),
+        format!("CREATE DATABASE {db} OWNER {role}"),
+    ] {
+        c.batch_execute(&sql).unwrap();
+    }
+    let url = pg::with_database(&admin, db);
+    let host = &url[url.find('@').unwrap()..];
     format!("postgres://{role}:{password}{host}")
 }
 
@@ -116,18 +127,8 @@ fn a_full_server_is_waited_for_within_the_timeout_then_named() {
     // A role limited to two connections, owning its database: what a
     // managed server's per-user limit looks like. (Superusers are exempt
     // from connection limits, so the test's own role cannot show it.)
-    let admin = pg::server_url();
     let db = format!("full_{}", std::process::id());
-    let mut c = client(&admin);
-    for sql in [
-        format!("DROP DATABASE IF EXISTS {db}"),
-        format!("DROP ROLE IF EXISTS {db}"),
-        format!("CREATE ROLE {db} LOGIN PASSWORD 'limited-pw' CONNECTION LIMIT 2"),
-        format!("CREATE DATABASE {db} OWNER {db}"),
-    ] {
-        c.batch_execute(&sql).unwrap();
-    }
-    let url = as_role(&admin, &db, "limited-pw", &db);
+    let url = role_with_database(&db, "limited-pw", "CONNECTION LIMIT 2", &db);
     let mut env = Env::fake(&fake_success("served"));
     env.server = Some(url.clone());
     assert_ok(&env.turn("a", "c", &["--no-extract"], "first, to create the schema"));
@@ -354,18 +355,8 @@ fn test_ca() -> String {
 fn tls_is_used_and_sslmode_checks_what_libpq_checks() {
     // A role that may log in over TLS only (scripts/pg.sh's pg_hba), so a
     // command that gets in proves the connection was encrypted.
-    let admin = pg::server_url();
     let db = format!("tls_{}", std::process::id());
-    let mut c = client(&admin);
-    for sql in [
-        format!("DROP DATABASE IF EXISTS {db}"),
-        "DROP ROLE IF EXISTS duduclaw_tls_only".to_string(),
-        "CREATE ROLE duduclaw_tls_only LOGIN PASSWORD 'tls-pw'".to_string(),
-        format!("CREATE DATABASE {db} OWNER duduclaw_tls_only"),
-    ] {
-        c.batch_execute(&sql).unwrap();
-    }
-    let by_ip = as_role(&admin, "duduclaw_tls_only", "tls-pw", &db);
+    let by_ip = role_with_database("duduclaw_tls_only", "tls-pw", "", &db);
     let by_name = by_ip.replacen("@127.0.0.1:", "@localhost:", 1);
     let ca = test_ca();
     let env = Env::fake(&fake_success("fine"));

@@ -29,6 +29,14 @@ const CLEARED_ENV: &[&str] = &[
     "CLAUDE_CODE_SESSION_ACCESS_TOKEN",
 ];
 
+/// Whether an inherited variable is kept from claude: a parent Claude Code
+/// session's (above), and our own settings, which claude never needs and
+/// of which the store's URL (`DUDUCLAW_DB`) may hold a server password the
+/// model's tools could otherwise read.
+fn is_cleared(var: &str) -> bool {
+    CLEARED_ENV.contains(&var) || var.starts_with("DUDUCLAW_")
+}
+
 /// Keep this much of the child's stderr for error messages.
 const STDERR_KEEP: usize = 64 * 1024;
 
@@ -162,14 +170,8 @@ impl Claude {
 
     fn command(&self) -> Command {
         let mut cmd = Command::new(&self.path);
-        for var in CLEARED_ENV {
-            cmd.env_remove(var);
-        }
-        // Our own settings are ours: claude never needs them, and the
-        // store's URL (DUDUCLAW_DB) may hold a server password that the
-        // model's tools could otherwise read from the environment.
         for (var, _) in std::env::vars_os() {
-            if var.to_string_lossy().starts_with("DUDUCLAW_") {
+            if is_cleared(&var.to_string_lossy()) {
                 cmd.env_remove(var);
             }
         }

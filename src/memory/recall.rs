@@ -32,9 +32,6 @@ const MATCH_BUDGET: i64 = 1_000;
 /// A narrowed query must still match this many facts (a turn injects 3).
 const FACTS_AT_LEAST: i64 = 3;
 
-/// How many of the index's best matches the fast path joins for the scope check.
-const FAST_WINDOW: usize = 200;
-
 /// Rank the scope's facts against `message`: BM25 over the message's
 /// terms, then a small bonus for facts in use, so between two equally
 /// relevant facts the one that keeps proving useful wins, while a clearly
@@ -61,14 +58,7 @@ pub fn search_weighted(
         return Ok(Vec::new());
     };
     let want = CANDIDATES.max(limit);
-    // Fast path: the engine ranks inside its index and joins only the best
-    // matches for the scope check. If the scope filter leaves too few of
-    // them (a store shared by many agents), rank the scope's matches in full.
-    let mut rows = store.rank_facts(&query, scope, want, Some(FAST_WINDOW))?;
-    let window = i64::try_from(FAST_WINDOW).unwrap_or(i64::MAX);
-    if rows.len() < want && store.count_fact_matches(&query, window + 1)? > window {
-        rows = store.rank_facts(&query, scope, want, None)?;
-    }
+    let rows = store.rank_facts(&query, scope, want)?;
     let mut scored: Vec<ScoredFact> = rows
         .into_iter()
         .map(|(fact, relevance)| {

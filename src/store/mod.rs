@@ -162,13 +162,13 @@ pub trait Store: Send {
     /// How many facts (of any scope) match, counted up to `cap`.
     fn count_fact_matches(&self, query: &FactQuery, cap: i64) -> Result<i64>;
     /// The scope's best `want` matches with their relevance (higher is
-    /// better): among the index's best `window` matches, or among all.
+    /// better). How an engine gets there (a shortcut through its index's
+    /// best matches) is its own business; the answer is the same.
     fn rank_facts(
         &self,
         query: &FactQuery,
         scope: FactScope,
         want: usize,
-        window: Option<usize>,
     ) -> Result<Vec<(Fact, f64)>>;
     /// Count an injection of each fact.
     fn bump_facts(&mut self, ids: &[i64]) -> Result<()>;
@@ -344,7 +344,7 @@ pub fn open(location: &Location) -> anyhow::Result<Box<dyn Store>> {
 }
 
 /// [`open`], waiting at most `wait` for a server that is full or starting
-/// (a turn passes what is left of its timeout).
+/// (a turn passes its `--timeout`).
 pub fn open_with(location: &Location, wait: std::time::Duration) -> anyhow::Result<Box<dyn Store>> {
     match location {
         Location::File(p) => Ok(Box::new(sqlite::SqliteStore::open(p)?)),

@@ -714,11 +714,9 @@ impl Store for PgStore {
         query: &FactQuery,
         scope: FactScope,
         want: usize,
-        _window: Option<usize>,
     ) -> Result<Vec<(Fact, f64)>> {
-        // The window is SQLite's shortcut around scoring every match; here
-        // the scope filter runs inside the ranking query, so all matches of
-        // the scope are ranked.
+        // The scope filter runs inside the ranking query (the GIN index
+        // finds the scope's candidates), so one query ranks them all.
         self.with(|c| facts::rank(c, query, scope, want))
     }
 

@@ -174,6 +174,10 @@ CREATE INDEX jobs_agent ON jobs(agent, kind, status);
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
+/// How many of FTS5's best matches the fast ranking path joins for the
+/// scope check.
+const FAST_WINDOW: usize = 200;
+
 /// How long a write waits for another process's transaction. Turns of
 /// different sessions share the file, and their writes are short.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -468,9 +472,17 @@ impl Store for SqliteStore {
         query: &FactQuery,
         scope: FactScope,
         want: usize,
-        window: Option<usize>,
     ) -> Result<Vec<(Fact, f64)>> {
-        facts::rank(&self.conn, query, scope, want, window)
+        // Fast path: FTS5 ranks inside its own index and only its best
+        // matches are joined for the scope check. If the scope filter leaves
+        // too few of them (a store shared by many agents), rank the scope's
+        // matches in full.
+        let rows = facts::rank(&self.conn, query, scope, want, Some(FAST_WINDOW))?;
+        let window = i64::try_from(FAST_WINDOW).unwrap_or(i64::MAX);
+        if rows.len() < want && facts::count_matches(&self.conn, query, window + 1)? > window {
+            return facts::rank(&self.conn, query, scope, want, None);
+        }
+        Ok(rows)
     }
 
     fn bump_facts(&mut self, ids: &[i64]) -> Result<()> {
