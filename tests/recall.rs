@@ -4,8 +4,8 @@
 //! 80 questions that paraphrase 40 of them or ask in the other language),
 //! ranked as a turn ranks them. The keywords were written from each fact
 //! alone, the questions from the fact text alone, by different hands; set C
-//! was written last, blind to the keywords and the other sets, and was
-//! measured once, after every ranking choice was made.
+//! was written last, blind to the keywords and the other sets, and nothing
+//! was tuned on it.
 //!
 //! `cargo test --test recall -- --nocapture` prints hit@1 and hit@3 for
 //! several keyword weights, without keywords, and per kind of question.
@@ -180,8 +180,8 @@ fn keywords_find_facts_by_meaning_and_across_languages(server: bool) {
         .collect();
     println!("engine: {engine}");
     // The keyword weight was chosen on A; B was written separately and
-    // never used for tuning; C is the blind set (see the top). Each set's floors (hit@3, hit@1) are what it
-    // measures today (BENCHMARKS.md, "Facts by meaning"), so a change that
+    // never used for tuning; C is the blind set (see the top). Each set's
+    // floors (hit@3, hit@1) are what it measures today (BENCHMARKS.md, "Facts by meaning"), so a change that
     // loses retrieval fails here. The goal (hit@3 0.9, hit@1 0.75)
     // is not reached by keywords alone: the misses printed are questions
     // that share no word, or one, with the fact and the words written for it.
@@ -204,17 +204,24 @@ fn keywords_find_facts_by_meaning_and_across_languages(server: bool) {
         assert_eq!(qs.len(), 80, "{name}");
         let (p1, p3, _) = score(&*plain, qs, &ids, KEYWORD_WEIGHT, None);
         println!("{name}: without keywords:        hit@1 {p1:.3}  hit@3 {p3:.3}");
-        for w in [0.25, 0.5, 0.75, 0.9, 1.0] {
-            let (h1, h3, _) = score(&*tagged, qs, &ids, w, None);
+        // The chosen weight's figures and misses are kept from the sweep,
+        // not ranked again.
+        let mut chosen = None;
+        for w in [0.25, 0.5, 0.75, KEYWORD_WEIGHT, 1.0] {
+            let (h1, h3, misses) = score(&*tagged, qs, &ids, w, None);
             println!("{name}: keywords at weight {w:<4}:  hit@1 {h1:.3}  hit@3 {h3:.3}");
+            if w == KEYWORD_WEIGHT {
+                chosen = Some((h1, h3, misses));
+            }
         }
+        let (h1, h3, misses) = chosen.expect("the sweep includes the chosen weight");
         for kind in ["paraphrase", "cross"] {
             let (h1, h3, _) = score(&*tagged, qs, &ids, KEYWORD_WEIGHT, Some(kind));
             println!("{name}: {kind:<10} (weight {KEYWORD_WEIGHT}): hit@1 {h1:.3}  hit@3 {h3:.3}");
         }
         // Why the misses miss: how many of the question's terms the target
-        // holds at all (0 or 1 is a vocabulary gap no ranking can close).
-        let (h1, h3, misses) = score(&*tagged, qs, &ids, KEYWORD_WEIGHT, None);
+        // holds at all (none is a vocabulary gap no ranking can close; one
+        // is a word most often shared with many other facts too).
         let mut by_shared = [0usize; 3];
         for m in &misses {
             let shared = shared_terms(&m.question, &terms[&m.target]);
