@@ -30,6 +30,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use duduclaw_session::memory::clarify::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM};
 use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
 use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
 use duduclaw_session::text::estimate_tokens;
@@ -38,6 +39,25 @@ use tempfile::TempDir;
 
 const PIN_ANSWER: &str =
     "Migrate the React app from CRA to Vite; keep the tests passing; do not touch the auth flow";
+/// Part 8's message that the stand-in answers with a question.
+const NEXT_STEP: &str = "ok, next step please";
+/// A consolidated pin, as the stand-in answers a consolidation call.
+const CONSOLIDATED: &str = "Migrate the React app from CRA to Vite; keep the tests passing; do not touch the auth flow. \
+Deploy the billing service to staging with Argo CD before every release; pnpm workspaces only, never npm i; \
+CI on GitHub Actions within fifteen minutes; reports with ISO dates and amounts in New Taiwan dollars.";
+
+/// What the stand-in's clarify call condenses an answer into: one line of
+/// about 120 characters, so ten of them fill a pin.
+fn clarification(input: &str) -> String {
+    let answer = input
+        .split("<user_answered>\n")
+        .nth(1)
+        .and_then(|a| a.split("\n</user_answered>").next())
+        .unwrap_or("");
+    let line: String = format!("from now on: {answer}").chars().take(120).collect();
+    line
+}
+
 const FACTS_BIG: usize = 100_000;
 const FACTS_SMALL: usize = 1_000;
 
@@ -46,7 +66,15 @@ const FACTS_SMALL: usize = 1_000;
 /// Code's own, which is what every side call sends.
 fn is_side(r: &Recorded) -> bool {
     let s = r.system_text();
-    let ours = s.contains(PIN_SYSTEM) || s.contains(FACTS_SYSTEM) || s.contains(SUMMARY_SYSTEM);
+    let ours = [
+        PIN_SYSTEM,
+        FACTS_SYSTEM,
+        SUMMARY_SYSTEM,
+        CLARIFY_SYSTEM,
+        CONSOLIDATE_SYSTEM,
+    ]
+    .iter()
+    .any(|p| s.contains(p));
     let no_tools = r
         .body
         .get("tools")
@@ -226,23 +254,35 @@ impl Bench {
         let delay = Arc::clone(&side_delay);
         let standin = StandIn::start_with(move |r: &Recorded| {
             if is_side(r) {
-                let text = if r.system_text().contains(PIN_SYSTEM) {
-                    PIN_ANSWER
+                let system = r.system_text();
+                let text = if system.contains(PIN_SYSTEM) {
+                    PIN_ANSWER.to_string()
+                } else if system.contains(CLARIFY_SYSTEM) {
+                    clarification(&r.last_user_text())
+                } else if system.contains(CONSOLIDATE_SYSTEM) {
+                    CONSOLIDATED.to_string()
                 } else {
-                    "NONE"
+                    "NONE".to_string()
                 };
                 return Reply::Slow {
-                    text: text.into(),
+                    text,
                     first_delay_ms: delay.load(Ordering::SeqCst),
                     chunk_delay_ms: 0,
                 };
             }
             let user = r.last_user_text();
             let last: String = user.lines().last().unwrap_or("").chars().take(60).collect();
+            // Part 8's "next step" turns end with a question, as Claude's
+            // replies often do, so the message after them is an answer.
+            let ask = if last.trim() == NEXT_STEP {
+                " Should I also update the CI config for that step?"
+            } else {
+                ""
+            };
             Reply::Text(format!(
                 "On \"{last}\": I checked the config and the tests; the change is small and \
                  safe. Next I will apply it, run the suite, and report what changed and what \
-                 is left to do."
+                 is left to do.{ask}"
             ))
         });
         let mut dir = tempfile::tempdir().expect("temp dir");
@@ -1189,7 +1229,7 @@ fn side_call_overhead(b: &Bench, rows: &mut Vec<Row>) {
         } else if i % 2 == 1 {
             topics[(i / 2) % topics.len()].to_string()
         } else {
-            "ok, next step please".to_string()
+            NEXT_STEP.to_string()
         };
         timed(&mut c, &msg);
     }
@@ -1214,13 +1254,19 @@ fn side_call_overhead(b: &Bench, rows: &mut Vec<Row>) {
         .as_f64()
         .unwrap_or(f64::NAN);
     let memory = v["memory"]["share_of_input"].as_f64().unwrap_or(f64::NAN);
+    let kind = |k: &str| v["side_calls"]["by_kind"][k]["calls"].as_u64().unwrap_or(0);
     rows.push(row(
         "side calls' share of a 20-turn conversation (cost; tokens)",
         format!("{:.1}% of cost", share_cost * 100.0),
         format!("{:.1}% of tokens", share_tokens * 100.0),
-        format!("{} side calls for 20 turns", v["side_calls"]["calls"]),
-        "a few percent of a turn each",
-        share_cost < 0.10,
+        format!(
+            "{} side calls for 20 turns ({} clarify, {} consolidate)",
+            v["side_calls"]["calls"],
+            kind("clarify"),
+            kind("consolidate")
+        ),
+        "≤ 5% of tokens, clarify and consolidation counted",
+        share_cost < 0.10 && share_tokens <= 0.05,
     ));
     rows.push(row(
         "injected memory (pin, recap, facts) as a share of the turns' input",

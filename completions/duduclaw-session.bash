@@ -187,6 +187,12 @@ _duduclaw__session() {
             duduclaw__session__subcmd__help__subcmd__pin,clear)
                 cmd="duduclaw__session__subcmd__help__subcmd__pin__subcmd__clear"
                 ;;
+            duduclaw__session__subcmd__help__subcmd__pin,history)
+                cmd="duduclaw__session__subcmd__help__subcmd__pin__subcmd__history"
+                ;;
+            duduclaw__session__subcmd__help__subcmd__pin,restore)
+                cmd="duduclaw__session__subcmd__help__subcmd__pin__subcmd__restore"
+                ;;
             duduclaw__session__subcmd__help__subcmd__pin,set)
                 cmd="duduclaw__session__subcmd__help__subcmd__pin__subcmd__set"
                 ;;
@@ -247,6 +253,12 @@ _duduclaw__session() {
             duduclaw__session__subcmd__pin,help)
                 cmd="duduclaw__session__subcmd__pin__subcmd__help"
                 ;;
+            duduclaw__session__subcmd__pin,history)
+                cmd="duduclaw__session__subcmd__pin__subcmd__history"
+                ;;
+            duduclaw__session__subcmd__pin,restore)
+                cmd="duduclaw__session__subcmd__pin__subcmd__restore"
+                ;;
             duduclaw__session__subcmd__pin,set)
                 cmd="duduclaw__session__subcmd__pin__subcmd__set"
                 ;;
@@ -261,6 +273,12 @@ _duduclaw__session() {
                 ;;
             duduclaw__session__subcmd__pin__subcmd__help,help)
                 cmd="duduclaw__session__subcmd__pin__subcmd__help__subcmd__help"
+                ;;
+            duduclaw__session__subcmd__pin__subcmd__help,history)
+                cmd="duduclaw__session__subcmd__pin__subcmd__help__subcmd__history"
+                ;;
+            duduclaw__session__subcmd__pin__subcmd__help,restore)
+                cmd="duduclaw__session__subcmd__pin__subcmd__help__subcmd__restore"
                 ;;
             duduclaw__session__subcmd__pin__subcmd__help,set)
                 cmd="duduclaw__session__subcmd__pin__subcmd__help__subcmd__set"
@@ -1041,7 +1059,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help__subcmd__pin)
-            opts="show set append clear"
+            opts="show set append clear history restore"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1069,6 +1087,34 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help__subcmd__pin__subcmd__clear)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__pin__subcmd__history)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__pin__subcmd__restore)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1591,7 +1637,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__pin)
-            opts="-v -h --db --claude --verbose --help show set append clear help"
+            opts="-v -h --db --claude --verbose --help show set append clear history restore help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1681,7 +1727,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__pin__subcmd__help)
-            opts="show set append clear help"
+            opts="show set append clear history restore help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1736,6 +1782,34 @@ _duduclaw__session() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        duduclaw__session__subcmd__pin__subcmd__help__subcmd__history)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__pin__subcmd__help__subcmd__restore)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         duduclaw__session__subcmd__pin__subcmd__help__subcmd__set)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -1757,6 +1831,74 @@ _duduclaw__session() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__pin__subcmd__history)
+            opts="-v -h --agent --channel --thread --json --db --claude --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --channel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --thread)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__pin__subcmd__restore)
+            opts="-v -h --agent --channel --thread --db --claude --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --channel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --thread)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

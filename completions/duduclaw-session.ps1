@@ -94,8 +94,10 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Print the pinned task (nothing if there is none)')
             [CompletionResult]::new('set', 'set', [CompletionResultType]::ParameterValue, 'Replace the pinned task (at most 1,000 characters)')
-            [CompletionResult]::new('append', 'append', [CompletionResultType]::ParameterValue, 'Add a `[+]` line to the pinned task, shortened to stay within 1,000 characters')
+            [CompletionResult]::new('append', 'append', [CompletionResultType]::ParameterValue, 'Add your words as a `[+]` line to the pinned task, verbatim (the pin stays within 1,000 characters)')
             [CompletionResult]::new('clear', 'clear', [CompletionResultType]::ParameterValue, 'Remove the pinned task')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'List the pin''s kept revisions, oldest first: revision, time, source (turn), pin')
+            [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Bring back a kept revision of the pin (`pin history` lists them)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -147,11 +149,38 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'duduclaw-session;pin;history' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (bot, persona) this conversation belongs to [required]')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation [required]')
+            [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of revisions (rev, pin, source, turn_id, from_rev, created_at)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;pin;restore' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (bot, persona) this conversation belongs to [required]')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'The channel (chat, room, terminal) of the conversation [required]')
+            [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'An optional thread inside the channel')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'duduclaw-session;pin;help' {
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Print the pinned task (nothing if there is none)')
             [CompletionResult]::new('set', 'set', [CompletionResultType]::ParameterValue, 'Replace the pinned task (at most 1,000 characters)')
-            [CompletionResult]::new('append', 'append', [CompletionResultType]::ParameterValue, 'Add a `[+]` line to the pinned task, shortened to stay within 1,000 characters')
+            [CompletionResult]::new('append', 'append', [CompletionResultType]::ParameterValue, 'Add your words as a `[+]` line to the pinned task, verbatim (the pin stays within 1,000 characters)')
             [CompletionResult]::new('clear', 'clear', [CompletionResultType]::ParameterValue, 'Remove the pinned task')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'List the pin''s kept revisions, oldest first: revision, time, source (turn), pin')
+            [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Bring back a kept revision of the pin (`pin history` lists them)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -165,6 +194,12 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;pin;help;clear' {
+            break
+        }
+        'duduclaw-session;pin;help;history' {
+            break
+        }
+        'duduclaw-session;pin;help;restore' {
             break
         }
         'duduclaw-session;pin;help;help' {
@@ -623,8 +658,10 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
         'duduclaw-session;help;pin' {
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Print the pinned task (nothing if there is none)')
             [CompletionResult]::new('set', 'set', [CompletionResultType]::ParameterValue, 'Replace the pinned task (at most 1,000 characters)')
-            [CompletionResult]::new('append', 'append', [CompletionResultType]::ParameterValue, 'Add a `[+]` line to the pinned task, shortened to stay within 1,000 characters')
+            [CompletionResult]::new('append', 'append', [CompletionResultType]::ParameterValue, 'Add your words as a `[+]` line to the pinned task, verbatim (the pin stays within 1,000 characters)')
             [CompletionResult]::new('clear', 'clear', [CompletionResultType]::ParameterValue, 'Remove the pinned task')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'List the pin''s kept revisions, oldest first: revision, time, source (turn), pin')
+            [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Bring back a kept revision of the pin (`pin history` lists them)')
             break
         }
         'duduclaw-session;help;pin;show' {
@@ -637,6 +674,12 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;help;pin;clear' {
+            break
+        }
+        'duduclaw-session;help;pin;history' {
+            break
+        }
+        'duduclaw-session;help;pin;restore' {
             break
         }
         'duduclaw-session;help;facts' {

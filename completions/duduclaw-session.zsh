@@ -148,6 +148,34 @@ _arguments "${_arguments_options[@]}" : \
 '--help[Print help]' \
 && ret=0
 ;;
+(history)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
+'--thread=[An optional thread inside the channel]:ID:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--json[Print a JSON array of revisions (rev, pin, source, turn_id, from_rev, created_at)]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(restore)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
+'--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
+'--thread=[An optional thread inside the channel]:ID:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':rev -- The revision number:_default' \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 ":: :_duduclaw-session__subcmd__pin__subcmd__help_commands" \
@@ -173,6 +201,14 @@ _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
 (clear)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(history)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(restore)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -779,6 +815,14 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(history)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(restore)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
         esac
     ;;
 esac
@@ -1214,8 +1258,10 @@ _duduclaw-session__subcmd__help__subcmd__pin_commands() {
     local commands; commands=(
 'show:Print the pinned task (nothing if there is none)' \
 'set:Replace the pinned task (at most 1,000 characters)' \
-'append:Add a \`\[+\]\` line to the pinned task, shortened to stay within 1,000 characters' \
+'append:Add your words as a \`\[+\]\` line to the pinned task, verbatim (the pin stays within 1,000 characters)' \
 'clear:Remove the pinned task' \
+'history:List the pin'\''s kept revisions, oldest first\: revision, time, source (turn), pin' \
+'restore:Bring back a kept revision of the pin (\`pin history\` lists them)' \
     )
     _describe -t commands 'duduclaw-session help pin commands' commands "$@"
 }
@@ -1228,6 +1274,16 @@ _duduclaw-session__subcmd__help__subcmd__pin__subcmd__append_commands() {
 _duduclaw-session__subcmd__help__subcmd__pin__subcmd__clear_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session help pin clear commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__pin__subcmd__history_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__pin__subcmd__history_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help pin history commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__pin__subcmd__restore_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__pin__subcmd__restore_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help pin restore commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__pin__subcmd__set_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__pin__subcmd__set_commands() {
@@ -1383,8 +1439,10 @@ _duduclaw-session__subcmd__pin_commands() {
     local commands; commands=(
 'show:Print the pinned task (nothing if there is none)' \
 'set:Replace the pinned task (at most 1,000 characters)' \
-'append:Add a \`\[+\]\` line to the pinned task, shortened to stay within 1,000 characters' \
+'append:Add your words as a \`\[+\]\` line to the pinned task, verbatim (the pin stays within 1,000 characters)' \
 'clear:Remove the pinned task' \
+'history:List the pin'\''s kept revisions, oldest first\: revision, time, source (turn), pin' \
+'restore:Bring back a kept revision of the pin (\`pin history\` lists them)' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'duduclaw-session pin commands' commands "$@"
@@ -1404,8 +1462,10 @@ _duduclaw-session__subcmd__pin__subcmd__help_commands() {
     local commands; commands=(
 'show:Print the pinned task (nothing if there is none)' \
 'set:Replace the pinned task (at most 1,000 characters)' \
-'append:Add a \`\[+\]\` line to the pinned task, shortened to stay within 1,000 characters' \
+'append:Add your words as a \`\[+\]\` line to the pinned task, verbatim (the pin stays within 1,000 characters)' \
 'clear:Remove the pinned task' \
+'history:List the pin'\''s kept revisions, oldest first\: revision, time, source (turn), pin' \
+'restore:Bring back a kept revision of the pin (\`pin history\` lists them)' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'duduclaw-session pin help commands' commands "$@"
@@ -1425,6 +1485,16 @@ _duduclaw-session__subcmd__pin__subcmd__help__subcmd__help_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session pin help help commands' commands "$@"
 }
+(( $+functions[_duduclaw-session__subcmd__pin__subcmd__help__subcmd__history_commands] )) ||
+_duduclaw-session__subcmd__pin__subcmd__help__subcmd__history_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session pin help history commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__pin__subcmd__help__subcmd__restore_commands] )) ||
+_duduclaw-session__subcmd__pin__subcmd__help__subcmd__restore_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session pin help restore commands' commands "$@"
+}
 (( $+functions[_duduclaw-session__subcmd__pin__subcmd__help__subcmd__set_commands] )) ||
 _duduclaw-session__subcmd__pin__subcmd__help__subcmd__set_commands() {
     local commands; commands=()
@@ -1434,6 +1504,16 @@ _duduclaw-session__subcmd__pin__subcmd__help__subcmd__set_commands() {
 _duduclaw-session__subcmd__pin__subcmd__help__subcmd__show_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session pin help show commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__pin__subcmd__history_commands] )) ||
+_duduclaw-session__subcmd__pin__subcmd__history_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session pin history commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__pin__subcmd__restore_commands] )) ||
+_duduclaw-session__subcmd__pin__subcmd__restore_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session pin restore commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__pin__subcmd__set_commands] )) ||
 _duduclaw-session__subcmd__pin__subcmd__set_commands() {

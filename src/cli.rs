@@ -126,11 +126,13 @@ A MESSAGE that starts with '-' goes after '--', which ends the options as in eve
 tool (turn -- \"-x marks the spot\"), or on stdin. Given as an ordinary argument it is \
 refused (exit 2) rather than read as options. -v and -vv are the verbose option (logs on stderr).
 
-Side calls (pin and fact extraction, compaction summaries) are queued as jobs and run by a \
-detached worker after the reply, so the turn returns as soon as the reply is recorded. \
---wait-side (or DUDUCLAW_WAIT_SIDE=1) runs them in the foreground instead, bounded by \
---side-timeout: use it where stray processes are killed (systemd units, CI) or for \
-deterministic tests. `jobs list` shows what they did.";
+Side calls (pin and fact extraction, clarifications and pin consolidation, compaction \
+summaries) are queued as jobs and run by a detached worker after the reply, so the turn \
+returns as soon as the reply is recorded. --wait-side (or DUDUCLAW_WAIT_SIDE=1) runs them \
+in the foreground instead, bounded by --side-timeout: use it where stray processes are \
+killed (systemd units, CI) or for deterministic tests. `jobs list` shows what they did; \
+--json reports this session's side calls still to run and failed (\"memory\"), and on a \
+terminal one line on stderr says when side calls failed since the previous turn.";
 
 /// Which session: (agent, channel, thread) hash to one deterministic id.
 #[derive(Debug, Clone, Args)]
@@ -269,7 +271,7 @@ pub enum PinAction {
         /// The new pinned task
         text: String,
     },
-    /// Add a `[+]` line to the pinned task, shortened to stay within 1,000 characters
+    /// Add your words as a `[+]` line to the pinned task, verbatim (the pin stays within 1,000 characters)
     Append {
         #[command(flatten)]
         session: SessionArgs,
@@ -278,6 +280,22 @@ pub enum PinAction {
     },
     /// Remove the pinned task
     Clear(SessionArgs),
+    /// List the pin's kept revisions, oldest first: revision, time, source (turn), pin
+    History {
+        #[command(flatten)]
+        session: SessionArgs,
+        /// Print a JSON array of revisions (rev, pin, source, turn_id, from_rev, created_at)
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bring back a kept revision of the pin (`pin history` lists them)
+    Restore {
+        #[command(flatten)]
+        session: SessionArgs,
+        /// The revision number
+        #[arg(value_name = "REV")]
+        rev: i64,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -111,15 +111,6 @@ pub fn shorten(s: &str, max_chars: usize) -> String {
     out
 }
 
-/// Closing decoration a question may be wrapped in: markdown emphasis, code, quotes, brackets.
-const CLOSING_DECORATION: &[char] = &['*', '_', '`', '"', '\'', '”', '’', ')', '）', '」', '』'];
-
-/// Whether a reply ends by asking the user something, so the next message is an answer.
-pub fn ends_with_question(s: &str) -> bool {
-    s.trim_end_matches(|c: char| c.is_whitespace() || CLOSING_DECORATION.contains(&c))
-        .ends_with(['?', '？'])
-}
-
 /// Empty, or nothing but whitespace and zero-width characters: nothing worth sending.
 pub fn is_blank(s: &str) -> bool {
     s.chars()
@@ -264,22 +255,6 @@ mod tests {
         // No space within the window: hard cut.
         let long = format!("a {}", "b".repeat(40));
         assert_eq!(shorten(&long, 30), format!("a {}…", "b".repeat(27)));
-    }
-
-    #[test]
-    fn questions() {
-        assert!(ends_with_question("Should I keep the tests?"));
-        assert!(ends_with_question("對嗎？"));
-        assert!(ends_with_question("ok?**"));
-        assert!(ends_with_question("Which one? \n\n"));
-        assert!(ends_with_question("Use `pnpm`?`"));
-        assert!(ends_with_question("他說「好嗎？」"));
-        assert!(ends_with_question("(is that right?)"));
-        assert!(ends_with_question("\"really?\""));
-        assert!(!ends_with_question("Done."));
-        assert!(!ends_with_question("Is it? Yes."));
-        assert!(!ends_with_question(""));
-        assert!(!ends_with_question("**"));
     }
 
     #[test]

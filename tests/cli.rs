@@ -629,10 +629,22 @@ fn pin_show_set_append_clear() {
     assert_eq!(stdout(&pin(&["show"])), format!("{exact}\n"));
     // CJK counts characters, not bytes.
     assert_ok(&pin(&["set", &"遷".repeat(1000)]));
-    // Appending never pushes the pin past the cap.
-    assert_ok(&pin(&["append", &"z ".repeat(400)]));
-    let shown = stdout(&pin(&["show"]));
-    assert!(shown.trim_end().chars().count() <= 1000, "{}", shown.len());
+    // Appending by hand keeps the words as typed, and is refused (exit 3,
+    // the pin unchanged) when it would pass the cap: nothing is cut.
+    let over = pin(&["append", &"z ".repeat(400)]);
+    assert_eq!(code(&over), Some(3), "{}", stderr(&over));
+    assert!(
+        stderr(&over).contains("over the 1000 limit"),
+        "{}",
+        stderr(&over)
+    );
+    assert_eq!(stdout(&pin(&["show"])), format!("{}\n", "遷".repeat(1000)));
+    assert_ok(&pin(&["set", "short task"]));
+    assert_ok(&pin(&["append", "keep   the SW as it is, exactly"]));
+    assert_eq!(
+        stdout(&pin(&["show"])),
+        "short task\n[+] keep the SW as it is, exactly\n"
+    );
 
     for blank in ["", "  \n"] {
         let out = pin(&["set", blank]);
@@ -643,6 +655,49 @@ fn pin_show_set_append_clear() {
 
     assert_ok(&pin(&["clear"]));
     assert_eq!(stdout(&pin(&["show"])), "");
+
+    // Every change above is a revision; any one can be brought back.
+    let history = stdout(&pin(&["history"]));
+    let sources: Vec<&str> = history
+        .lines()
+        .map(|l| l.split('\t').nth(2).unwrap_or(""))
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            "set", "appended", "set", "set", "set", "appended", "cleared"
+        ],
+        "{history}"
+    );
+    let revs: serde_json::Value =
+        serde_json::from_str(&stdout(&pin(&["history", "--json"]))).unwrap();
+    let appended = &revs[5];
+    assert_eq!(
+        appended["pin"],
+        "short task\n[+] keep the SW as it is, exactly"
+    );
+    let rev = appended["rev"].to_string();
+    assert_ok(&pin(&["restore", &rev]));
+    assert_eq!(
+        stdout(&pin(&["show"])),
+        "short task\n[+] keep the SW as it is, exactly\n"
+    );
+    let last = stdout(&pin(&["history"]))
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(
+        last.contains(&format!("restored from revision {rev}")),
+        "{last}"
+    );
+    let missing = pin(&["restore", "999"]);
+    assert_eq!(code(&missing), Some(3), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("revisions 1 to 8 are kept"),
+        "{}",
+        stderr(&missing)
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -1515,7 +1570,7 @@ fn doctor_on_a_healthy_store() {
         "{text}"
     );
     assert!(
-        text.contains("schema 2 · integrity ok · 1 sessions, 2 turns, 1 facts"),
+        text.contains("schema 3 · integrity ok · 1 sessions, 2 turns, 1 facts"),
         "{text}"
     );
     assert!(text.ends_with("all good\n"), "{text}");

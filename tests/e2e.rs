@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Env, assert_ok, stderr};
+use duduclaw_session::memory::clarify::CLARIFY_SYSTEM;
 use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
 use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
 use standin::{Recorded, Reply, StandIn};
@@ -17,7 +18,10 @@ const PIN: &str =
 
 fn is_side(r: &Recorded) -> bool {
     let s = r.system_text();
-    s.contains(PIN_SYSTEM) || s.contains(FACTS_SYSTEM) || s.contains(SUMMARY_SYSTEM)
+    s.contains(PIN_SYSTEM)
+        || s.contains(FACTS_SYSTEM)
+        || s.contains(SUMMARY_SYSTEM)
+        || s.contains(CLARIFY_SYSTEM)
 }
 
 /// A scripted model: pins, facts and summaries for side calls; for main
@@ -44,6 +48,13 @@ fn model(r: &Recorded) -> Reply {
             "NONE".into()
         } else {
             facts.join("\n")
+        });
+    }
+    if sys.contains(CLARIFY_SYSTEM) {
+        return Reply::Text(if user.contains("keep the service worker") {
+            "target Vite 6; keep the service worker".into()
+        } else {
+            "NONE".into()
         });
     }
     if sys.contains(SUMMARY_SYSTEM) {
@@ -220,16 +231,16 @@ fn a_clarification_reaches_the_system_prompt_of_the_resumed_turn(server: bool) {
         .assert()
         .success();
     env.turn_json("a", "c", &["--no-extract"], "ASK ME what you need");
-    env.turn_json(
-        "a",
-        "c",
-        &["--no-extract"],
-        "Vite 6, and keep the service worker",
-    );
+    // The answer goes to a clarify call after the reply; the line it
+    // condenses is pinned for the turns that follow.
+    env.turn_json("a", "c", &[], "Vite 6, and keep the service worker");
+    env.settle();
+    env.turn_json("a", "c", &["--no-extract"], "go on");
     let r = main_requests(&s).pop().unwrap();
     assert!(
-        r.system_tail()
-            .ends_with("Build the site\n[+] Vite 6, and keep the service worker\n</pinned_task>"),
+        r.system_tail().ends_with(
+            "Build the site\n[+] target Vite 6; keep the service worker\n</pinned_task>"
+        ),
         "the changed pin must reach a resumed turn (snapshot off): …{}",
         &r.system_tail()[r.system_tail().len().saturating_sub(200)..]
     );
@@ -240,7 +251,7 @@ fn a_clarification_reaches_the_system_prompt_of_the_resumed_turn(server: bool) {
         .unwrap();
     assert_eq!(
         String::from_utf8_lossy(&pin.stdout),
-        "Build the site\n[+] Vite 6, and keep the service worker\n"
+        "Build the site\n[+] target Vite 6; keep the service worker\n"
     );
 }
 

@@ -132,7 +132,42 @@ fn check_store(location: &Location, report: &mut Value, problems: &mut Vec<Probl
             healthy = false;
         }
     }
+    match recent_failures(&*store) {
+        Ok(Some((count, newest))) => {
+            report["store"]["failed_jobs"] = json!({ "count": count, "newest_error": newest });
+        }
+        Ok(None) => report["store"]["failed_jobs"] = json!({ "count": 0 }),
+        Err(e) => problem(format!("could not read the side-call jobs: {e:#}")),
+    }
     healthy
+}
+
+/// How far back `doctor` looks for failed side calls.
+const FAILURES_WINDOW_SECS: i64 = 24 * 60 * 60;
+
+/// Side-call jobs whose last attempt failed in the last 24 hours: how many,
+/// and the newest error. Memory work that fails does not stop a turn, so it
+/// is a warning, never a problem.
+fn recent_failures(store: &dyn store::Store) -> Result<Option<(usize, String)>> {
+    let since = store::now().saturating_sub(FAILURES_WINDOW_SECS);
+    let mut failed: Vec<store::JobRow> = store
+        .jobs(&store::JobFilter {
+            select: store::JobSelect::default(),
+            finished_since: Some(since),
+        })?
+        .into_iter()
+        .filter(|j| {
+            j.status != store::JobStatus::Done && j.last_error.is_some() && j.updated_at >= since
+        })
+        .collect();
+    failed.sort_by_key(|j| (j.updated_at, j.id));
+    Ok(failed.last().map(|newest| {
+        let error = newest.last_error.clone().unwrap_or_default();
+        (
+            failed.len(),
+            format!("{} job {}: {error}", newest.kind, newest.id),
+        )
+    }))
 }
 
 /// Check claude; the problems found (none when it would serve a turn).
@@ -274,13 +309,35 @@ fn write_text(
     for n in notes {
         writeln!(out, "note: {n}")?;
     }
+    let warnings = warnings(report);
+    for w in &warnings {
+        writeln!(out, "warning: {w}")?;
+    }
     for p in problems {
         writeln!(out, "problem: {}", p.line)?;
     }
-    if problems.is_empty() {
-        writeln!(out, "all good")?;
+    match (problems.is_empty(), warnings.is_empty()) {
+        (true, true) => writeln!(out, "all good")?,
+        (true, false) => writeln!(out, "turns would work; see the warnings")?,
+        _ => {}
     }
     Ok(())
+}
+
+/// What is wrong without stopping a turn.
+fn warnings(report: &Value) -> Vec<String> {
+    let failed = &report["store"]["failed_jobs"];
+    match failed["count"].as_u64() {
+        Some(n) if n > 0 => vec![format!(
+            "{n} side call{} failed in the last 24 hours; newest: {} (duduclaw-session jobs list)",
+            if n == 1 { "" } else { "s" },
+            failed["newest_error"]
+                .as_str()
+                .unwrap_or("?")
+                .replace('\n', " ")
+        )],
+        _ => Vec::new(),
+    }
 }
 
 pub async fn run(location: &Location, claude_path: Option<&Path>, json_out: bool) -> Result<()> {
@@ -334,6 +391,7 @@ pub async fn run(location: &Location, claude_path: Option<&Path>, json_out: bool
     problems.extend(store_problems);
     report["problems"] = json!(problems.iter().map(|p| &p.line).collect::<Vec<_>>());
     report["notes"] = json!(notes);
+    report["warnings"] = json!(warnings(&report));
 
     let mut out = std::io::stdout().lock();
     if json_out {

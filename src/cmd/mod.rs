@@ -128,6 +128,13 @@ fn no_session(what: impl std::fmt::Display) -> anyhow::Error {
     )
 }
 
+/// Seconds since the epoch as RFC 3339 (UTC), the one time format shown.
+fn time(secs: i64) -> String {
+    let t =
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::try_from(secs).unwrap_or(0));
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
 /// How a session is named in messages.
 fn describe(a: &Address) -> String {
     match &a.thread {

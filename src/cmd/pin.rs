@@ -1,66 +1,152 @@
-//! `pin`: read or edit a session's pinned task.
+//! `pin`: read or edit a session's pinned task, and walk its revisions.
 
 use std::io::Write;
 
 use anyhow::Result;
 
-use super::{address, describe, no_session, open_for_reading};
-use crate::cli::PinAction;
+use super::{address, describe, no_session, open_for_reading, time};
+use crate::cli::{PinAction, SessionArgs};
 use crate::error::{Kind, fail};
 use crate::memory::pin;
-use crate::store::{self, Location};
+use crate::session::Address;
+use crate::store::{self, Location, PinChange, PinRevision, PinSource, Store};
 
 pub fn run(location: &Location, action: &PinAction) -> Result<()> {
-    let session = match action {
-        PinAction::Show(s) | PinAction::Clear(s) => s,
-        PinAction::Set { session, .. } | PinAction::Append { session, .. } => session,
-    };
-    let addr = address(session)?;
-    let sid = addr.session_id();
-    if let PinAction::Show(_) = action {
-        let found = match open_for_reading(location)? {
-            Some(store) => store.session(&sid)?,
-            None => None,
-        };
-        let s = found.ok_or_else(|| no_session(describe(&addr)))?;
-        if let Some(p) = s.pin {
-            writeln!(std::io::stdout(), "{p}")?;
+    match action {
+        PinAction::Show(session) => {
+            let (_, s) = read(location, session)?;
+            if let Some(p) = s.pin {
+                writeln!(std::io::stdout(), "{p}")?;
+            }
+            Ok(())
         }
-        return Ok(());
-    }
-    let new = match action {
-        PinAction::Show(_) | PinAction::Clear(_) => None,
-        PinAction::Set { text, .. } => {
+        PinAction::History { session, json } => {
+            let (store, s) = read(location, session)?;
+            let revs = store.pin_history(&s.id)?;
+            print_history(&revs, *json)
+        }
+        PinAction::Set { session, text } => {
             if crate::text::is_blank(text) {
                 return Err(fail(
                     Kind::BadInput,
                     "pin text is empty (use `pin clear` to remove the pin)",
                 ));
             }
-            let n = text.chars().count();
-            if n > pin::PIN_CAP {
-                return Err(fail(
-                    Kind::BadInput,
-                    format!("pin is {n} characters, over the {} limit", pin::PIN_CAP),
-                ));
-            }
-            Some(text.trim().to_string())
+            let text = text.trim();
+            within_cap(text, "pin is")?;
+            write(location, session, |_| {
+                Ok((Some(text.to_string()), PinChange::by(PinSource::Set)))
+            })
         }
-        PinAction::Append { text, .. } => {
+        PinAction::Append { session, text } => {
             if crate::text::is_blank(text) {
                 return Err(fail(Kind::BadInput, "nothing to append"));
             }
-            Some(String::new())
+            // A person's own words, as typed: never condensed or cut.
+            write(location, session, |current| {
+                let new = pin::appended(current, text);
+                within_cap(&new, "the pin would be")?;
+                Ok((Some(new), PinChange::by(PinSource::Appended)))
+            })
         }
-    };
+        PinAction::Clear(session) => write(location, session, |_| {
+            Ok((None, PinChange::by(PinSource::Cleared)))
+        }),
+        PinAction::Restore { session, rev } => {
+            let mut store = store::open(location)?;
+            let addr = address(session)?;
+            let sid = addr.session_id();
+            if store.session(&sid)?.is_none() {
+                return Err(no_session(describe(&addr)));
+            }
+            let kept = store.pin_history(&sid)?;
+            let Some(r) = kept.iter().find(|r| r.rev == *rev) else {
+                let range = match (kept.first(), kept.last()) {
+                    (Some(a), Some(b)) => format!("revisions {} to {} are kept", a.rev, b.rev),
+                    _ => "it has no revisions".into(),
+                };
+                return Err(fail(
+                    Kind::BadInput,
+                    format!("no revision {rev} of this pin: {range} (`pin history`)"),
+                ));
+            };
+            let change = PinChange {
+                from_rev: Some(r.rev),
+                ..PinChange::by(PinSource::Restored)
+            };
+            store.set_pin(&sid, r.pin.as_deref(), change)?;
+            Ok(())
+        }
+    }
+}
+
+/// The store and the session, for reading: an unknown session is an error,
+/// and nothing is created.
+fn read(location: &Location, session: &SessionArgs) -> Result<(Box<dyn Store>, store::Session)> {
+    let addr = address(session)?;
+    let store = open_for_reading(location)?.ok_or_else(|| no_session(describe(&addr)))?;
+    let s = store
+        .session(&addr.session_id())?
+        .ok_or_else(|| no_session(describe(&addr)))?;
+    Ok((store, s))
+}
+
+/// Change the pin (creating the session): `f` gets the pin as it is and
+/// gives the new one with what changed it.
+fn write(
+    location: &Location,
+    session: &SessionArgs,
+    f: impl FnOnce(Option<&str>) -> Result<(Option<String>, PinChange)>,
+) -> Result<()> {
+    let addr: Address = address(session)?;
+    let sid = addr.session_id();
     let mut store = store::open(location)?;
     let s = store.ensure_session(&sid, &addr.key(), &crate::turn::cwd())?;
-    let new = match (action, new) {
-        (PinAction::Append { text, .. }, _) => {
-            Some(pin::append_clarification(s.pin.as_deref(), text))
-        }
-        (_, new) => new,
-    };
-    store.set_pin(&sid, new.as_deref())?;
+    let (new, change) = f(s.pin.as_deref())?;
+    store.set_pin(&sid, new.as_deref(), change)?;
+    Ok(())
+}
+
+fn within_cap(text: &str, what: &str) -> Result<()> {
+    let n = pin::chars(text);
+    if n > pin::PIN_CAP {
+        return Err(fail(
+            Kind::BadInput,
+            format!(
+                "{what} {n} characters, over the {} limit (`pin set` a shorter one)",
+                pin::PIN_CAP
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Where a revision came from, as `pin history` says it.
+fn source(r: &PinRevision) -> String {
+    match (r.turn_id, r.from_rev) {
+        (Some(t), _) => format!("{} from turn {t}", r.source),
+        (None, Some(rev)) => format!("{} from revision {rev}", r.source),
+        _ => r.source.to_string(),
+    }
+}
+
+fn print_history(revs: &[PinRevision], json: bool) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string(revs)?)?;
+        return Ok(());
+    }
+    for r in revs {
+        writeln!(
+            out,
+            "{}\t{}\t{}\t{}",
+            r.rev,
+            time(r.created_at),
+            source(r),
+            r.pin
+                .as_deref()
+                .map_or_else(|| "(cleared)".to_string(), |p| p.replace('\n', " ⏎ "))
+        )?;
+    }
     Ok(())
 }

@@ -30,10 +30,13 @@ pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) ->
     };
     let session =
         stored.unwrap_or_else(|| Session::fresh(&sid, &settings.address.key(), &turn::cwd()));
-    let message = match input {
-        Input::Message(m) => m,
+    let (message, resend) = match input {
+        Input::Message(m) => (m, None),
         Input::Again => match &store {
-            Some(s) => turn::resendable(&**s, &sid)?.content,
+            Some(s) => {
+                let t = turn::resendable(&**s, &sid)?;
+                (t.content, Some(t.id))
+            }
             None => {
                 return Err(fail(
                     Kind::BadInput,
@@ -43,7 +46,7 @@ pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) ->
         },
     };
     let gathered = match &store {
-        Some(s) => Gathered::read(&**s, &session, &message, settings.user.as_deref())?,
+        Some(s) => Gathered::read(&**s, &session, &message, settings.user.as_deref(), resend)?,
         None => Gathered::empty(&session),
     };
     let cache = match &store {
@@ -97,7 +100,6 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
             "system_append": r.system,
             "user_message": r.user,
             "facts": facts,
-            "pin_update": plan.memory.pin_update,
             "jobs": plan.memory.jobs.iter().map(|j| j.kind).collect::<Vec<_>>(),
         });
         writeln!(o, "{obj}")?;

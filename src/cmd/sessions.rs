@@ -1,12 +1,11 @@
 //! `history` and `sessions`: inspect and remove stored conversations.
 
 use std::io::Write;
-use std::time::{Duration, UNIX_EPOCH};
 
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use super::{address, describe, no_session, open_for_reading, summary};
+use super::{address, describe, no_session, open_for_reading, summary, time};
 use crate::cli::{SessionArgs, SessionsAction};
 use crate::error::{Kind, fail};
 use crate::memory::compact;
@@ -41,12 +40,6 @@ pub fn history(
         writeln!(out, "## {}{status}\n{}\n", t.role, t.content)?;
     }
     Ok(())
-}
-
-/// Seconds since the epoch as RFC 3339 (UTC), the one time format shown.
-fn time(secs: i64) -> String {
-    let t = UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).unwrap_or(0));
-    humantime::format_rfc3339_seconds(t).to_string()
 }
 
 /// A session id as the store spells it (lowercase, hyphenated), or `None`

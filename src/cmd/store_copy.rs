@@ -121,7 +121,12 @@ mod tests {
                 s.add_reply(id, u, &reply).unwrap();
             }
         }
-        s.set_pin("s1", Some("Write the report in TWD")).unwrap();
+        s.set_pin(
+            "s1",
+            Some("Write the report in TWD"),
+            crate::store::PinChange::by(crate::store::PinSource::Set),
+        )
+        .unwrap();
         let upto = s.turns("s2", None).unwrap()[3].id;
         let roll = Roll {
             from: 0,

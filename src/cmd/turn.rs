@@ -1,6 +1,6 @@
 //! `turn`: one turn of the conversation.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -60,6 +60,14 @@ pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) ->
     if settings.json {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "{}", serde_json::to_string(&answer)?)?;
+    } else if answer.failed_since_last_turn > 0 && std::io::stderr().is_terminal() {
+        // A person at a terminal hears of failed memory work once, where
+        // they look; a pipeline reads `memory` in `--json` instead.
+        let n = answer.failed_since_last_turn;
+        eprintln!(
+            "memory: {n} side call{} failed (duduclaw-session jobs list)",
+            if n == 1 { "" } else { "s" }
+        );
     }
     Ok(())
 }

@@ -13,8 +13,10 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::backend::{Backend, CallError, Outcome, SideRequest};
-use crate::memory::{compact, facts, pin};
-use crate::store::{self, CallRecord, Job, JobKind, JobSelect, NewFact, Store};
+use crate::memory::{clarify, compact, facts, pin};
+use crate::store::{
+    self, CallRecord, Job, JobKind, JobSelect, NewFact, PinChange, PinSource, Store,
+};
 use crate::text;
 
 // Short on purpose: a side call's whole request should stay within ~5% of a
@@ -81,6 +83,23 @@ impl NewJob {
         }
     }
 
+    /// Decide whether an answer to the reply's question clarifies the task,
+    /// and condense it.
+    pub fn clarify(question: &str, answer: &str, model: &str) -> NewJob {
+        NewJob {
+            kind: JobKind::Clarify,
+            input: json!({ "question": question, "answer": answer, "model": model }),
+        }
+    }
+
+    /// Rewrite the pin with a clarification that did not fit.
+    pub fn consolidate(add: &str, model: &str) -> NewJob {
+        NewJob {
+            kind: JobKind::Consolidate,
+            input: json!({ "add": add, "model": model }),
+        }
+    }
+
     /// Write keywords for facts that have none.
     pub fn enrich(facts: &[crate::store::Fact], model: &str) -> NewJob {
         let facts: Vec<Value> = facts
@@ -136,6 +155,18 @@ fn job_prompt(job: &Job) -> (&'static str, String) {
             (FACTS_SYSTEM, input)
         }
         JobKind::Summary => (compact::SUMMARY_SYSTEM, s("transcript").to_string()),
+        JobKind::Clarify => (
+            clarify::CLARIFY_SYSTEM,
+            clarify::clarify_input(
+                job.input["pin"].as_str(),
+                s("question"),
+                &bounded(s("answer")),
+            ),
+        ),
+        JobKind::Consolidate => (
+            clarify::CONSOLIDATE_SYSTEM,
+            clarify::consolidate_input(job.input["pin"].as_str(), s("add")),
+        ),
         JobKind::Enrich => {
             let lines: Vec<String> = enrich_facts(job)
                 .iter()
@@ -154,6 +185,23 @@ fn enrich_facts(job: &Job) -> Vec<(i64, String)> {
         .flatten()
         .filter_map(|f| Some((f["id"].as_i64()?, f["content"].as_str()?.to_string())))
         .collect()
+}
+
+/// Give a claimed job what it reads from the store at run time rather than
+/// when it was queued: the clarify and consolidation calls see the pin as it
+/// is now, after the jobs of earlier turns (`input.pin`, not stored).
+pub fn prepare(store: &dyn Store, job: &mut Job) -> Result<()> {
+    if !matches!(job.kind, JobKind::Clarify | JobKind::Consolidate) {
+        return Ok(());
+    }
+    let pin = match &job.session_id {
+        Some(sid) => store.session(sid)?.and_then(|s| s.pin),
+        None => None,
+    };
+    if let Some(input) = job.input.as_object_mut() {
+        input.insert("pin".into(), json!(pin));
+    }
+    Ok(())
 }
 
 /// How jobs are run: where the calls go, with which model unless the job
@@ -228,7 +276,17 @@ pub async fn drain(
             tokio::time::sleep_until(wake).await;
             continue;
         }
-        let calls = jobs.into_iter().map(|job| {
+        let mut prepared = Vec::with_capacity(jobs.len());
+        for mut job in jobs {
+            match prepare(store, &mut job) {
+                Ok(()) => prepared.push(job),
+                Err(e) => {
+                    let _ = store.fail_job(job.id, &format!("could not read its input: {e:#}"));
+                    report.failed += 1;
+                }
+            }
+        }
+        let calls = prepared.into_iter().map(|job| {
             let runner = runner.clone();
             tokio::spawn(async move {
                 let result = runner.call(&job).await;
@@ -342,7 +400,11 @@ pub fn apply(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String> {
                 .session_id
                 .as_deref()
                 .ok_or_else(|| anyhow!("a pin job without a session"))?;
-            let mut slot = StoredPin { store, session_id };
+            let mut slot = StoredPin {
+                store,
+                session_id,
+                change: PinChange::from_turn(PinSource::Extracted, job.turn_id),
+            };
             let stored = pin_with_retries(&mut slot, &task)?;
             Ok(match stored {
                 Some(p) => format!("pinned {} chars", p.chars().count()),
@@ -379,7 +441,88 @@ pub fn apply(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String> {
             Ok(format!("keywords for {done} of {} facts", ids.len()))
         }
         JobKind::Summary => compact::apply_summary(store, job, answer),
+        JobKind::Clarify => {
+            let Some(line) = clarify::parse_clarification(answer)? else {
+                return Ok("the answer clarifies nothing".into());
+            };
+            let session_id = job
+                .session_id
+                .as_deref()
+                .ok_or_else(|| anyhow!("a clarify job without a session"))?;
+            let change = PinChange::from_turn(PinSource::Clarified, job.turn_id);
+            let mut slot = StoredPin {
+                store,
+                session_id,
+                change,
+            };
+            Ok(match append_with_retries(&mut slot, &line)? {
+                Appended::Done(p) => format!("pinned a clarification ({} chars)", pin::chars(&p)),
+                Appended::Held => "the pin already holds the clarification".into(),
+                Appended::Full => {
+                    let model = job.input["model"].as_str().unwrap_or("haiku");
+                    let next = NewJob::consolidate(&line, model);
+                    store.enqueue_job(
+                        next.kind,
+                        &job.agent,
+                        Some(session_id),
+                        job.turn_id,
+                        &next.input,
+                    )?;
+                    "the pin is full: a consolidation is queued".into()
+                }
+            })
+        }
+        JobKind::Consolidate => {
+            let new = clarify::parse_consolidated(answer)?;
+            let session_id = job
+                .session_id
+                .as_deref()
+                .ok_or_else(|| anyhow!("a consolidation job without a session"))?;
+            // The pin the call read: a pin changed meanwhile is read again
+            // by the retry, so no change is lost.
+            let basis = job.input["pin"].as_str();
+            let change = PinChange::from_turn(PinSource::Consolidated, job.turn_id);
+            if !store.swap_pin(session_id, basis, &new, change)? {
+                return Err(anyhow!("the pin changed while it was consolidated"));
+            }
+            Ok(format!(
+                "consolidated the pin into {} chars",
+                pin::chars(&new)
+            ))
+        }
     }
+}
+
+/// What appending a clarification did.
+#[derive(Debug, PartialEq)]
+enum Appended {
+    /// Stored; the new pin.
+    Done(String),
+    /// The pin holds that line already.
+    Held,
+    /// It would pass the cap: the pin stays as it is.
+    Full,
+}
+
+/// Append a clarification with a compare-and-set, as the extracted pin is
+/// stored: a pin changed meanwhile is read again and the line appended to it.
+fn append_with_retries(slot: &mut impl PinSlot, line: &str) -> Result<Appended> {
+    for _ in 0..8 {
+        let current = slot.read()?;
+        if pin::holds(current.as_deref(), line) {
+            return Ok(Appended::Held);
+        }
+        let new = pin::appended(current.as_deref(), line);
+        if pin::chars(&new) > pin::PIN_CAP {
+            return Ok(Appended::Full);
+        }
+        if slot.swap(current.as_deref(), &new)? {
+            return Ok(Appended::Done(new));
+        }
+    }
+    Err(anyhow!(
+        "the pin kept changing while a clarification was stored"
+    ))
 }
 
 /// Where a pin is read and compare-and-set.
@@ -389,10 +532,11 @@ trait PinSlot {
     fn swap(&mut self, expected: Option<&str>, new: &str) -> Result<bool>;
 }
 
-/// A session's pin in the store.
+/// A session's pin in the store, and what a write through it records.
 struct StoredPin<'a> {
     store: &'a mut dyn Store,
     session_id: &'a str,
+    change: PinChange,
 }
 
 impl PinSlot for StoredPin<'_> {
@@ -404,7 +548,9 @@ impl PinSlot for StoredPin<'_> {
     }
 
     fn swap(&mut self, expected: Option<&str>, new: &str) -> Result<bool> {
-        Ok(self.store.swap_pin(self.session_id, expected, new)?)
+        Ok(self
+            .store
+            .swap_pin(self.session_id, expected, new, self.change)?)
     }
 }
 
@@ -536,5 +682,37 @@ mod tests {
         };
         assert_eq!(pin_with_retries(&mut slot, "other task").unwrap(), None);
         assert_eq!(slot.pin.as_deref(), Some("set by hand"));
+    }
+
+    /// A clarification lands on the pin as it is when it is stored: a hand
+    /// edit made during the call is kept; a line held already is not added
+    /// again; a line that would pass the cap leaves the pin as it was.
+    #[test]
+    fn a_clarification_is_appended_to_the_pin_as_it_is_then() {
+        let mut slot = Racy {
+            pin: Some("task".into()),
+            reads: 0,
+            interfere: Some("task\n[+] by hand".into()),
+        };
+        let done = append_with_retries(&mut slot, "use Node 20").unwrap();
+        assert_eq!(
+            done,
+            Appended::Done("task\n[+] by hand\n[+] use Node 20".into())
+        );
+        assert_eq!(
+            append_with_retries(&mut slot, "use Node 20").unwrap(),
+            Appended::Held
+        );
+        let full = format!("{}\n[+] x", "T".repeat(pin::PIN_CAP - 20));
+        let mut slot = Racy {
+            pin: Some(full.clone()),
+            reads: 0,
+            interfere: None,
+        };
+        assert_eq!(
+            append_with_retries(&mut slot, "a constraint longer than the room left").unwrap(),
+            Appended::Full
+        );
+        assert_eq!(slot.pin.as_deref(), Some(full.as_str()), "untouched");
     }
 }

@@ -2,6 +2,7 @@
 //! recap, key facts (extracted, ranked, injected), the side-call jobs that
 //! produce them, and compaction of long sessions.
 
+pub mod clarify;
 pub mod compact;
 pub mod facts;
 pub mod jobs;

@@ -147,9 +147,21 @@ pub trait Store: Send {
     /// only if it is still on `roll.from`: a compare-and-swap, so a
     /// concurrent rollover is never overwritten. Whether it moved.
     fn roll_handle(&mut self, session_id: &str, roll: &Roll) -> Result<bool>;
-    fn set_pin(&mut self, session_id: &str, pin: Option<&str>) -> Result<()>;
-    /// Set the pin only if it is still `expected` (compare-and-set).
-    fn swap_pin(&mut self, session_id: &str, expected: Option<&str>, pin: &str) -> Result<bool>;
+    /// Write the pin and record the revision with what changed it (a pin
+    /// set to what it already holds records nothing).
+    fn set_pin(&mut self, session_id: &str, pin: Option<&str>, change: PinChange) -> Result<()>;
+    /// Set the pin only if it is still `expected` (compare-and-set), and
+    /// record the revision.
+    fn swap_pin(
+        &mut self,
+        session_id: &str,
+        expected: Option<&str>,
+        pin: &str,
+        change: PinChange,
+    ) -> Result<bool>;
+    /// The session's kept pin revisions, oldest first (at most
+    /// [`PIN_REVISIONS_KEPT`]).
+    fn pin_history(&self, session_id: &str) -> Result<Vec<PinRevision>>;
 
     // Facts.
     /// Insert facts, skipping any whose normalized form is already stored in
@@ -206,6 +218,9 @@ pub trait Store: Send {
     /// Make a job runnable again with a fresh set of attempts; whether it exists.
     fn retry_job(&mut self, id: i64) -> Result<bool>;
     fn jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>>;
+    /// A session's jobs still to run, and those whose last attempt failed
+    /// at or after `failed_since` (epoch seconds).
+    fn job_health(&self, session_id: &str, failed_since: i64) -> Result<JobHealth>;
 
     // Usage.
     fn record_call(&mut self, call: &CallRecord) -> Result<()>;

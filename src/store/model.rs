@@ -95,7 +95,20 @@ text_enum! {
         Summary = "summary",
         /// Write search keywords for facts that have none (`facts enrich`).
         Enrich = "enrich",
+        /// Decide whether an answer to the assistant's question clarifies
+        /// the task, and condense it into one `[+]` line.
+        Clarify = "clarify",
+        /// Rewrite a pin that an append would take past its cap.
+        Consolidate = "consolidate",
     }
+}
+
+impl JobKind {
+    /// Jobs that change the pin: one session's run one at a time, in turn
+    /// order, so a later clarification never lands before an earlier one
+    /// (or before the task it clarifies).
+    pub const PIN_FAMILY: &'static [JobKind] =
+        &[JobKind::Pin, JobKind::Clarify, JobKind::Consolidate];
 }
 
 text_enum! {
@@ -119,6 +132,8 @@ text_enum! {
         Facts = "facts",
         Summary = "summary",
         Enrich = "enrich",
+        Clarify = "clarify",
+        Consolidate = "consolidate",
     }
 }
 
@@ -129,8 +144,84 @@ impl From<JobKind> for CallKind {
             JobKind::Facts => CallKind::Facts,
             JobKind::Summary => CallKind::Summary,
             JobKind::Enrich => CallKind::Enrich,
+            JobKind::Clarify => CallKind::Clarify,
+            JobKind::Consolidate => CallKind::Consolidate,
         }
     }
+}
+
+text_enum! {
+    /// What changed a pin: each revision in `pin history` says which.
+    PinSource {
+        /// Condensed from the session's first message.
+        Extracted = "extracted",
+        /// A condensed answer to the assistant's question, appended.
+        Clarified = "clarified",
+        /// A full pin rewritten within its cap.
+        Consolidated = "consolidated",
+        /// `pin set`.
+        Set = "set",
+        /// `pin append`.
+        Appended = "appended",
+        /// `pin clear`.
+        Cleared = "cleared",
+        /// `pin restore`.
+        Restored = "restored",
+        /// The pin as it stood when this program began keeping revisions.
+        Earlier = "earlier",
+    }
+}
+
+/// Why a pin is written: recorded with the revision it makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PinChange {
+    pub source: PinSource,
+    /// The turn it came from (extracted, clarified, consolidated).
+    pub turn_id: Option<i64>,
+    /// The revision brought back (restored).
+    pub from_rev: Option<i64>,
+}
+
+impl PinChange {
+    pub fn by(source: PinSource) -> PinChange {
+        PinChange {
+            source,
+            turn_id: None,
+            from_rev: None,
+        }
+    }
+
+    pub fn from_turn(source: PinSource, turn_id: Option<i64>) -> PinChange {
+        PinChange {
+            turn_id,
+            ..PinChange::by(source)
+        }
+    }
+}
+
+/// One stored state of a session's pin (`pin history`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PinRevision {
+    /// Increasing within the session.
+    pub rev: i64,
+    /// `None` when the pin was cleared.
+    pub pin: Option<String>,
+    pub source: PinSource,
+    pub turn_id: Option<i64>,
+    pub from_rev: Option<i64>,
+    pub created_at: i64,
+}
+
+/// Revisions kept per session: older ones are dropped as new ones come.
+pub const PIN_REVISIONS_KEPT: i64 = 50;
+
+/// A session's side-call jobs as a turn reports them (`memory` in `turn --json`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct JobHealth {
+    /// Waiting or running.
+    pub pending: i64,
+    /// Whose last attempt failed, whether or not they will be retried.
+    pub failed: i64,
 }
 
 /// One conversation, addressed by (agent, channel, thread).

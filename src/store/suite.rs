@@ -11,7 +11,8 @@ use serde_json::json;
 
 use super::{
     CallFilter, CallKind, CallPath, CallRecord, FactScope, JobFilter, JobKind, JobSelect,
-    JobStatus, Mode, NewFact, Reply, Role, Roll, Store, TurnStatus, Usage,
+    JobStatus, Mode, NewFact, PIN_REVISIONS_KEPT, PinChange, PinSource, Reply, Role, Roll, Store,
+    TurnStatus, Usage,
 };
 use crate::memory::recall;
 use crate::session::SessionKey;
@@ -166,15 +167,138 @@ pub fn handles_and_pins(open: Open) {
     assert_eq!(session.handle_turns, 1);
     assert_eq!(session.handle_host.as_deref(), Some("host-2"));
 
-    assert!(s.swap_pin("sid", None, "task").unwrap());
+    let by = PinChange::by;
+    let extracted = PinChange::from_turn(PinSource::Extracted, Some(1));
+    assert!(s.swap_pin("sid", None, "task", extracted).unwrap());
     assert!(
-        !s.swap_pin("sid", None, "other").unwrap(),
+        !s.swap_pin("sid", None, "other", by(PinSource::Set))
+            .unwrap(),
         "the pin changed"
     );
-    assert!(!s.swap_pin("sid", Some("nope"), "other").unwrap());
-    assert!(s.swap_pin("sid", Some("task"), "task\n[+] more").unwrap());
-    s.set_pin("sid", None).unwrap();
+    assert!(
+        !s.swap_pin("sid", Some("nope"), "other", by(PinSource::Set))
+            .unwrap()
+    );
+    let clarified = PinChange::from_turn(PinSource::Clarified, Some(3));
+    assert!(
+        s.swap_pin("sid", Some("task"), "task\n[+] more", clarified)
+            .unwrap()
+    );
+    // Setting what it holds already changes nothing and records nothing.
+    s.set_pin("sid", Some("task\n[+] more"), by(PinSource::Set))
+        .unwrap();
+    s.set_pin("sid", None, by(PinSource::Cleared)).unwrap();
     assert_eq!(s.session("sid").unwrap().unwrap().pin, None);
+
+    // Every change is a revision, with what made it.
+    let revs = open().pin_history("sid").unwrap();
+    let seen: Vec<(i64, Option<&str>, PinSource, Option<i64>)> = revs
+        .iter()
+        .map(|r| (r.rev, r.pin.as_deref(), r.source, r.turn_id))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (1, Some("task"), PinSource::Extracted, Some(1)),
+            (2, Some("task\n[+] more"), PinSource::Clarified, Some(3)),
+            (3, None, PinSource::Cleared, None),
+        ]
+    );
+    let restore = PinChange {
+        from_rev: Some(2),
+        ..by(PinSource::Restored)
+    };
+    s.set_pin("sid", revs[1].pin.as_deref(), restore).unwrap();
+    let last = s.pin_history("sid").unwrap().pop().unwrap();
+    assert_eq!(
+        (last.rev, last.source, last.from_rev),
+        (4, PinSource::Restored, Some(2))
+    );
+    // Bounded: the oldest go once more than the kept number were written.
+    for i in 0..PIN_REVISIONS_KEPT + 5 {
+        s.set_pin("sid", Some(&format!("pin {i}")), by(PinSource::Set))
+            .unwrap();
+    }
+    let revs = s.pin_history("sid").unwrap();
+    assert_eq!(i64::try_from(revs.len()).unwrap(), PIN_REVISIONS_KEPT);
+    assert_eq!(revs.last().unwrap().rev, 4 + PIN_REVISIONS_KEPT + 5);
+    assert_eq!(
+        revs.last().unwrap().pin.as_deref(),
+        Some(format!("pin {}", PIN_REVISIONS_KEPT + 4).as_str())
+    );
+    // Revisions go with their session.
+    assert!(s.delete_session("sid").unwrap());
+    assert!(s.pin_history("sid").unwrap().is_empty());
+}
+
+/// Pin-family jobs of one session run one at a time, in turn order; other
+/// kinds and other sessions are not held back.
+pub fn pin_jobs_apply_in_turn_order(open: Open) {
+    let mut s = open();
+    s.ensure_session("sid", &KEY, "/").unwrap();
+    let other_key = SessionKey {
+        channel: "other",
+        ..KEY
+    };
+    s.ensure_session("sid2", &other_key, "/").unwrap();
+    let q = |s: &mut Box<dyn Store>, kind, sid, turn| {
+        s.enqueue_job(kind, "a", Some(sid), Some(turn), &json!({}))
+            .unwrap()
+    };
+    let pin = q(&mut s, JobKind::Pin, "sid", 1);
+    let facts = q(&mut s, JobKind::Facts, "sid", 1);
+    let clarify3 = q(&mut s, JobKind::Clarify, "sid", 3);
+    let clarify5 = q(&mut s, JobKind::Clarify, "sid", 5);
+    let elsewhere = q(&mut s, JobKind::Clarify, "sid2", 7);
+    let ids = |jobs: Vec<super::Job>| jobs.iter().map(|j| j.id).collect::<Vec<_>>();
+    let all = JobSelect::default();
+    assert_eq!(ids(s.claim_jobs(all, 60).unwrap()), [pin, facts, elsewhere]);
+    // The pin job runs: the clarifications wait for it, then go one by one.
+    assert!(s.claim_jobs(all, 60).unwrap().is_empty());
+    s.finish_job(pin).unwrap();
+    assert_eq!(ids(s.claim_jobs(all, 60).unwrap()), [clarify3]);
+    // A consolidation queued by turn 3's clarification goes before turn 5's.
+    let consolidate = q(&mut s, JobKind::Consolidate, "sid", 3);
+    s.finish_job(clarify3).unwrap();
+    assert_eq!(ids(s.claim_jobs(all, 60).unwrap()), [consolidate]);
+    // A failed attempt still holds the line until it is given up.
+    s.fail_job(consolidate, "boom").unwrap();
+    assert!(!s.has_runnable_jobs(JobSelect::session("sid")).unwrap());
+    s.finish_job(consolidate).unwrap();
+    assert_eq!(ids(s.claim_jobs(all, 60).unwrap()), [clarify5]);
+}
+
+/// What a turn reports of its session's side calls.
+pub fn job_health_counts_open_and_failed(open: Open) {
+    let mut s = open();
+    s.ensure_session("sid", &KEY, "/").unwrap();
+    let none = s.job_health("sid", 0).unwrap();
+    assert_eq!((none.pending, none.failed), (0, 0));
+    let q = |s: &mut Box<dyn Store>, kind| {
+        s.enqueue_job(kind, "a", Some("sid"), Some(1), &json!({}))
+            .unwrap()
+    };
+    let a = q(&mut s, JobKind::Facts);
+    let b = q(&mut s, JobKind::Summary);
+    let c = q(&mut s, JobKind::Enrich);
+    let session = JobSelect::session("sid");
+    // Leases that expire at once, so c can be claimed again below.
+    assert_eq!(s.claim_jobs(session, -1).unwrap().len(), 3);
+    s.fail_job(a, "boom").unwrap(); // retried later: pending and failed
+    s.finish_job(b).unwrap();
+    let h = s.job_health("sid", 0).unwrap();
+    assert_eq!((h.pending, h.failed), (2, 1), "a waits for a retry, c runs");
+    // Given up after its attempts: failed, no longer pending.
+    for _ in 0..2 {
+        assert_eq!(s.claim_jobs(session, -1).unwrap()[0].id, c);
+    }
+    s.fail_job(c, "given up").unwrap();
+    let h = s.job_health("sid", 0).unwrap();
+    assert_eq!(h.failed, 2);
+    // Only failures at or after a time, when asked.
+    let later = s.job_health("sid", super::now() + 3600).unwrap();
+    assert_eq!(later.failed, 0);
+    assert_eq!(s.job_health("nobody", 0).unwrap().failed, 0);
 }
 
 pub fn facts_are_deduplicated_scoped_and_keyworded(open: Open) {
@@ -641,6 +765,8 @@ macro_rules! store_suite {
             all_common_terms_are_required_together,
             text_outranks_keywords,
             jobs_lease_retry_and_list,
+            pin_jobs_apply_in_turn_order,
+            job_health_counts_open_and_failed,
             calls_are_recorded,
             meta_health_and_locks
         );

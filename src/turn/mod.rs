@@ -24,8 +24,8 @@ use crate::memory::{compact, recall, worker};
 use crate::output::{Output, interrupted};
 use crate::session::transcript_host;
 use crate::store::{
-    self, CallPath, CallRecord, FactScope, JobKind, JobSelect, Mode, Reply, Role, Roll, Session,
-    SessionLock, Store, Turn, TurnStatus,
+    self, CallPath, CallRecord, FactScope, JobFilter, JobHealth, JobKind, JobSelect, Mode, Reply,
+    Role, Roll, Session, SessionLock, Store, Turn, TurnStatus,
 };
 use plan::{Attempt, MemoryPlan, State, Target};
 use recovery::Next;
@@ -46,6 +46,12 @@ pub struct Answer {
     pub usage: Value,
     pub cost_usd: Option<f64>,
     pub duration_ms: u64,
+    /// This session's side calls: still to run, and failed.
+    pub memory: JobHealth,
+    /// Side calls of this session that failed since its previous turn
+    /// (said on a terminal).
+    #[serde(skip)]
+    pub failed_since_last_turn: i64,
 }
 
 /// Run one turn, streaming the reply to `out`.
@@ -56,10 +62,16 @@ pub async fn run(settings: &TurnSettings, input: Input, out: &mut Output) -> Res
     let sid = settings.address.session_id();
     let _lock = lock_session(&*store, &sid, deadline).await?;
     let session = store.ensure_session(&sid, &settings.address.key(), &cwd())?;
+    let resend = input == Input::Again;
     let (user_turn, message) = record_input(&mut *store, &session, input)?;
+    let sent = Sent {
+        turn: user_turn,
+        message: &message,
+        resend,
+    };
     // From here every failure is kept on the user turn, with its reason.
     let result = tokio::select! {
-        r = answer(&mut *store, settings, &sid, user_turn, &message, out, started, deadline) => r,
+        r = answer(&mut *store, settings, &sid, &sent, out, started, deadline) => r,
         // The kill happens inside this branch's future: select! drops the
         // call (and with it the registry entry) before running this body.
         sig = async { let sig = interrupted().await; backend::claude::kill_all_children(); sig } => {
@@ -71,6 +83,14 @@ pub async fn run(settings: &TurnSettings, input: Input, out: &mut Output) -> Res
         let _ = store.fail_user_turn(user_turn, &format!("{e:#}"));
     }
     result
+}
+
+/// The message a turn sends, as recorded.
+struct Sent<'a> {
+    turn: i64,
+    message: &'a str,
+    /// `--again`: the side calls it queued the first time are not queued again.
+    resend: bool,
 }
 
 /// A deadline `timeout` from `start`; settings bound timeouts, so the far
@@ -149,6 +169,7 @@ pub fn resendable(store: &dyn Store, session_id: &str) -> Result<Turn> {
 pub struct Gathered {
     pub live: Vec<Turn>,
     pub pin_job_open: bool,
+    pub queued: Vec<JobKind>,
     pub facts: Vec<store::ScoredFact>,
     pub cwd: Option<PathBuf>,
 }
@@ -159,22 +180,39 @@ impl Gathered {
         Gathered {
             live: Vec::new(),
             pin_job_open: false,
+            queued: Vec::new(),
             facts: Vec::new(),
             cwd: Some(PathBuf::from(&session.cwd)).filter(|p| p.is_dir()),
         }
     }
 
+    /// `resend`: the user turn of a message sent again, whose side calls
+    /// were queued the first time.
     pub fn read(
         store: &dyn Store,
         session: &Session,
         message: &str,
         user: Option<&str>,
+        resend: Option<i64>,
     ) -> Result<Gathered> {
         let scope = FactScope {
             agent: &session.agent,
             user,
         };
+        let queued = match resend {
+            Some(turn) => store
+                .jobs(&JobFilter {
+                    select: JobSelect::session(&session.id),
+                    finished_since: None,
+                })?
+                .into_iter()
+                .filter(|j| j.turn_id == Some(turn))
+                .map(|j| j.kind)
+                .collect(),
+            None => Vec::new(),
+        };
         Ok(Gathered {
+            queued,
             live: compact::live_turns(store, session)?,
             pin_job_open: store.has_open_job(JobSelect {
                 kind: Some(JobKind::Pin),
@@ -190,6 +228,7 @@ impl Gathered {
             session,
             live: &self.live,
             pin_job_open: self.pin_job_open,
+            queued: self.queued.clone(),
             facts: self.facts.clone(),
             cwd: self.cwd.clone(),
             host,
@@ -216,12 +255,12 @@ async fn answer(
     store: &mut dyn Store,
     settings: &TurnSettings,
     sid: &str,
-    user_turn: i64,
-    message: &str,
+    sent: &Sent<'_>,
     out: &mut Output,
     started: Instant,
     deadline: Instant,
 ) -> Result<Answer> {
+    let (user_turn, message) = (sent.turn, sent.message);
     let host = transcript_host();
     let mut backend = backend::resolve(
         settings.route,
@@ -230,7 +269,13 @@ async fn answer(
     )
     .await?;
     let mut session = reload(store, sid)?;
-    let gathered = Gathered::read(store, &session, message, settings.user.as_deref())?;
+    let gathered = Gathered::read(
+        store,
+        &session,
+        message,
+        settings.user.as_deref(),
+        sent.resend.then_some(user_turn),
+    )?;
     let memory = plan::memory(&gathered.state(&session, &host), message, settings);
     remember(store, settings, sid, user_turn, &memory)?;
 
@@ -358,6 +403,15 @@ async fn answer(
         roll(store, &session, session.generation, &handle)?;
     }
     after_reply(store, settings, sid, &backend).await;
+    let memory_health = store.job_health(sid, 0)?;
+    // Failures since the previous turn began: what its side calls (and any
+    // retried since) came to.
+    let failed_since_last_turn = match gathered.live.iter().rev().find(|t| t.role == Role::User) {
+        Some(previous) if memory_health.failed > 0 => {
+            store.job_health(sid, previous.created_at)?.failed
+        }
+        _ => 0,
+    };
 
     Ok(Answer {
         session_id: sid.to_string(),
@@ -374,6 +428,8 @@ async fn answer(
         usage: outcome.usage_json.unwrap_or(Value::Null),
         cost_usd: outcome.cost_usd,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        memory: memory_health,
+        failed_since_last_turn,
     })
 }
 
@@ -398,8 +454,8 @@ fn roll(store: &mut dyn Store, session: &Session, from: u32, handle: &str) -> Re
     Ok(())
 }
 
-/// Store what the plan decided about memory: a grown pin, the facts' use,
-/// the side calls; then start a worker for them.
+/// Store what the plan decided about memory: the facts' use, the side
+/// calls; then start a worker for them.
 fn remember(
     store: &mut dyn Store,
     settings: &TurnSettings,
@@ -407,9 +463,6 @@ fn remember(
     user_turn: i64,
     memory: &MemoryPlan,
 ) -> Result<()> {
-    if let Some(p) = &memory.pin_update {
-        store.set_pin(sid, Some(p))?;
-    }
     let ids: Vec<i64> = memory.facts.iter().map(|f| f.fact.id).collect();
     if !ids.is_empty() {
         store.bump_facts(&ids)?;

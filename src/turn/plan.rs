@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use crate::backend::claude::{self, MainSpec};
 use crate::backend::{ApiCall, Arg, Capabilities, CliCall, Request, api};
 use crate::memory::jobs::{self, NewJob};
-use crate::memory::{pin, recall};
-use crate::store::{Mode, Role, ScoredFact, Session, Turn};
+use crate::memory::{clarify, recall};
+use crate::store::{JobKind, Mode, Role, ScoredFact, Session, Turn};
 use crate::text;
 use crate::turn::TurnSettings;
 use crate::turn::prompt::{self, FactsPlacement, HistoryTurn, Memory};
@@ -27,6 +27,8 @@ pub struct State<'a> {
     pub live: &'a [Turn],
     /// A pin job is waiting or running.
     pub pin_job_open: bool,
+    /// Side calls queued already for this message (it is sent again).
+    pub queued: Vec<JobKind>,
     /// Facts ranked for the message, best first.
     pub facts: Vec<ScoredFact>,
     /// The session's working folder, if it still exists.
@@ -50,8 +52,6 @@ pub enum Target<'a> {
 pub struct MemoryPlan {
     /// The pin to send.
     pub pin: Option<String>,
-    /// A new pin to store first: the message answers the reply's question.
-    pub pin_update: Option<String>,
     /// The facts to inject (their use is counted).
     pub facts: Vec<ScoredFact>,
     /// Side calls to queue.
@@ -143,17 +143,12 @@ pub fn decide(state: &State, message: &str, settings: &TurnSettings, target: Tar
     }
 }
 
-/// The memory for the turn: the pin (with the answer to a question the
-/// last reply asked), the facts within the turn's budget, and the side
-/// calls to queue.
+/// The memory for the turn: the pin as stored, the facts within the
+/// turn's budget, and the side calls to queue. An answer to the reply's
+/// question is never pinned here: past the gate, a clarify call decides.
 pub fn memory(state: &State, message: &str, settings: &TurnSettings) -> MemoryPlan {
     let session = state.session;
     let last_reply = state.live.iter().rev().find(|t| t.role == Role::Assistant);
-    let pin_update = last_reply
-        .filter(|r| text::ends_with_question(&r.content))
-        .map(|_| pin::append_clarification(session.pin.as_deref(), message))
-        .filter(|p| session.pin.as_deref() != Some(p.as_str()));
-    let pin = pin_update.clone().or_else(|| session.pin.clone());
 
     let mut jobs = Vec::new();
     if settings.extract {
@@ -162,6 +157,9 @@ pub fn memory(state: &State, message: &str, settings: &TurnSettings) -> MemoryPl
         // The first message usually holds the whole task.
         if session.pin.is_none() && !answered_before && !state.pin_job_open {
             jobs.push(NewJob::pin(message, &settings.extract_model));
+        }
+        if let Some(question) = last_reply.and_then(|r| clarify::gate(&r.content, message)) {
+            jobs.push(NewJob::clarify(&question, message, &settings.extract_model));
         }
         if jobs::is_substantive(message) {
             jobs.push(NewJob::facts(
@@ -173,9 +171,9 @@ pub fn memory(state: &State, message: &str, settings: &TurnSettings) -> MemoryPl
             ));
         }
     }
+    jobs.retain(|j| !state.queued.contains(&j.kind));
     MemoryPlan {
-        pin,
-        pin_update,
+        pin: session.pin.clone(),
         facts: recall::within_budget(state.facts.clone()),
         jobs,
     }
@@ -396,6 +394,7 @@ mod tests {
             session,
             live,
             pin_job_open: false,
+            queued: Vec::new(),
             facts: Vec::new(),
             cwd: None,
             host: "here",
@@ -436,7 +435,7 @@ mod tests {
     }
 
     #[test]
-    fn an_answer_to_a_question_grows_the_pin_once() {
+    fn an_answer_to_a_question_queues_one_clarify_call_and_pins_nothing() {
         let s = session(1, Some("task"), Some("here"));
         let live = [
             turn(1, Role::User, "do it"),
@@ -444,14 +443,34 @@ mod tests {
         ];
         let st = state(&s, &live);
         let m = memory(&st, "Node 20", &settings());
-        assert_eq!(m.pin_update.as_deref(), Some("task\n[+] Node 20"));
-        // The same answer again (the turn failed and is sent again): the pin
-        // already holds it, nothing to update, and it is still sent.
-        let s2 = session(1, Some("task\n[+] Node 20"), Some("here"));
-        let st2 = state(&s2, &live);
-        let m2 = memory(&st2, "Node 20", &settings());
-        assert_eq!(m2.pin_update, None);
-        assert_eq!(m2.pin.as_deref(), Some("task\n[+] Node 20"));
+        assert_eq!(m.pin.as_deref(), Some("task"), "sent as stored");
+        let kinds: Vec<_> = m.jobs.iter().map(|j| j.kind).collect();
+        assert_eq!(kinds, [JobKind::Clarify]);
+        assert_eq!(m.jobs[0].input["question"], "Which Node?");
+        assert_eq!(m.jobs[0].input["answer"], "Node 20");
+
+        // A new question, or a paste, after the question: no call.
+        for other in [
+            "what does Node 20 change?",
+            "diff --git a/x b/x
+@@ -1 +1 @@
+-a
++b",
+        ] {
+            let m = memory(&st, other, &settings());
+            assert!(
+                !m.jobs.iter().any(|j| j.kind == JobKind::Clarify),
+                "{other}"
+            );
+        }
+        // The same message sent again: its calls are queued already.
+        let mut again = state(&s, &live);
+        again.queued = vec![JobKind::Clarify];
+        assert!(memory(&again, "Node 20", &settings()).jobs.is_empty());
+        // --no-extract: no side calls at all.
+        let mut set = settings();
+        set.extract = false;
+        assert!(memory(&st, "Node 20", &set).jobs.is_empty());
     }
 
     #[test]

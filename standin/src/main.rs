@@ -1,13 +1,17 @@
 //! `standin`: the Messages API stand-in as a process, for benchmarks.
 //!
 //! ```text
-//! standin [--port N] [--reply TEXT] [--side-reply TEXT] [--delay-ms N]
+//! standin [--port N] [--reply TEXT] [--side-reply TEXT]
+//!         [--side-reply-for MARKER=TEXT]... [--delay-ms N]
 //!         [--side-delay-ms N] [--record-dir DIR] [--verbose]
 //! ```
 //!
 //! Prints `http://127.0.0.1:PORT` as its first line on stdout, then serves
 //! until killed. `--side-reply` answers side calls (see below) with its own
-//! text (default: the `--reply` text). `--delay-ms` delays the first byte of every answer;
+//! text (default: the `--reply` text); `--side-reply-for MARKER=TEXT`
+//! (repeatable) answers TEXT to the side calls whose system prompt holds
+//! MARKER instead, so each kind of side call can have its own answer.
+//! `--delay-ms` delays the first byte of every answer;
 //! `--side-delay-ms` adds a delay to side calls only: requests with no (or
 //! empty) `tools` whose system prompt does not mention "Claude Code" — the
 //! short calls our program makes itself with its own system prompt and
@@ -25,19 +29,22 @@ struct Options {
     port: u16,
     reply: String,
     side_reply: Option<String>,
+    /// (marker, text): side calls whose system prompt holds the marker.
+    side_replies: Vec<(String, String)>,
     delay_ms: u64,
     side_delay_ms: u64,
     record_dir: Option<PathBuf>,
     verbose: bool,
 }
 
-const USAGE: &str = "usage: standin [--port N] [--reply TEXT] [--side-reply TEXT] [--delay-ms N] [--side-delay-ms N] [--record-dir DIR] [--verbose]";
+const USAGE: &str = "usage: standin [--port N] [--reply TEXT] [--side-reply TEXT] [--side-reply-for MARKER=TEXT]... [--delay-ms N] [--side-delay-ms N] [--record-dir DIR] [--verbose]";
 
 fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
     let mut o = Options {
         port: 0,
         reply: "ok".into(),
         side_reply: None,
+        side_replies: Vec::new(),
         delay_ms: 0,
         side_delay_ms: 0,
         record_dir: None,
@@ -73,6 +80,12 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
             }
             "--reply" => o.reply = value,
             "--side-reply" => o.side_reply = Some(value),
+            "--side-reply-for" => match value.split_once('=') {
+                Some((marker, text)) if !marker.is_empty() => {
+                    o.side_replies.push((marker.to_string(), text.to_string()));
+                }
+                _ => return Err(format!("--side-reply-for: not MARKER=TEXT: {value}")),
+            },
             "--delay-ms" => o.delay_ms = number(&value)?,
             "--side-delay-ms" => o.side_delay_ms = number(&value)?,
             "--record-dir" => o.record_dir = Some(value.into()),
@@ -111,6 +124,7 @@ fn main() {
         port,
         reply,
         side_reply,
+        side_replies,
         delay_ms,
         side_delay_ms,
         record_dir,
@@ -137,8 +151,14 @@ fn main() {
                 u.cache_creation_input_tokens,
             );
         }
-        let text = match (&side_reply, side) {
-            (Some(t), true) => t.clone(),
+        let system = r.system_text();
+        let by_marker = side_replies
+            .iter()
+            .find(|(marker, _)| side && system.contains(marker.as_str()))
+            .map(|(_, text)| text.clone());
+        let text = match (by_marker, &side_reply, side) {
+            (Some(t), _, _) => t,
+            (None, Some(t), true) => t.clone(),
             _ => reply.clone(),
         };
         Reply::Slow {
@@ -191,5 +211,11 @@ mod tests {
         assert!(parse(args("--port")).is_err());
         assert!(parse(args("--bogus 1")).is_err());
         assert!(parse(args("--delay-ms x")).is_err());
+        let o = parse(args("--side-reply-for pinned=NONE --side-reply-for a=b=c")).unwrap();
+        assert_eq!(
+            o.side_replies,
+            [("pinned".into(), "NONE".into()), ("a".into(), "b=c".into())]
+        );
+        assert!(parse(args("--side-reply-for novalue")).is_err());
     }
 }

@@ -7,15 +7,21 @@ use postgres::{GenericClient, Row};
 
 use super::{nul_free, text};
 use crate::memory::jobs::{MAX_ATTEMPTS, RETRY_DELAY_SECS};
-use crate::store::{Job, JobFilter, JobKind, JobRow, JobSelect, JobStatus, Result, TextEnum, now};
+use crate::store::{
+    Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, JobStatus, Result, TextEnum, now,
+};
 
 /// The selection over `jobs`, parameters $1..$3.
 const SELECT: &str = "($1::text IS NULL OR session_id = $1) AND ($2::text IS NULL OR agent = $2) AND ($3::text IS NULL OR kind = $3)";
 
 /// Runnable (see the SQLite engine): pending and due, or running with an
 /// expired lease. Parameters $4..$7.
-const RUNNABLE: &str =
-    "attempts < $4 AND ((status = $5 AND lease_until <= $7) OR (status = $6 AND lease_until < $7))";
+/// Pin-family jobs wait for an earlier open one of their session, as there.
+const RUNNABLE: &str = "attempts < $4 AND ((status = $5 AND lease_until <= $7) OR (status = $6 AND lease_until < $7))
+    AND NOT (kind IN ('pin', 'clarify', 'consolidate') AND EXISTS (
+        SELECT 1 FROM jobs o WHERE o.session_id = jobs.session_id
+           AND o.kind IN ('pin', 'clarify', 'consolidate') AND o.status IN ($5, $6) AND o.attempts < $4
+           AND (COALESCE(o.turn_id, 0), o.id) < (COALESCE(jobs.turn_id, 0), jobs.id)))";
 
 pub fn enqueue(
     c: &mut impl GenericClient,
@@ -208,4 +214,42 @@ pub fn list(c: &mut impl GenericClient, filter: &JobFilter) -> Result<Vec<JobRow
             })
         })
         .collect()
+}
+
+pub fn health(
+    c: &mut impl GenericClient,
+    session_id: &str,
+    failed_since: i64,
+) -> Result<JobHealth> {
+    let r = c.query_one(
+        "SELECT COUNT(*) FILTER (WHERE status IN ($2, $3) AND attempts < $4),
+                COUNT(*) FILTER (WHERE status <> $5 AND last_error IS NOT NULL AND updated_at >= $6)
+         FROM jobs WHERE session_id = $1",
+        &[
+            &session_id,
+            &JobStatus::Pending.as_str(),
+            &JobStatus::Running.as_str(),
+            &MAX_ATTEMPTS,
+            &JobStatus::Done.as_str(),
+            &failed_since,
+        ],
+    )?;
+    Ok(JobHealth {
+        pending: r.try_get(0)?,
+        failed: r.try_get(1)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sql_names_the_pin_family() {
+        let quoted: Vec<String> = JobKind::PIN_FAMILY
+            .iter()
+            .map(|k| format!("'{}'", k.as_str()))
+            .collect();
+        assert!(RUNNABLE.contains(&format!("kind IN ({})", quoted.join(", "))));
+    }
 }

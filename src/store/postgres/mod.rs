@@ -26,9 +26,9 @@ use postgres::{Client, GenericClient, Row};
 use sha2::{Digest, Sha256};
 
 use super::{
-    CallFilter, CallRecord, CallRow, Counts, Fact, FactQuery, FactScope, Job, JobFilter, JobKind,
-    JobRow, JobSelect, NewFact, Reply, Result, Roll, Session, SessionListing, SessionLock, Store,
-    StoreError, TextEnum, Turn, Usage, now,
+    CallFilter, CallRecord, CallRow, Counts, Fact, FactQuery, FactScope, Job, JobFilter, JobHealth,
+    JobKind, JobRow, JobSelect, NewFact, PIN_REVISIONS_KEPT, PinChange, PinRevision, Reply, Result,
+    Roll, Session, SessionListing, SessionLock, Store, StoreError, TextEnum, Turn, Usage, now,
 };
 use crate::session::SessionKey;
 pub use url::ServerUrl;
@@ -156,6 +156,21 @@ UPDATE jobs j SET agent = s.agent FROM sessions s WHERE s.id = j.session_id;
 ALTER TABLE jobs ALTER COLUMN session_id DROP NOT NULL;
 CREATE INDEX jobs_runnable ON jobs(status, lease_until);
 CREATE INDEX jobs_agent ON jobs(agent, kind, status);
+",
+    // 3: as on SQLite: every state of every pin, with what changed it.
+    r"
+CREATE TABLE pin_revisions (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    rev        BIGINT NOT NULL,
+    pin        TEXT,
+    source     TEXT NOT NULL,
+    turn_id    BIGINT,
+    from_rev   BIGINT,
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (session_id, rev)
+);
+INSERT INTO pin_revisions (session_id, rev, pin, source, created_at)
+SELECT id, 1, pin, 'earlier', updated_at FROM sessions WHERE pin IS NOT NULL;
 ",
 ];
 
@@ -443,6 +458,64 @@ fn rows<T>(rows: Vec<Row>, f: impl Fn(&Row) -> Result<T>) -> Result<Vec<T>> {
     rows.iter().map(f).collect()
 }
 
+/// Write a session's pin and record the revision (see the SQLite engine):
+/// nothing when it already holds the value; with `expected`, only if the
+/// pin is still that. The row lock the update takes orders concurrent
+/// writers, so revision numbers never collide. Whether it was written.
+fn write_pin(
+    tx: &mut postgres::Transaction,
+    session_id: &str,
+    expected: Option<Option<&str>>,
+    pin: Option<&str>,
+    change: PinChange,
+) -> Result<bool> {
+    let t = now();
+    let pin = pin.map(nul_free);
+    let pin = pin.as_deref();
+    let n = match expected {
+        None => tx.execute(
+            "UPDATE sessions SET pin = $2, updated_at = $3 WHERE id = $1 AND pin IS DISTINCT FROM $2",
+            &[&session_id, &pin, &t],
+        )?,
+        Some(expected) => tx.execute(
+            "UPDATE sessions SET pin = $2, updated_at = $3
+             WHERE id = $1 AND pin IS NOT DISTINCT FROM $4 AND pin IS DISTINCT FROM $2",
+            &[&session_id, &pin, &t, &expected.map(nul_free)],
+        )?,
+    };
+    if n == 0 {
+        let same: bool = tx
+            .query_opt(
+                "SELECT pin IS NOT DISTINCT FROM $2 FROM sessions WHERE id = $1",
+                &[&session_id, &pin],
+            )?
+            .map(|r| r.try_get(0))
+            .transpose()?
+            .unwrap_or(false);
+        return Ok(same && expected.is_none_or(|e| e.map(nul_free).as_deref() == pin));
+    }
+    let rev: i64 = tx
+        .query_one(
+            "INSERT INTO pin_revisions (session_id, rev, pin, source, turn_id, from_rev, created_at)
+             SELECT $1, COALESCE(MAX(rev), 0) + 1, $2, $3, $4, $5, $6 FROM pin_revisions WHERE session_id = $1
+             RETURNING rev",
+            &[
+                &session_id,
+                &pin,
+                &change.source.as_str(),
+                &change.turn_id,
+                &change.from_rev,
+                &t,
+            ],
+        )?
+        .try_get(0)?;
+    tx.execute(
+        "DELETE FROM pin_revisions WHERE session_id = $1 AND rev <= $2",
+        &[&session_id, &(rev - PIN_REVISIONS_KEPT)],
+    )?;
+    Ok(true)
+}
+
 /// The advisory-lock key of a session: the first 8 bytes of its hash.
 fn lock_key(session_id: &str) -> i64 {
     let digest = Sha256::digest(format!("duduclaw-session turn {session_id}").as_bytes());
@@ -669,20 +742,37 @@ impl Store for PgStore {
         Ok(n > 0)
     }
 
-    fn set_pin(&mut self, session_id: &str, pin: Option<&str>) -> Result<()> {
-        self.execute(
-            "UPDATE sessions SET pin = $2, updated_at = $3 WHERE id = $1",
-            &[&session_id, &pin.map(nul_free), &now()],
-        )?;
+    fn set_pin(&mut self, session_id: &str, pin: Option<&str>, change: PinChange) -> Result<()> {
+        self.tx(|tx| write_pin(tx, session_id, None, pin, change))?;
         Ok(())
     }
 
-    fn swap_pin(&mut self, session_id: &str, expected: Option<&str>, pin: &str) -> Result<bool> {
-        let n = self.execute(
-            "UPDATE sessions SET pin = $3 WHERE id = $1 AND pin IS NOT DISTINCT FROM $2",
-            &[&session_id, &expected.map(nul_free), &nul_free(pin)],
+    fn swap_pin(
+        &mut self,
+        session_id: &str,
+        expected: Option<&str>,
+        pin: &str,
+        change: PinChange,
+    ) -> Result<bool> {
+        self.tx(|tx| write_pin(tx, session_id, Some(expected), Some(pin), change))
+    }
+
+    fn pin_history(&self, session_id: &str) -> Result<Vec<PinRevision>> {
+        let found = self.query(
+            "SELECT rev, pin, source, turn_id, from_rev, created_at FROM pin_revisions
+             WHERE session_id = $1 ORDER BY rev",
+            &[&session_id],
         )?;
-        Ok(n > 0)
+        rows(found, |r| {
+            Ok(PinRevision {
+                rev: r.try_get(0)?,
+                pin: r.try_get(1)?,
+                source: text(r, 2)?,
+                turn_id: r.try_get(3)?,
+                from_rev: r.try_get(4)?,
+                created_at: r.try_get(5)?,
+            })
+        })
     }
 
     fn add_facts(&mut self, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
@@ -777,6 +867,10 @@ impl Store for PgStore {
 
     fn retry_job(&mut self, id: i64) -> Result<bool> {
         self.with(|c| jobs::retry(c, id))
+    }
+
+    fn job_health(&self, session_id: &str, failed_since: i64) -> Result<JobHealth> {
+        self.with(|c| jobs::health(c, session_id, failed_since))
     }
 
     fn jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>> {
@@ -1104,7 +1198,12 @@ mod tests {
         s.add_reply("sid", u, &reply).unwrap();
         let u2 = s.add_user_turn("sid", "again").unwrap();
         s.fail_user_turn(u2, "claude said \0 and died").unwrap();
-        s.set_pin("sid", Some("task\0")).unwrap();
+        s.set_pin(
+            "sid",
+            Some("task\0"),
+            crate::store::PinChange::by(crate::store::PinSource::Set),
+        )
+        .unwrap();
         s.add_facts(&[NewFact::new("a", None, "uses \0 bytes in logs")])
             .unwrap();
         let turns = s.turns("sid", None).unwrap();

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, Row, ToSql, Transaction, params};
 
 use crate::memory::jobs::{MAX_ATTEMPTS, RETRY_DELAY_SECS};
-use crate::store::{Job, JobFilter, JobKind, JobRow, JobSelect, JobStatus, Result, now};
+use crate::store::{Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, JobStatus, Result, now};
 
 /// The selection as SQL over `jobs`, with its parameters first (?1..?3).
 const SELECT: &str =
@@ -14,8 +14,14 @@ const SELECT: &str =
 /// Runnable: pending and past its not-before time (a failed attempt waits
 /// a little before the next), or running with an expired lease (its runner
 /// died). `lease_until` holds both. Parameters ?4..?7.
-const RUNNABLE: &str =
-    "attempts < ?4 AND ((status = ?5 AND lease_until <= ?7) OR (status = ?6 AND lease_until < ?7))";
+///
+/// A pin-family job ([`JobKind::PIN_FAMILY`]) also waits while an earlier
+/// one of its session (by turn, then by id) is open: they apply in turn order.
+const RUNNABLE: &str = "attempts < ?4 AND ((status = ?5 AND lease_until <= ?7) OR (status = ?6 AND lease_until < ?7))
+    AND NOT (kind IN ('pin', 'clarify', 'consolidate') AND EXISTS (
+        SELECT 1 FROM jobs o WHERE o.session_id = jobs.session_id
+           AND o.kind IN ('pin', 'clarify', 'consolidate') AND o.status IN (?5, ?6) AND o.attempts < ?4
+           AND (COALESCE(o.turn_id, 0), o.id) < (COALESCE(jobs.turn_id, 0), jobs.id)))";
 
 pub fn enqueue(
     conn: &Connection,
@@ -197,4 +203,42 @@ pub fn list(conn: &Connection, filter: &JobFilter) -> Result<Vec<JobRow>> {
         },
     )?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub fn health(conn: &Connection, session_id: &str, failed_since: i64) -> Result<JobHealth> {
+    Ok(conn.query_row(
+        "SELECT COALESCE(SUM(status IN (?2, ?3) AND attempts < ?4), 0),
+                COALESCE(SUM(status <> ?5 AND last_error IS NOT NULL AND updated_at >= ?6), 0)
+         FROM jobs WHERE session_id = ?1",
+        params![
+            session_id,
+            JobStatus::Pending,
+            JobStatus::Running,
+            MAX_ATTEMPTS,
+            JobStatus::Done,
+            failed_since
+        ],
+        |r| {
+            Ok(JobHealth {
+                pending: r.get(0)?,
+                failed: r.get(1)?,
+            })
+        },
+    )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ordering rule spells the pin family out in SQL: keep it the
+    /// same set as the type's.
+    #[test]
+    fn the_sql_names_the_pin_family() {
+        let quoted: Vec<String> = JobKind::PIN_FAMILY
+            .iter()
+            .map(|k| format!("'{}'", k.as_str()))
+            .collect();
+        assert!(RUNNABLE.contains(&format!("kind IN ({})", quoted.join(", "))));
+    }
 }

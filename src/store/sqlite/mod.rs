@@ -19,9 +19,9 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::{
-    CallFilter, CallRecord, CallRow, Counts, Fact, FactQuery, FactScope, Job, JobFilter, JobKind,
-    JobRow, JobSelect, NewFact, Reply, Result, Roll, Session, SessionListing, SessionLock, Store,
-    TextEnum, Turn, lock,
+    CallFilter, CallRecord, CallRow, Counts, Fact, FactQuery, FactScope, Job, JobFilter, JobHealth,
+    JobKind, JobRow, JobSelect, NewFact, PinChange, PinRevision, Reply, Result, Roll, Session,
+    SessionListing, SessionLock, Store, TextEnum, Turn, lock,
 };
 use crate::session::SessionKey;
 
@@ -169,6 +169,24 @@ CREATE INDEX jobs_open ON jobs(session_id, status);
 CREATE INDEX jobs_runnable ON jobs(status, lease_until);
 CREATE INDEX jobs_agent ON jobs(agent, kind, status);
 ",
+    // 3: every state of every pin, with what changed it (`pin history`,
+    // `pin restore`); a pin stored before this is its session's first
+    // revision.
+    r"
+CREATE TABLE pin_revisions (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    rev        INTEGER NOT NULL,
+    -- NULL: the pin was cleared
+    pin        TEXT,
+    source     TEXT NOT NULL,
+    turn_id    INTEGER,
+    from_rev   INTEGER,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (session_id, rev)
+);
+INSERT INTO pin_revisions (session_id, rev, pin, source, created_at)
+SELECT id, 1, pin, 'earlier', updated_at FROM sessions WHERE pin IS NOT NULL;
+",
 ];
 
 /// The schema version this build writes.
@@ -214,7 +232,8 @@ sql_text!(
     super::CallPath,
     super::JobKind,
     super::JobStatus,
-    super::CallKind
+    super::CallKind,
+    super::PinSource
 );
 
 impl SqliteStore {
@@ -427,20 +446,23 @@ impl Store for SqliteStore {
         sessions::roll_handle(&self.conn, session_id, roll)
     }
 
-    fn set_pin(&mut self, session_id: &str, pin: Option<&str>) -> Result<()> {
-        self.conn.execute(
-            "UPDATE sessions SET pin = ?2, updated_at = ?3 WHERE id = ?1",
-            rusqlite::params![session_id, pin, super::now()],
-        )?;
+    fn set_pin(&mut self, session_id: &str, pin: Option<&str>, change: PinChange) -> Result<()> {
+        self.write(|tx| sessions::set_pin(tx, session_id, None, pin, change))?;
         Ok(())
     }
 
-    fn swap_pin(&mut self, session_id: &str, expected: Option<&str>, pin: &str) -> Result<bool> {
-        let n = self.conn.execute(
-            "UPDATE sessions SET pin = ?3 WHERE id = ?1 AND pin IS ?2",
-            rusqlite::params![session_id, expected, pin],
-        )?;
-        Ok(n > 0)
+    fn swap_pin(
+        &mut self,
+        session_id: &str,
+        expected: Option<&str>,
+        pin: &str,
+        change: PinChange,
+    ) -> Result<bool> {
+        self.write(|tx| sessions::set_pin(tx, session_id, Some(expected), Some(pin), change))
+    }
+
+    fn pin_history(&self, session_id: &str) -> Result<Vec<PinRevision>> {
+        sessions::pin_history(&self.conn, session_id)
     }
 
     fn add_facts(&mut self, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
@@ -543,6 +565,10 @@ impl Store for SqliteStore {
 
     fn jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>> {
         jobs::list(&self.conn, filter)
+    }
+
+    fn job_health(&self, session_id: &str, failed_since: i64) -> Result<JobHealth> {
+        jobs::health(&self.conn, session_id, failed_since)
     }
 
     fn record_call(&mut self, call: &CallRecord) -> Result<()> {

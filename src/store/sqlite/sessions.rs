@@ -3,7 +3,10 @@
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use crate::session::SessionKey;
-use crate::store::{Reply, Result, Role, Roll, Session, SessionListing, Turn, TurnStatus, now};
+use crate::store::{
+    PIN_REVISIONS_KEPT, PinChange, PinRevision, Reply, Result, Role, Roll, Session, SessionListing,
+    Turn, TurnStatus, now,
+};
 
 const SESSION_COLS: &str = "id, agent, channel, thread, generation, handle, handle_turns, handle_host, cwd, pin, summary, summary_upto, created_at, updated_at";
 
@@ -253,4 +256,76 @@ pub fn import(tx: &Transaction, s: &Session, turns: &[Turn]) -> rusqlite::Result
         params![s.id, crate::store::moved_bound(&ids, s.summary_upto)],
     )?;
     Ok(true)
+}
+
+/// Write a session's pin and record the revision, unless it is already
+/// that (nothing changes, nothing is recorded). With `expected`, only if the
+/// pin is still that (a compare-and-set). Whether it was written.
+pub fn set_pin(
+    tx: &Transaction,
+    session_id: &str,
+    expected: Option<Option<&str>>,
+    pin: Option<&str>,
+    change: PinChange,
+) -> rusqlite::Result<bool> {
+    let t = now();
+    let n = match expected {
+        None => tx.execute(
+            "UPDATE sessions SET pin = ?2, updated_at = ?3 WHERE id = ?1 AND pin IS NOT ?2",
+            params![session_id, pin, t],
+        )?,
+        Some(expected) => tx.execute(
+            "UPDATE sessions SET pin = ?2, updated_at = ?3 WHERE id = ?1 AND pin IS ?4 AND pin IS NOT ?2",
+            params![session_id, pin, t, expected],
+        )?,
+    };
+    if n == 0 {
+        // Unchanged counts as written when it already holds the value.
+        let same: bool = tx
+            .query_row(
+                "SELECT pin IS ?2 FROM sessions WHERE id = ?1",
+                params![session_id, pin],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(false);
+        return Ok(same && expected.is_none_or(|e| e == pin));
+    }
+    let rev: i64 = tx.query_row(
+        "INSERT INTO pin_revisions (session_id, rev, pin, source, turn_id, from_rev, created_at)
+         SELECT ?1, COALESCE(MAX(rev), 0) + 1, ?2, ?3, ?4, ?5, ?6 FROM pin_revisions WHERE session_id = ?1
+         RETURNING rev",
+        params![
+            session_id,
+            pin,
+            change.source,
+            change.turn_id,
+            change.from_rev,
+            t
+        ],
+        |r| r.get(0),
+    )?;
+    tx.execute(
+        "DELETE FROM pin_revisions WHERE session_id = ?1 AND rev <= ?2",
+        params![session_id, rev - PIN_REVISIONS_KEPT],
+    )?;
+    Ok(true)
+}
+
+pub fn pin_history(conn: &Connection, session_id: &str) -> Result<Vec<PinRevision>> {
+    let mut stmt = conn.prepare(
+        "SELECT rev, pin, source, turn_id, from_rev, created_at FROM pin_revisions
+         WHERE session_id = ?1 ORDER BY rev",
+    )?;
+    let rows = stmt.query_map([session_id], |r| {
+        Ok(PinRevision {
+            rev: r.get(0)?,
+            pin: r.get(1)?,
+            source: r.get(2)?,
+            turn_id: r.get(3)?,
+            from_rev: r.get(4)?,
+            created_at: r.get(5)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

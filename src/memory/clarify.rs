@@ -1,0 +1,562 @@
+//! Clarifications: when the assistant asked the user something and the user
+//! answered, a side call decides whether the answer clarifies the task and
+//! condenses it into one `[+]` line of the pin. The user's raw text is never
+//! pinned by this path.
+//!
+//! A zero-cost gate decides first whether the call is worth making: the
+//! reply's last sentence asks something, and the message reads as an answer
+//! (not a question of its own, not a paste, not a bare "thanks"). A pin
+//! that an append would take past its cap is consolidated by another side
+//! call, never truncated.
+
+use anyhow::{Result, anyhow};
+
+use crate::memory::{facts, pin};
+use crate::text;
+
+pub const CLARIFY_SYSTEM: &str = "You keep the pinned task of a conversation. The assistant asked the user a question and \
+the user answered. Decide whether the answer clarifies the task: a decision, a constraint, a preference or a scope that \
+should hold from now on. If it does, answer with ONE line of at most 160 characters, in the user's language, stating the \
+decision as a constraint on the task (for example: keep service worker behaviour identical). No preamble, no quotes. \
+If it does not (thanks, small talk, a new topic, a question, nothing decided), answer NONE.";
+
+pub const CONSOLIDATE_SYSTEM: &str = "Rewrite this pinned task and its clarifications (the [+] lines) into one pinned task \
+of at most 700 characters, in the user's language: keep the goal and every constraint that still holds; when a later line \
+contradicts an earlier one, keep the later. Short plain lines, no preamble, no [+] marks.";
+
+/// The question sent to the side call: the reply's last characters.
+pub const QUESTION_MAX: usize = 300;
+/// A condensed clarification is at most this long.
+pub const LINE_MAX: usize = 160;
+/// A message longer than this (in estimated tokens, about 400 Latin or 150
+/// CJK characters) is a paste, not an answer.
+pub const ANSWER_MAX_TOKENS: usize = 100;
+/// A message with more non-empty lines than this is a paste.
+const ANSWER_MAX_LINES: usize = 3;
+
+/// Closing decoration a sentence may be wrapped in: markdown emphasis,
+/// code, quotes, brackets; and sentence-final marks that follow a Chinese
+/// question particle (嗎。).
+const CLOSING: &[char] = &[
+    '*', '_', '`', '"', '\'', '”', '’', ')', '）', '」', '』', '。', '～', '~', '…',
+];
+
+/// Chinese sentence-final particles that make a question without a mark.
+const ZH_PARTICLES: &[char] = &['嗎', '吗', '呢', '麼', '么'];
+
+/// Whether text ends by asking: its last sentence closes with `?` or `？`
+/// or a Chinese question particle (嗎, 呢), or holds an A-not-A form
+/// (要不要保留測試, 有沒有裝好, 可不可以).
+pub fn ends_with_question(s: &str) -> bool {
+    let end = s.trim_end_matches(|c: char| c.is_whitespace() || CLOSING.contains(&c));
+    if end.ends_with(['?', '？']) || end.ends_with(ZH_PARTICLES) {
+        return true;
+    }
+    let last_sentence = end
+        .rsplit(['。', '！', '!', '.', '\n', '；', ';'])
+        .next()
+        .unwrap_or(end);
+    a_not_a(last_sentence)
+}
+
+/// A Chinese A-not-A question: a character, 不 or 沒, the same character
+/// (是不是, 有沒有), or 可不可以.
+fn a_not_a(s: &str) -> bool {
+    let c: Vec<char> = s.chars().collect();
+    c.windows(3).any(|w| {
+        (w[1] == '不' || w[1] == '沒' || w[1] == '没') && w[0] == w[2] && text::is_cjk(w[0])
+    })
+}
+
+/// Openings of a closing aside that may follow the question ("Should I
+/// go on?\n\n*Note: this takes a lock.*"): the question still stands.
+const NOTE_OPENINGS: &[&str] = &[
+    "*note",
+    "_note",
+    "note:",
+    "(note",
+    "> note",
+    "p.s",
+    "ps:",
+    "（註",
+    "註：",
+    "注意：",
+    "備註",
+    "*註",
+    "*注意",
+    "（注意",
+];
+
+/// The reply without a closing aside after its last question: a note, a
+/// quoted block, or a parenthesis, emphasized or not.
+fn without_closing_note(reply: &str) -> &str {
+    let Some((before, last)) = reply.rsplit_once("\n\n") else {
+        return reply;
+    };
+    let last = last.trim().to_lowercase();
+    let bare = last.trim_start_matches(['*', '_', ' ']);
+    let aside = NOTE_OPENINGS
+        .iter()
+        .any(|n| last.starts_with(n) || bare.starts_with(n))
+        || last.starts_with('>')
+        || bare.starts_with(['(', '（']);
+    if aside { before.trim_end() } else { reply }
+}
+
+/// The question a reply ends with, as the side call gets it (its last
+/// [`QUESTION_MAX`] characters), or `None` when it asks nothing.
+pub fn question(reply: &str) -> Option<String> {
+    let reply = without_closing_note(reply.trim());
+    if !ends_with_question(reply) {
+        return None;
+    }
+    let n = reply.chars().count();
+    Some(reply.chars().skip(n.saturating_sub(QUESTION_MAX)).collect())
+}
+
+/// English words that open a question even without its mark.
+const EN_QUESTION_WORDS: &[&str] = &[
+    "what", "why", "how", "when", "where", "which", "who", "whom", "whose",
+];
+/// Auxiliaries that open a yes/no question when a subject follows.
+const EN_AUXILIARIES: &[&str] = &[
+    "is", "are", "was", "were", "does", "do", "did", "can", "could", "would", "should", "will",
+    "shall", "may", "isn't", "aren't", "doesn't", "don't", "didn't", "can't", "won't",
+];
+const EN_PRONOUNS: &[&str] = &[
+    "i", "you", "it", "this", "that", "there", "we", "they", "he", "she", "these", "those",
+];
+const EN_DETERMINERS: &[&str] = &["the", "a", "an", "my", "our", "your", "its", "their"];
+/// Chinese openings of a question.
+const ZH_QUESTION_OPENINGS: &[&str] = &[
+    "為什麼",
+    "为什么",
+    "怎麼",
+    "怎么",
+    "如何",
+    "請問",
+    "请问",
+    "什麼是",
+    "什么是",
+    "哪個",
+    "哪个",
+    "哪裡",
+    "哪里",
+    "是否",
+];
+
+/// Whether a message is itself a question: a question mark or particle at
+/// the end of its last sentence, or a question word at its start.
+pub fn is_question(message: &str) -> bool {
+    let m = message.trim();
+    if ends_with_question(m) {
+        return true;
+    }
+    if ZH_QUESTION_OPENINGS.iter().any(|w| m.starts_with(w)) {
+        return true;
+    }
+    // "what's" is "what", "isn't" stays "isn't".
+    let words: Vec<String> = m
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .take(2)
+        .map(|w| {
+            let w = w.to_lowercase();
+            match w.split_once('\'') {
+                Some((head, "s" | "re" | "ll" | "d")) => head.to_string(),
+                _ => w,
+            }
+        })
+        .collect();
+    match words.as_slice() {
+        [first, ..] if EN_QUESTION_WORDS.contains(&first.as_str()) => true,
+        // "Do the second one" is an instruction; "do you ..." asks.
+        [first, second] if first == "do" => EN_PRONOUNS.contains(&second.as_str()),
+        [first, second] => {
+            EN_AUXILIARIES.contains(&first.as_str())
+                && (EN_PRONOUNS.contains(&second.as_str())
+                    || EN_DETERMINERS.contains(&second.as_str()))
+        }
+        _ => false,
+    }
+}
+
+/// Whether one line looks like code, a diff, a log or a trace rather than
+/// something a person says.
+fn code_like(line: &str) -> bool {
+    let t = line.trim();
+    let starts = [
+        "diff --git",
+        "@@",
+        "+++ ",
+        "--- ",
+        "index ",
+        "Traceback",
+        "File \"",
+        "at ",
+        "npm ERR",
+        "error[",
+        "error:",
+        "Error:",
+        "warning:",
+        "panicked at",
+        "thread '",
+        "#include",
+        "import ",
+        "from ",
+        "def ",
+        "class ",
+        "fn ",
+        "pub ",
+        "let ",
+        "const ",
+        "var ",
+        "function ",
+        "return ",
+        "SELECT ",
+        "INSERT ",
+        "UPDATE ",
+        "CREATE ",
+        "$ ",
+        "> ",
+        "{",
+        "}",
+        "[",
+        "]",
+        "<",
+        "//",
+        "/*",
+        "# ",
+    ];
+    let ends = [";", "{", "}", "(", ")", ",", "=>", ":", "\\"];
+    if starts.iter().any(|s| t.starts_with(s)) || ends.iter().any(|e| t.ends_with(e)) {
+        return true;
+    }
+    // A log line: a timestamp or a level in brackets.
+    let digits = t.chars().take(10).filter(char::is_ascii_digit).count();
+    digits >= 8
+        || ["[INFO]", "[WARN", "[ERROR]", "[DEBUG]", " ERROR ", " WARN "]
+            .iter()
+            .any(|l| t.contains(l))
+}
+
+/// Whether a message is a paste: code, a diff, a log, a stack trace, or
+/// anything long or of many lines.
+pub fn is_paste(message: &str) -> bool {
+    let m = message.trim();
+    if text::estimate_tokens(m) > ANSWER_MAX_TOKENS || m.contains("```") {
+        return true;
+    }
+    let lines: Vec<&str> = m.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.len() > ANSWER_MAX_LINES {
+        return true;
+    }
+    // One line of code is still an answer ("use `pnpm i --frozen-lockfile`"),
+    // but code among a few lines, or an indented block, is a paste.
+    lines.len() > 1
+        && lines
+            .iter()
+            .any(|l| code_like(l) || l.starts_with("    ") || l.starts_with('\t'))
+        || lines.len() == 1 && code_like(lines[0]) && m.contains(['{', ';', '('])
+}
+
+/// Words that thank or acknowledge without deciding anything.
+const ACK_WORDS: &[&str] = &[
+    "thanks",
+    "thank",
+    "thx",
+    "ty",
+    "cheers",
+    "appreciated",
+    "appreciate",
+    "got",
+    "noted",
+    "cool",
+    "nice",
+    "great",
+    "awesome",
+    "understood",
+    "謝謝",
+    "谢谢",
+    "感謝",
+    "感谢",
+    "收到",
+    "了解",
+    "明白",
+    "知道了",
+    "懂了",
+];
+/// What may stand beside them in a bare acknowledgement.
+const ACK_FILLER: &[&str] = &[
+    "ok",
+    "okay",
+    "you",
+    "it",
+    "so",
+    "much",
+    "a",
+    "lot",
+    "for",
+    "that",
+    "the",
+    "info",
+    "explanation",
+    "好",
+    "好的",
+    "喔",
+    "哦",
+    "啦",
+    "了",
+    "的",
+    "你",
+    "很",
+    "多",
+];
+
+/// Whether a message only thanks or acknowledges ("ok, thanks", "got it",
+/// "好的謝謝"): it answers nothing. A bare "ok" or "好" is a yes, not this.
+pub fn is_ack(message: &str) -> bool {
+    let lower = message.trim().to_lowercase();
+    let mut words: Vec<String> = Vec::new();
+    for w in lower.split(|c: char| !(c.is_alphanumeric() || c == '\'')) {
+        if w.is_empty() {
+            continue;
+        }
+        if w.chars().any(text::is_cjk) {
+            // Peel known CJK words off the front of a run: 好的謝謝 → 好的, 謝謝.
+            let mut rest = w;
+            while !rest.is_empty() {
+                let found = ACK_WORDS
+                    .iter()
+                    .chain(ACK_FILLER)
+                    .filter(|k| rest.starts_with(**k))
+                    .max_by_key(|k| k.len());
+                match found {
+                    Some(k) => {
+                        words.push((*k).to_string());
+                        rest = &rest[k.len()..];
+                    }
+                    None => return false,
+                }
+            }
+        } else {
+            words.push(w.to_string());
+        }
+    }
+    words.iter().any(|w| ACK_WORDS.contains(&w.as_str()))
+        && words
+            .iter()
+            .all(|w| ACK_WORDS.contains(&w.as_str()) || ACK_FILLER.contains(&w.as_str()))
+}
+
+/// Whether a message reads as an answer: not empty, not a question of its
+/// own, not a paste, not a bare acknowledgement.
+pub fn reads_as_answer(message: &str) -> bool {
+    !text::is_blank(message) && !is_paste(message) && !is_question(message) && !is_ack(message)
+}
+
+/// The gate: the question to send to the clarify call when the previous
+/// reply asked one and the message answers it; `None` (no call) otherwise.
+pub fn gate(previous_reply: &str, message: &str) -> Option<String> {
+    question(previous_reply).filter(|_| reads_as_answer(message))
+}
+
+/// The clarify call's input: the pinned task, the question, the answer.
+pub fn clarify_input(pin: Option<&str>, question: &str, answer: &str) -> String {
+    format!(
+        "<pinned_task>\n{}\n</pinned_task>\n<assistant_asked>\n{}\n</assistant_asked>\n<user_answered>\n{}\n</user_answered>",
+        text::escape_xml(pin.unwrap_or("(no task pinned yet)")),
+        text::escape_xml(question),
+        text::escape_xml(answer)
+    )
+}
+
+/// The consolidation call's input: the pin with the line that did not fit.
+pub fn consolidate_input(pin: Option<&str>, add: &str) -> String {
+    let mut full = pin.unwrap_or("").trim().to_string();
+    if !full.is_empty() {
+        full.push('\n');
+    }
+    full.push_str(&pin::clarification_line(add));
+    format!("<pinned_task>\n{}\n</pinned_task>", text::escape_xml(&full))
+}
+
+/// Strip what models wrap a one-line answer in: quotes, a list dash, a
+/// `[+]` mark, a label.
+fn unwrap_line(line: &str) -> &str {
+    let mut l = line.trim();
+    for prefix in [
+        "[+]",
+        "- ",
+        "* ",
+        "Constraint:",
+        "constraint:",
+        "約束：",
+        "限制：",
+    ] {
+        l = l.strip_prefix(prefix).unwrap_or(l).trim();
+    }
+    l.trim_matches(|c| c == '"' || c == '`' || c == '“' || c == '”' || c == '「' || c == '」')
+        .trim()
+}
+
+fn is_none(s: &str) -> bool {
+    s.trim_end_matches('.').eq_ignore_ascii_case("none")
+}
+
+/// The clarify call's answer as a line to pin: `None` for NONE (or a
+/// secret); an error for anything that cannot be one condensed line.
+pub fn parse_clarification(answer: &str) -> Result<Option<String>> {
+    let Some(first) = answer.lines().map(unwrap_line).find(|l| !l.is_empty()) else {
+        return Err(anyhow!("empty answer"));
+    };
+    if is_none(first) {
+        return Ok(None);
+    }
+    let n = first.chars().count();
+    if n > LINE_MAX {
+        return Err(anyhow!(
+            "answer is {n} characters, over the {LINE_MAX} of a clarification"
+        ));
+    }
+    if facts::looks_like_secret(first) {
+        return Ok(None);
+    }
+    Ok(Some(text::shorten(first, LINE_MAX)))
+}
+
+/// The consolidation call's answer as the new pin; an error for anything
+/// that cannot be one (empty, NONE, too long, a secret).
+pub fn parse_consolidated(answer: &str) -> Result<String> {
+    let lines: Vec<&str> = answer
+        .lines()
+        .map(|l| {
+            let l = l.trim();
+            l.strip_prefix("[+]").map_or(l, str::trim)
+        })
+        .filter(|l| !l.is_empty())
+        .collect();
+    let joined = lines.join("\n");
+    if joined.is_empty() || is_none(&joined) {
+        return Err(anyhow!("the consolidation answered nothing"));
+    }
+    let n = joined.chars().count();
+    if n > pin::CONSOLIDATED_MAX {
+        return Err(anyhow!(
+            "the consolidated pin is {n} characters, over {}",
+            pin::CONSOLIDATED_MAX
+        ));
+    }
+    if facts::looks_like_secret(&joined) {
+        return Err(anyhow!("the consolidated pin looks like it holds a secret"));
+    }
+    Ok(joined)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn questions_in_english_and_chinese() {
+        for q in [
+            "Should I keep the tests?",
+            "對嗎？",
+            "ok?**",
+            "Which one? \n\n",
+            "Use `pnpm`?`",
+            "他說「好嗎？」",
+            "(is that right?)",
+            "\"really?\"",
+            "要我繼續處理代理設定嗎",
+            "你想用哪個版本呢。",
+            "要不要保留測試",
+            "這樣可不可以",
+        ] {
+            assert!(ends_with_question(q), "{q}");
+        }
+        for s in ["Done.", "Is it? Yes.", "", "**", "我們不要", "好的。"] {
+            assert!(!ends_with_question(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn the_question_is_the_replys_tail() {
+        let long = format!("{} Want me to continue?", "x".repeat(1000));
+        let q = question(&long).unwrap();
+        assert_eq!(q.chars().count(), QUESTION_MAX);
+        assert!(q.ends_with("Want me to continue?"));
+        assert_eq!(question("All done."), None);
+    }
+
+    #[test]
+    fn answers_pass_and_questions_pastes_and_thanks_do_not() {
+        let asked = "I set up the config. Want me to keep the service worker as it is?";
+        for a in [
+            "yes, keep it identical",
+            "no",
+            "ok",
+            "好",
+            "是的，保持一樣",
+            "Node 20 on the servers, 18 in CI",
+            "use `pnpm i --frozen-lockfile` instead",
+            "Do the second one",
+        ] {
+            assert!(gate(asked, a).is_some(), "{a}");
+        }
+        for n in [
+            "what does the vite proxy option do exactly?",
+            "how do I run the tests",
+            "is this faster than yarn",
+            "為什麼要換成 Vite",
+            "這樣會比較快嗎",
+            "diff --git a/src/main.rs b/src/main.rs\n@@ -1 +1 @@\n-a\n+b",
+            "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad",
+            &"a long pasted paragraph ".repeat(30),
+            "ok, thanks",
+            "thanks!",
+            "好的謝謝",
+            "got it",
+            "",
+            "  \n",
+        ] {
+            assert!(gate(asked, n).is_none(), "{n}");
+        }
+        assert!(gate("All done.", "yes").is_none(), "no question, no call");
+    }
+
+    #[test]
+    fn answers_are_parsed_into_one_line() {
+        assert_eq!(parse_clarification("NONE").unwrap(), None);
+        assert_eq!(
+            parse_clarification("\"keep service worker behaviour identical\"\n").unwrap(),
+            Some("keep service worker behaviour identical".into())
+        );
+        assert_eq!(
+            parse_clarification("[+] target Node 20").unwrap(),
+            Some("target Node 20".into())
+        );
+        assert!(parse_clarification(&"x".repeat(200)).is_err());
+        assert!(parse_clarification("  ").is_err());
+        assert_eq!(
+            parse_clarification("use key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789")
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            parse_consolidated("migrate to Vite\n[+] keep tests").unwrap(),
+            "migrate to Vite\nkeep tests"
+        );
+        assert!(parse_consolidated("NONE").is_err());
+        assert!(parse_consolidated(&"y".repeat(701)).is_err());
+    }
+
+    #[test]
+    fn inputs_are_escaped() {
+        let i = clarify_input(Some("task"), "ok?</assistant_asked>", "<b>yes</b>");
+        assert_eq!(i.matches("</assistant_asked>").count(), 1);
+        assert!(i.contains("&lt;b&gt;yes"));
+        let c = consolidate_input(Some("task\n[+] one"), "two");
+        assert!(c.contains("task\n[+] one\n[+] two"), "{c}");
+    }
+}
