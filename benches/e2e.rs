@@ -46,16 +46,19 @@ const CONSOLIDATED: &str = "Migrate the React app from CRA to Vite; keep the tes
 Deploy the billing service to staging with Argo CD before every release; pnpm workspaces only, never npm i; \
 CI on GitHub Actions within fifteen minutes; reports with ISO dates and amounts in New Taiwan dollars.";
 
-/// What the stand-in's clarify call condenses an answer into: one line of
-/// about 120 characters, so ten of them fill a pin.
-fn clarification(input: &str) -> String {
+/// What the stand-in's clarify call condenses answer `n` into: a distinct
+/// line of about 140 characters, so seven of them fill a pin and part 8
+/// pays for a consolidation too.
+fn clarification(input: &str, n: u64) -> String {
     let answer = input
         .split("<user_answered>\n")
         .nth(1)
         .and_then(|a| a.split("\n</user_answered>").next())
         .unwrap_or("");
-    let line: String = format!("from now on: {answer}").chars().take(120).collect();
-    line
+    let line = format!(
+        "decision {n}, to hold from now on: {answer} (confirmed by the user in this conversation)"
+    );
+    line.chars().take(140).collect()
 }
 
 const FACTS_BIG: usize = 100_000;
@@ -251,6 +254,7 @@ struct Bench {
 impl Bench {
     fn new(claude: PathBuf, bin: PathBuf) -> Bench {
         let side_delay = Arc::new(AtomicU64::new(0));
+        let clarified = AtomicU64::new(0);
         let delay = Arc::clone(&side_delay);
         let standin = StandIn::start_with(move |r: &Recorded| {
             if is_side(r) {
@@ -258,7 +262,10 @@ impl Bench {
                 let text = if system.contains(PIN_SYSTEM) {
                     PIN_ANSWER.to_string()
                 } else if system.contains(CLARIFY_SYSTEM) {
-                    clarification(&r.last_user_text())
+                    clarification(
+                        &r.last_user_text(),
+                        clarified.fetch_add(1, Ordering::SeqCst) + 1,
+                    )
                 } else if system.contains(CONSOLIDATE_SYSTEM) {
                     CONSOLIDATED.to_string()
                 } else {

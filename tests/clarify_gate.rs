@@ -16,8 +16,9 @@ struct Pair {
     message: String,
 }
 
-fn corpus() -> Vec<Pair> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/clarify/gate.jsonl");
+fn corpus(name: &str) -> Vec<Pair> {
+    let path = format!("{}/tests/data/clarify/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = path.as_str();
     std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read the corpus {path}: {e}"))
         .lines()
@@ -29,9 +30,27 @@ fn corpus() -> Vec<Pair> {
         .collect()
 }
 
+/// The set the gate was developed against: its first run missed 5 of 48
+/// answers and let one paste and one question through; replies with a
+/// closing note after the question, `what's`, and a length counted in
+/// tokens (so a long Chinese paste counts as long) came from those misses.
 #[test]
 fn the_gate_passes_answers_and_never_a_paste_or_a_question() {
-    let pairs = corpus();
+    check(&corpus("gate.jsonl"));
+}
+
+/// A second set written apart from the gate and from the first set, in
+/// other domains. Its first run passed 41 of 42 answers but let 2 of 12
+/// questions through ("is passive voice still acceptable …", "上傳的話需要選
+/// 什麼授權條款"); the two rules added then (any form of "be" or "does"
+/// opens a question; a Chinese question word anywhere, unless used as
+/// "any") were checked on both sets, so this set is no longer blind.
+#[test]
+fn on_a_held_out_set_too() {
+    check(&corpus("gate-heldout.jsonl"));
+}
+
+fn check(pairs: &[Pair]) {
     assert!(
         pairs.len() >= 40,
         "the corpus is too small: {}",
@@ -40,7 +59,7 @@ fn the_gate_passes_answers_and_never_a_paste_or_a_question() {
     // (label, lang) -> (passed, total)
     let mut seen: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
     let mut wrong = Vec::new();
-    for p in &pairs {
+    for p in pairs {
         let passed = clarify::gate(&p.reply, &p.message).is_some();
         let e = seen.entry((p.label.clone(), p.lang.clone())).or_default();
         e.1 += 1;

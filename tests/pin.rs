@@ -118,7 +118,7 @@ fn the_pin_holds_the_task_and_the_condensed_answer_never_a_raw_message(server: b
     assert_eq!(element(clarify[0], "pinned_task"), PIN);
     assert_eq!(
         element(clarify[0], "assistant_asked"),
-        "Plan ready. Want me to keep the service worker as it is?"
+        "Want me to keep the service worker as it is?"
     );
     assert_eq!(
         element(clarify[0], "user_answered"),

@@ -14,11 +14,11 @@ use anyhow::{Result, anyhow};
 use crate::memory::{facts, pin};
 use crate::text;
 
-pub const CLARIFY_SYSTEM: &str = "You keep the pinned task of a conversation. The assistant asked the user a question and \
-the user answered. Decide whether the answer clarifies the task: a decision, a constraint, a preference or a scope that \
-should hold from now on. If it does, answer with ONE line of at most 160 characters, in the user's language, stating the \
-decision as a constraint on the task (for example: keep service worker behaviour identical). No preamble, no quotes. \
-If it does not (thanks, small talk, a new topic, a question, nothing decided), answer NONE.";
+// Short on purpose: with Claude Code's envelope a clarify call costs about
+// two thirds of a facts call, and one can follow every answered question.
+pub const CLARIFY_SYSTEM: &str = "Decide whether the user's answer to the assistant's question clarifies the pinned \
+task from now on (a constraint, choice, preference or scope). If so, reply with one line (at most 160 characters, the \
+user's language) stating it as a constraint on the task, e.g.: keep service worker behaviour identical. Else reply NONE.";
 
 pub const CONSOLIDATE_SYSTEM: &str = "Rewrite this pinned task and its clarifications (the [+] lines) into one pinned task \
 of at most 700 characters, in the user's language: keep the goal and every constraint that still holds; when a later line \
@@ -26,6 +26,10 @@ contradicts an earlier one, keep the later. Short plain lines, no preamble, no [
 
 /// The question sent to the side call: the reply's last characters.
 pub const QUESTION_MAX: usize = 300;
+/// A question at least this long (estimated tokens: about 40 Latin or 15
+/// CJK characters) is sent without the sentence before it: it stands on
+/// its own, and every clarify call pays for what it sends.
+const QUESTION_ALONE_TOKENS: usize = 10;
 /// A condensed clarification is at most this long.
 pub const LINE_MAX: usize = 160;
 /// A message longer than this (in estimated tokens, about 400 Latin or 150
@@ -103,15 +107,46 @@ fn without_closing_note(reply: &str) -> &str {
     if aside { before.trim_end() } else { reply }
 }
 
-/// The question a reply ends with, as the side call gets it (its last
-/// [`QUESTION_MAX`] characters), or `None` when it asks nothing.
+/// The question a reply ends with, as the side call gets it: its last
+/// sentence, with the one before it when the question is short, at most
+/// [`QUESTION_MAX`] characters; `None` when it asks nothing.
 pub fn question(reply: &str) -> Option<String> {
     let reply = without_closing_note(reply.trim());
     if !ends_with_question(reply) {
         return None;
     }
-    let n = reply.chars().count();
-    Some(reply.chars().skip(n.saturating_sub(QUESTION_MAX)).collect())
+    let chars: Vec<char> = reply.chars().collect();
+    let tail_start = chars.len().saturating_sub(QUESTION_MAX);
+    // Sentence ends before the final question (its own mark excluded).
+    let body = &chars[tail_start..chars.len().saturating_sub(1)];
+    let ends: Vec<usize> = body
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| {
+            matches!(c, '。' | '！' | '？' | '\n')
+                || matches!(c, '.' | '!' | '?') && body.get(i + 1).is_none_or(|n| n.is_whitespace())
+        })
+        .map(|(i, _)| i)
+        .collect();
+    // A run of marks and line breaks ("done.\n\n") is one boundary.
+    let ends: Vec<usize> = ends
+        .iter()
+        .copied()
+        .filter(|i| !ends.contains(&(i + 1)))
+        .collect();
+    // The question alone when it can stand alone; a short one ("Which
+    // one?") leans on the sentence before it.
+    let last = ends.last().map_or(0, |i| i + 1);
+    let sentence: String = chars[tail_start + last..].iter().collect();
+    let alone = text::estimate_tokens(sentence.trim()) >= QUESTION_ALONE_TOKENS;
+    let start = match ends.len() {
+        0 => 0,
+        _ if alone => last,
+        1 => 0,
+        n => ends[n - 2] + 1,
+    };
+    let q: String = chars[tail_start + start..].iter().collect();
+    Some(q.trim().to_string())
 }
 
 /// English words that open a question even without its mark.
@@ -122,6 +157,9 @@ const EN_QUESTION_WORDS: &[&str] = &[
 const EN_AUXILIARIES: &[&str] = &[
     "is", "are", "was", "were", "does", "do", "did", "can", "could", "would", "should", "will",
     "shall", "may", "isn't", "aren't", "doesn't", "don't", "didn't", "can't", "won't",
+];
+const EN_BE_DOES: &[&str] = &[
+    "is", "are", "was", "were", "does", "did", "isn't", "aren't", "doesn't", "didn't",
 ];
 const EN_PRONOUNS: &[&str] = &[
     "i", "you", "it", "this", "that", "there", "we", "they", "he", "she", "these", "those",
@@ -138,10 +176,6 @@ const ZH_QUESTION_OPENINGS: &[&str] = &[
     "请问",
     "什麼是",
     "什么是",
-    "哪個",
-    "哪个",
-    "哪裡",
-    "哪里",
     "是否",
 ];
 
@@ -152,7 +186,7 @@ pub fn is_question(message: &str) -> bool {
     if ends_with_question(m) {
         return true;
     }
-    if ZH_QUESTION_OPENINGS.iter().any(|w| m.starts_with(w)) {
+    if ZH_QUESTION_OPENINGS.iter().any(|w| m.starts_with(w)) || zh_wh_question(m) {
         return true;
     }
     // "what's" is "what", "isn't" stays "isn't".
@@ -170,7 +204,11 @@ pub fn is_question(message: &str) -> bool {
         .collect();
     match words.as_slice() {
         [first, ..] if EN_QUESTION_WORDS.contains(&first.as_str()) => true,
-        // "Do the second one" is an instruction; "do you ..." asks.
+        // A form of "be" or "does" opens a question whatever follows ("is
+        // passive voice ok"); "do", "can", "should" open instructions and
+        // answers too ("do the second one", "can do", "should be fine"),
+        // so they ask only before a pronoun or an article.
+        [first, _] if EN_BE_DOES.contains(&first.as_str()) => true,
         [first, second] if first == "do" => EN_PRONOUNS.contains(&second.as_str()),
         [first, second] => {
             EN_AUXILIARIES.contains(&first.as_str())
@@ -179,6 +217,26 @@ pub fn is_question(message: &str) -> bool {
         }
         _ => false,
     }
+}
+
+/// Chinese question words: asking wherever they stand in the sentence.
+const ZH_WH_WORDS: &[&str] = &[
+    "什麼", "什么", "多少", "怎樣", "怎样", "為何", "为何", "哪個", "哪个", "哪些", "哪裡", "哪里",
+    "誰", "谁",
+];
+
+/// A Chinese question by its question word (需要選什麼授權), unless the word
+/// is used as "any" or "much" (什麼都可以, 哪個都行, 沒什麼問題: followed by
+/// 都 or 也, or after 沒 or 不). 幾 is left out: 幾個 is as often "a few".
+fn zh_wh_question(m: &str) -> bool {
+    ZH_WH_WORDS.iter().any(|w| {
+        m.match_indices(w).any(|(i, _)| {
+            let rest = &m[i + w.len()..];
+            let before = m[..i].chars().next_back();
+            !rest.chars().take(3).any(|c| c == '都' || c == '也')
+                && !before.is_some_and(|c| matches!(c, '沒' | '没' | '不'))
+        })
+    })
 }
 
 /// Whether one line looks like code, a diff, a log or a trace rather than
@@ -361,11 +419,14 @@ pub fn gate(previous_reply: &str, message: &str) -> Option<String> {
     question(previous_reply).filter(|_| reads_as_answer(message))
 }
 
-/// The clarify call's input: the pinned task, the question, the answer.
+/// The clarify call's input: the pinned task (its task lines: the call
+/// judges the answer against the goal, and consolidation reconciles the
+/// `[+]` lines later), the question, the answer.
 pub fn clarify_input(pin: Option<&str>, question: &str, answer: &str) -> String {
+    let task = pin.map(pin::task).filter(|t| !t.is_empty());
     format!(
         "<pinned_task>\n{}\n</pinned_task>\n<assistant_asked>\n{}\n</assistant_asked>\n<user_answered>\n{}\n</user_answered>",
-        text::escape_xml(pin.unwrap_or("(no task pinned yet)")),
+        text::escape_xml(task.as_deref().unwrap_or("(no task pinned yet)")),
         text::escape_xml(question),
         text::escape_xml(answer)
     )
@@ -481,11 +542,28 @@ mod tests {
     }
 
     #[test]
-    fn the_question_is_the_replys_tail() {
+    fn the_question_is_the_replys_last_sentence_or_two() {
         let long = format!("{} Want me to continue?", "x".repeat(1000));
         let q = question(&long).unwrap();
         assert_eq!(q.chars().count(), QUESTION_MAX);
         assert!(q.ends_with("Want me to continue?"));
+        assert_eq!(
+            question("Step one is done. I found two: A and B. Which one?").unwrap(),
+            "I found two: A and B. Which one?"
+        );
+        assert_eq!(
+            question("設定好了。有兩個地方：A 和 B。要以哪一個為準？").unwrap(),
+            "有兩個地方：A 和 B。要以哪一個為準？"
+        );
+        assert_eq!(question("Which one?").unwrap(), "Which one?");
+        assert_eq!(
+            question("Done. Should I also update the CI config for that step?").unwrap(),
+            "Should I also update the CI config for that step?"
+        );
+        assert_eq!(
+            question("Use v1.2 or 2.0? Say which.\n\nWhich one?").unwrap(),
+            "Say which.\n\nWhich one?"
+        );
         assert_eq!(question("All done."), None);
     }
 
@@ -501,6 +579,12 @@ mod tests {
             "Node 20 on the servers, 18 in CI",
             "use `pnpm i --frozen-lockfile` instead",
             "Do the second one",
+            "什麼都不用改",
+            "哪個都可以，你決定",
+            "沒什麼問題，就這樣做",
+            "要，還有幾個客戶在用 v1",
+            "can do",
+            "should be fine as is",
         ] {
             assert!(gate(asked, a).is_some(), "{a}");
         }
@@ -510,6 +594,8 @@ mod tests {
             "is this faster than yarn",
             "為什麼要換成 Vite",
             "這樣會比較快嗎",
+            "上傳的話需要選什麼授權條款",
+            "is passive voice still acceptable",
             "diff --git a/src/main.rs b/src/main.rs\n@@ -1 +1 @@\n-a\n+b",
             "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad",
             &"a long pasted paragraph ".repeat(30),
@@ -553,8 +639,9 @@ mod tests {
 
     #[test]
     fn inputs_are_escaped() {
-        let i = clarify_input(Some("task"), "ok?</assistant_asked>", "<b>yes</b>");
+        let i = clarify_input(Some("task\n[+] one"), "ok?</assistant_asked>", "<b>yes</b>");
         assert_eq!(i.matches("</assistant_asked>").count(), 1);
+        assert!(i.starts_with("<pinned_task>\ntask\n</pinned_task>"), "{i}");
         assert!(i.contains("&lt;b&gt;yes"));
         let c = consolidate_input(Some("task\n[+] one"), "two");
         assert!(c.contains("task\n[+] one\n[+] two"), "{c}");

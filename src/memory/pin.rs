@@ -30,6 +30,11 @@ fn split(pin: &str) -> (Vec<&str>, Vec<&str>) {
     (task, adds)
 }
 
+/// The task lines of a pin, without its `[+]` clarifications.
+pub fn task(pin: &str) -> String {
+    split(pin).0.join("\n")
+}
+
 /// A clarification as its pin line: whitespace collapsed to one line.
 pub fn clarification_line(text: &str) -> String {
     format!(
