@@ -10,6 +10,7 @@
 //! DUDUCLAW_BIN=target/release/duduclaw-session cargo bench --bench e2e
 //! BENCH_ONLY=1,5 BENCH_DUMP=/tmp/reqs cargo bench --bench e2e  # parts 1 and 5, keep the requests
 //! DUDUCLAW_BENCH_PG_URL=$(scripts/pg.sh start /tmp/pg) BENCH_ONLY=9 cargo bench --bench e2e
+//! BENCH_ONLY=10 DUDUCLAW_BIN_BEFORE=path/to/an/older/build cargo bench --bench e2e  # bursts, side by side
 //! ```
 //!
 //! Part 9 (the PostgreSQL store next to the SQLite file) needs a server
@@ -150,6 +151,9 @@ fn main() {
     }
     if part("9") {
         server_store(&b, runs, &mut rows);
+    }
+    if part("10") {
+        side_call_bursts(&b, &mut rows);
     }
     b.dump();
 
@@ -1421,4 +1425,216 @@ fn server_store(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
             ms_ / mf <= 3.0,
         ));
     }
+}
+
+/// What one burst of first turns did.
+struct Burst {
+    /// Side calls running at once (claude process groups), at the peak.
+    peak_calls: usize,
+    /// Resident memory of all side-call processes together, at the peak (MiB).
+    peak_rss_mib: f64,
+    /// Each turn's wall time, spawn to exit (ms), sorted.
+    turns_ms: Vec<f64>,
+    /// From the burst's start until no side-call job was open (s).
+    last_side_done_s: f64,
+    answered: usize,
+    jobs_done: usize,
+    jobs_total: usize,
+}
+
+/// The side-call processes of the runs with this HOME: their process
+/// groups (one per side call: claude forks helpers of its own) and their
+/// resident memory in KiB.
+fn side_call_processes(home: &Path) -> (Vec<u32>, u64) {
+    let needle = format!("HOME={}", home.display());
+    let mut groups = Vec::new();
+    let mut rss = 0;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return (groups, rss);
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let in_side = std::fs::read_link(format!("/proc/{pid}/cwd"))
+            .is_ok_and(|d| d.to_string_lossy().contains("duduclaw-side-"));
+        if !in_side {
+            continue;
+        }
+        let ours = std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == needle.as_bytes()));
+        if !ours {
+            continue;
+        }
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let field = |name: &str| -> Option<u64> {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        };
+        rss += field("VmRSS:").unwrap_or(0);
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if let Some(group) = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 2..].split_whitespace().nth(2))
+            .and_then(|g| g.parse::<u32>().ok())
+            && !groups.contains(&group)
+        {
+            groups.push(group);
+        }
+    }
+    (groups, rss)
+}
+
+/// `sessions` first turns at once, extraction on, with `bin`, on a fresh
+/// HOME and store; the stand-in holds each side call `b.side_delay`.
+fn burst(b: &Bench, bin: &Path, sessions: usize, name: &str) -> Burst {
+    let home = b.dir.path().join(format!("burst-{name}"));
+    std::fs::create_dir_all(&home).expect("burst home");
+    let db = home.join("sessions.db");
+    let start = Instant::now();
+    let turns: Vec<_> = (0..sessions)
+        .map(|i| {
+            let mut c = b.command(bin);
+            c.env("HOME", &home)
+                .env("DUDUCLAW_DB", &db)
+                .env("DUDUCLAW_CLAUDE", &b.claude)
+                .args(["turn", "--json", "--agent", "burst", "--channel"])
+                .arg(format!("chat-{i}"))
+                .arg("-")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null());
+            let mut child = c.spawn().expect("spawn a burst turn");
+            let msg = format!(
+                "Chat {i}: we deploy the billing service to staging with Argo CD before every release."
+            );
+            let mut stdin = child.stdin.take().expect("stdin");
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(msg.as_bytes());
+                drop(stdin);
+                let out = child.wait_with_output().expect("wait");
+                (out.status.success(), start.elapsed())
+            })
+        })
+        .collect();
+    let (mut peak_calls, mut peak_rss) = (0usize, 0u64);
+    let jobs = |b: &Bench| -> Vec<serde_json::Value> {
+        let out = b
+            .command(bin)
+            .env("HOME", &home)
+            .env("DUDUCLAW_DB", &db)
+            .args(["jobs", "list", "--json"])
+            .output()
+            .expect("jobs list");
+        serde_json::from_slice(&out.stdout).unwrap_or_default()
+    };
+    let mut last_check = Instant::now();
+    let mut all_done = None;
+    while all_done.is_none() {
+        let (groups, rss) = side_call_processes(&home);
+        peak_calls = peak_calls.max(groups.len());
+        peak_rss = peak_rss.max(rss);
+        let turns_done = turns.iter().all(std::thread::JoinHandle::is_finished);
+        if turns_done && last_check.elapsed() > Duration::from_millis(250) {
+            last_check = Instant::now();
+            let open = jobs(b)
+                .iter()
+                .any(|j| j["status"] == "pending" || j["status"] == "running");
+            if !open && groups.is_empty() {
+                all_done = Some(start.elapsed());
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(1200),
+            "a burst took over 20 minutes"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut answered = 0;
+    let mut turns_ms = Vec::new();
+    for t in turns {
+        let (ok, took) = t.join().expect("a burst turn");
+        answered += usize::from(ok);
+        turns_ms.push(ms(took));
+    }
+    turns_ms.sort_by(f64::total_cmp);
+    let listed = jobs(b);
+    Burst {
+        peak_calls,
+        peak_rss_mib: peak_rss as f64 / 1024.0,
+        turns_ms,
+        last_side_done_s: all_done.unwrap_or_default().as_secs_f64(),
+        answered,
+        jobs_done: listed.iter().filter(|j| j["status"] == "done").count(),
+        jobs_total: listed.len(),
+    }
+}
+
+/// The value at quantile `q` of sorted figures (nearest rank).
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// 10. Side calls under load: bursts of 12 and 48 first turns on as many
+///     sessions, each side call held 4 s by the model: the side calls
+///     running at once, their memory, the turns' wall times, and when the
+///     last side call was done. With `DUDUCLAW_BIN_BEFORE` the same bursts
+///     run with that build too, side by side. `BENCH_BURSTS=12,48` sets the
+///     sizes.
+fn side_call_bursts(b: &Bench, rows: &mut Vec<Row>) {
+    println!("## 10. Side calls under load: bursts of first turns\n");
+    b.side_delay.store(4_000, Ordering::SeqCst);
+    let sizes: Vec<usize> = std::env::var("BENCH_BURSTS")
+        .unwrap_or_else(|_| "12,48".into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect();
+    let mut bins = vec![("after", b.bin.clone())];
+    if let Some(p) = std::env::var_os("DUDUCLAW_BIN_BEFORE") {
+        bins.push(("before", PathBuf::from(p)));
+    }
+    println!(
+        "| sessions | build | side calls at once (peak) | side calls' memory (peak) | turns p50 | turns p95 | last side call done | answered | jobs done |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for &n in &sizes {
+        for (name, bin) in &bins {
+            let r = burst(b, bin, n, &format!("{name}-{n}"));
+            println!(
+                "| {n} | {name} | {} | {:.0} MiB | {:.1} s | {:.1} s | {:.1} s | {}/{n} | {}/{} |",
+                r.peak_calls,
+                r.peak_rss_mib,
+                quantile(&r.turns_ms, 0.5) / 1000.0,
+                quantile(&r.turns_ms, 0.95) / 1000.0,
+                r.last_side_done_s,
+                r.answered,
+                r.jobs_done,
+                r.jobs_total
+            );
+            if *name == "after" {
+                rows.push(row(
+                    &format!("burst of {n} first turns: side calls at once (peak)"),
+                    format!("{}", r.peak_calls),
+                    format!("{:.0} MiB of side calls", r.peak_rss_mib),
+                    format!(
+                        "{}/{} jobs done, {}/{n} answered",
+                        r.jobs_done, r.jobs_total, r.answered
+                    ),
+                    "≤ 2 (--side-concurrency), every job done",
+                    r.peak_calls <= 2 && r.jobs_done == r.jobs_total && r.answered == n,
+                ));
+            }
+        }
+    }
+    b.side_delay.store(0, Ordering::SeqCst);
+    println!();
 }

@@ -379,12 +379,16 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__doctor)
-            opts="-v -h --json --db --claude --verbose --help"
+            opts="-v -h --json --side-concurrency --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --side-concurrency)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --db)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -457,7 +461,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__enrich)
-            opts="-v -h --agent --all --limit --json --extract-model --side-timeout --direct-api --no-direct-api --db --claude --verbose --help"
+            opts="-v -h --agent --all --limit --json --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -476,6 +480,10 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --side-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --side-concurrency)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1475,7 +1483,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__jobs__subcmd__list)
-            opts="-v -h --agent --channel --thread --since --json --db --claude --verbose --help"
+            opts="-v -h --agent --channel --thread --since --json --side-concurrency --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1494,6 +1502,10 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --side-concurrency)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1535,7 +1547,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__jobs__subcmd__run)
-            opts="-v -h --agent --channel --thread --extract-model --side-timeout --direct-api --no-direct-api --db --claude --verbose --help"
+            opts="-v -h --agent --channel --thread --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1561,6 +1573,10 @@ _duduclaw__session() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --side-concurrency)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --db)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1577,7 +1593,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__jobs__subcmd__work)
-            opts="-v -h --session --after-turn --extract-model --side-timeout --direct-api --no-direct-api --db --claude --verbose --help"
+            opts="-v -h --session --after-turn --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1596,6 +1612,10 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --side-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --side-concurrency)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1975,7 +1995,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__prompt)
-            opts="-v -h --agent --channel --thread --again --json --model --extract-model --side-timeout --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --claude-arg --db --claude --verbose --help"
+            opts="-v -h --agent --channel --thread --again --json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --claude-arg --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2002,6 +2022,10 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --side-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --side-concurrency)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2375,7 +2399,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__turn)
-            opts="-v -h --agent --channel --thread --again --json --model --extract-model --side-timeout --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --claude-arg --db --claude --verbose --help"
+            opts="-v -h --agent --channel --thread --again --json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --claude-arg --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2402,6 +2426,10 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --side-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --side-concurrency)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

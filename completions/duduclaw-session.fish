@@ -49,6 +49,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l model -d 'Model for the main call (passed to claude --model)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l side-concurrency -d 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l timeout -d 'Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l user -d 'Scope facts to one person as well as the agent' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l compact-at -d 'Compact the session when its context passes this many estimated tokens' -r
@@ -192,6 +193,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts;
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l limit -d 'Enrich at most N facts in this run' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l side-concurrency -d 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l all -d 'Every agent\'s facts (instead of --agent\'s)'
@@ -256,7 +258,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -s h -l help -d 'Print help'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -f -a "list" -d 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -f -a "list" -d 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error, why it waits'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -f -a "run" -d 'Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -f -a "retry" -d 'Make a job runnable again, with a fresh set of attempts'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -f -a "work" -d 'The detached worker a turn starts (not for people)'
@@ -265,9 +267,10 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l channel -d 'With --agent: only this channel\'s session' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l thread -d 'With --agent and --channel: only this thread\'s session' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l since -d 'Finished jobs this recent are listed too, e.g. 1h, 7d' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l side-concurrency -d 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l json -d 'Print a JSON array of job objects'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l json -d 'Print a JSON array of job objects (with `waiting`: why a job still queued has not run)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l agent -d 'Only this agent\'s sessions' -r
@@ -275,6 +278,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l thread -d 'With --agent and --channel: only this thread\'s session' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l side-concurrency -d 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l direct-api -d 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)'
@@ -289,13 +293,14 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l after-turn -d 'Start once this turn is answered (or after 2 seconds)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l side-concurrency -d 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l direct-api -d 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l no-direct-api -d 'Never fall back to the Messages API when claude is missing or not logged in'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from help" -f -a "list" -d 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from help" -f -a "list" -d 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error, why it waits'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from help" -f -a "run" -d 'Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from help" -f -a "retry" -d 'Make a job runnable again, with a fresh set of attempts'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from help" -f -a "work" -d 'The detached worker a turn starts (not for people)'
@@ -306,6 +311,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l model -d 'Model for the main call (passed to claude --model)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l side-concurrency -d 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l timeout -d 'Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l user -d 'Scope facts to one person as well as the agent' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l compact-at -d 'Compact the session when its context passes this many estimated tokens' -r
@@ -348,6 +354,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats"
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l json -d 'Print a JSON object with the same figures'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -s h -l help -d 'Print help'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -l side-concurrency -d 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -l json -d 'Print a JSON object'
@@ -392,7 +399,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and __fish_seen_subcommand_from sessions" -f -a "show" -d 'Show one session: key, handle, pin, summary, size, pending side calls'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and __fish_seen_subcommand_from sessions" -f -a "rm" -d 'Delete sessions (their turns and jobs) by id'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and __fish_seen_subcommand_from sessions" -f -a "prune" -d 'Delete sessions not used for longer than a duration; prints their ids'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and __fish_seen_subcommand_from jobs" -f -a "list" -d 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and __fish_seen_subcommand_from jobs" -f -a "list" -d 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error, why it waits'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and __fish_seen_subcommand_from jobs" -f -a "run" -d 'Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and __fish_seen_subcommand_from jobs" -f -a "retry" -d 'Make a job runnable again, with a fresh set of attempts'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and __fish_seen_subcommand_from jobs" -f -a "work" -d 'The detached worker a turn starts (not for people)'

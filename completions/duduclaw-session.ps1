@@ -52,6 +52,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model for the main call (passed to claude --model)')
             [CompletionResult]::new('--extract-model', '--extract-model', [CompletionResultType]::ParameterName, 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one')
             [CompletionResult]::new('--side-timeout', '--side-timeout', [CompletionResultType]::ParameterName, 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)')
+            [CompletionResult]::new('--side-concurrency', '--side-concurrency', [CompletionResultType]::ParameterName, 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)')
             [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'Scope facts to one person as well as the agent')
             [CompletionResult]::new('--compact-at', '--compact-at', [CompletionResultType]::ParameterName, 'Compact the session when its context passes this many estimated tokens')
@@ -298,6 +299,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Enrich at most N facts in this run')
             [CompletionResult]::new('--extract-model', '--extract-model', [CompletionResultType]::ParameterName, 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one')
             [CompletionResult]::new('--side-timeout', '--side-timeout', [CompletionResultType]::ParameterName, 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)')
+            [CompletionResult]::new('--side-concurrency', '--side-concurrency', [CompletionResultType]::ParameterName, 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Every agent''s facts (instead of --agent''s)')
@@ -444,7 +446,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error, why it waits')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary')
             [CompletionResult]::new('retry', 'retry', [CompletionResultType]::ParameterValue, 'Make a job runnable again, with a fresh set of attempts')
             [CompletionResult]::new('work', 'work', [CompletionResultType]::ParameterValue, 'The detached worker a turn starts (not for people)')
@@ -456,9 +458,10 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'With --agent: only this channel''s session')
             [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'With --agent and --channel: only this thread''s session')
             [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Finished jobs this recent are listed too, e.g. 1h, 7d')
+            [CompletionResult]::new('--side-concurrency', '--side-concurrency', [CompletionResultType]::ParameterName, 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
-            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of job objects')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of job objects (with `waiting`: why a job still queued has not run)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -471,6 +474,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'With --agent and --channel: only this thread''s session')
             [CompletionResult]::new('--extract-model', '--extract-model', [CompletionResultType]::ParameterName, 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one')
             [CompletionResult]::new('--side-timeout', '--side-timeout', [CompletionResultType]::ParameterName, 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)')
+            [CompletionResult]::new('--side-concurrency', '--side-concurrency', [CompletionResultType]::ParameterName, 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--direct-api', '--direct-api', [CompletionResultType]::ParameterName, 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)')
@@ -495,6 +499,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--after-turn', '--after-turn', [CompletionResultType]::ParameterName, 'Start once this turn is answered (or after 2 seconds)')
             [CompletionResult]::new('--extract-model', '--extract-model', [CompletionResultType]::ParameterName, 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one')
             [CompletionResult]::new('--side-timeout', '--side-timeout', [CompletionResultType]::ParameterName, 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)')
+            [CompletionResult]::new('--side-concurrency', '--side-concurrency', [CompletionResultType]::ParameterName, 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--direct-api', '--direct-api', [CompletionResultType]::ParameterName, 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)')
@@ -506,7 +511,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;jobs;help' {
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error, why it waits')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary')
             [CompletionResult]::new('retry', 'retry', [CompletionResultType]::ParameterValue, 'Make a job runnable again, with a fresh set of attempts')
             [CompletionResult]::new('work', 'work', [CompletionResultType]::ParameterValue, 'The detached worker a turn starts (not for people)')
@@ -535,6 +540,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model for the main call (passed to claude --model)')
             [CompletionResult]::new('--extract-model', '--extract-model', [CompletionResultType]::ParameterName, 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one')
             [CompletionResult]::new('--side-timeout', '--side-timeout', [CompletionResultType]::ParameterName, 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)')
+            [CompletionResult]::new('--side-concurrency', '--side-concurrency', [CompletionResultType]::ParameterName, 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)')
             [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'Scope facts to one person as well as the agent')
             [CompletionResult]::new('--compact-at', '--compact-at', [CompletionResultType]::ParameterName, 'Compact the session when its context passes this many estimated tokens')
@@ -605,6 +611,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;doctor' {
+            [CompletionResult]::new('--side-concurrency', '--side-concurrency', [CompletionResultType]::ParameterName, 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON object')
@@ -736,7 +743,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;help;jobs' {
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error, why it waits')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary')
             [CompletionResult]::new('retry', 'retry', [CompletionResultType]::ParameterValue, 'Make a job runnable again, with a fresh set of attempts')
             [CompletionResult]::new('work', 'work', [CompletionResultType]::ParameterValue, 'The detached worker a turn starts (not for people)')

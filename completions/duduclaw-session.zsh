@@ -40,6 +40,7 @@ _arguments "${_arguments_options[@]}" : \
 '--model=[Model for the main call (passed to claude --model)]:MODEL:_default' \
 '--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
 '--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
+'--side-concurrency=[Side calls that run at once on this host, counted across every worker, \`jobs run\` and \`--wait-side\` turn (1 to 64)]:N:_default' \
 '--timeout=[Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)]:DURATION:_default' \
 '--user=[Scope facts to one person as well as the agent]:ID:_default' \
 '--compact-at=[Compact the session when its context passes this many estimated tokens]:TOKENS:_default' \
@@ -329,6 +330,7 @@ _arguments "${_arguments_options[@]}" : \
 '--limit=[Enrich at most N facts in this run]:N:_default' \
 '--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
 '--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
+'--side-concurrency=[Side calls that run at once on this host, counted across every worker, \`jobs run\` and \`--wait-side\` turn (1 to 64)]:N:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--all[Every agent'\''s facts (instead of --agent'\''s)]' \
@@ -537,9 +539,10 @@ _arguments "${_arguments_options[@]}" : \
 '--channel=[With --agent\: only this channel'\''s session]:ID:_default' \
 '--thread=[With --agent and --channel\: only this thread'\''s session]:ID:_default' \
 '--since=[Finished jobs this recent are listed too, e.g. 1h, 7d]:DURATION:_default' \
+'--side-concurrency=[Side calls that run at once on this host, counted across every worker, \`jobs run\` and \`--wait-side\` turn (1 to 64)]:N:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
-'--json[Print a JSON array of job objects]' \
+'--json[Print a JSON array of job objects (with \`waiting\`\: why a job still queued has not run)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
 '-h[Print help]' \
@@ -553,6 +556,7 @@ _arguments "${_arguments_options[@]}" : \
 '--thread=[With --agent and --channel\: only this thread'\''s session]:ID:_default' \
 '--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
 '--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
+'--side-concurrency=[Side calls that run at once on this host, counted across every worker, \`jobs run\` and \`--wait-side\` turn (1 to 64)]:N:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
@@ -580,6 +584,7 @@ _arguments "${_arguments_options[@]}" : \
 '--after-turn=[Start once this turn is answered (or after 2 seconds)]:TURN:_default' \
 '--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
 '--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
+'--side-concurrency=[Side calls that run at once on this host, counted across every worker, \`jobs run\` and \`--wait-side\` turn (1 to 64)]:N:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
@@ -638,6 +643,7 @@ _arguments "${_arguments_options[@]}" : \
 '--model=[Model for the main call (passed to claude --model)]:MODEL:_default' \
 '--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
 '--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
+'--side-concurrency=[Side calls that run at once on this host, counted across every worker, \`jobs run\` and \`--wait-side\` turn (1 to 64)]:N:_default' \
 '--timeout=[Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)]:DURATION:_default' \
 '--user=[Scope facts to one person as well as the agent]:ID:_default' \
 '--compact-at=[Compact the session when its context passes this many estimated tokens]:TOKENS:_default' \
@@ -737,6 +743,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (doctor)
 _arguments "${_arguments_options[@]}" : \
+'--side-concurrency=[Side calls that run at once on this host, counted across every worker, \`jobs run\` and \`--wait-side\` turn (1 to 64)]:N:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--json[Print a JSON object]' \
@@ -1221,7 +1228,7 @@ _duduclaw-session__subcmd__help__subcmd__id_commands() {
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__jobs_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__jobs_commands() {
     local commands; commands=(
-'list:List open, failed and recently finished jobs\: id, kind, status, attempts, session, error' \
+'list:List open, failed and recently finished jobs\: id, kind, status, attempts, session, error, why it waits' \
 'run:Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary' \
 'retry:Make a job runnable again, with a fresh set of attempts' \
 'work:The detached worker a turn starts (not for people)' \
@@ -1365,7 +1372,7 @@ _duduclaw-session__subcmd__id_commands() {
 (( $+functions[_duduclaw-session__subcmd__jobs_commands] )) ||
 _duduclaw-session__subcmd__jobs_commands() {
     local commands; commands=(
-'list:List open, failed and recently finished jobs\: id, kind, status, attempts, session, error' \
+'list:List open, failed and recently finished jobs\: id, kind, status, attempts, session, error, why it waits' \
 'run:Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary' \
 'retry:Make a job runnable again, with a fresh set of attempts' \
 'work:The detached worker a turn starts (not for people)' \
@@ -1376,7 +1383,7 @@ _duduclaw-session__subcmd__jobs_commands() {
 (( $+functions[_duduclaw-session__subcmd__jobs__subcmd__help_commands] )) ||
 _duduclaw-session__subcmd__jobs__subcmd__help_commands() {
     local commands; commands=(
-'list:List open, failed and recently finished jobs\: id, kind, status, attempts, session, error' \
+'list:List open, failed and recently finished jobs\: id, kind, status, attempts, session, error, why it waits' \
 'run:Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary' \
 'retry:Make a job runnable again, with a fresh set of attempts' \
 'work:The detached worker a turn starts (not for people)' \

@@ -110,6 +110,8 @@ pub enum Command {
         /// Print a JSON object
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        concurrency: ConcurrencyArgs,
     },
     /// Print a shell completion script
     Completions {
@@ -472,21 +474,40 @@ pub struct SideArgs {
     pub side_timeout: Duration,
 
     #[command(flatten)]
+    pub concurrency: ConcurrencyArgs,
+
+    #[command(flatten)]
     pub route: RouteArgs,
+}
+
+/// The host's bound on side calls.
+#[derive(Debug, Clone, Args)]
+pub struct ConcurrencyArgs {
+    /// Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)
+    #[arg(
+        long,
+        env = "DUDUCLAW_SIDE_CONCURRENCY",
+        value_name = "N",
+        default_value = "2",
+        value_parser = clap::value_parser!(u16).range(1..=64)
+    )]
+    pub side_concurrency: u16,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum JobsAction {
-    /// List open, failed and recently finished jobs: id, kind, status, attempts, session, error
+    /// List open, failed and recently finished jobs: id, kind, status, attempts, session, error, why it waits
     List {
         #[command(flatten)]
         scope: Scope,
         /// Finished jobs this recent are listed too, e.g. 1h, 7d
         #[arg(long, value_name = "DURATION", default_value = "1d", value_parser = parse_age)]
         since: Duration,
-        /// Print a JSON array of job objects
+        /// Print a JSON array of job objects (with `waiting`: why a job still queued has not run)
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        concurrency: ConcurrencyArgs,
     },
     /// Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary
     Run {

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use crate::backend::{self, ApiConfig, Capabilities, Claude, ProbeCache, api};
 use crate::error::{Kind, fail, kind_of};
+use crate::memory::slots::SideSlots;
 use crate::store::{self, Location, SCHEMA_VERSION};
 
 /// One thing that is wrong, and the exit code it stands for.
@@ -306,6 +307,16 @@ fn write_text(
             writeln!(out, "  {note}")?;
         }
     }
+    let side = &report["side_calls"];
+    writeln!(
+        out,
+        "side calls: at most {} at once on this host, {} running now ({})",
+        side["concurrency"],
+        side["slots_in_use"]
+            .as_u64()
+            .map_or_else(|| "unknown".to_string(), |n| n.to_string()),
+        side["slots"].as_str().unwrap_or("?")
+    )?;
     for n in notes {
         writeln!(out, "note: {n}")?;
     }
@@ -340,8 +351,18 @@ fn warnings(report: &Value) -> Vec<String> {
     }
 }
 
-pub async fn run(location: &Location, claude_path: Option<&Path>, json_out: bool) -> Result<()> {
+pub async fn run(
+    location: &Location,
+    claude_path: Option<&Path>,
+    slots: &SideSlots,
+    json_out: bool,
+) -> Result<()> {
     let mut report = json!({});
+    report["side_calls"] = json!({
+        "concurrency": slots.limit(),
+        "slots_in_use": slots.in_use(),
+        "slots": slots.dir().display().to_string(),
+    });
     let mut store_problems = Vec::new();
     let healthy = check_store(location, &mut report, &mut store_problems);
     let claude_problems = check_claude(claude_path, location, healthy, &mut report).await;

@@ -430,12 +430,13 @@ async fn enrich(
             backend,
             model: side.extract_model.clone(),
             timeout: side.side_timeout,
+            slots: super::side_slots(&side.concurrency),
         };
         // What an interrupted run left first, so no fact is asked for twice.
         if open {
             add_drained(
                 &mut total,
-                jobs::drain(&mut *store, &runner, select, None).await?,
+                jobs::drain(&mut *store, &runner, select, None, jobs::WhenBusy::Wait).await?,
             );
         }
         let todo = store.facts_without_keywords(agent, limit)?;
@@ -451,7 +452,7 @@ async fn enrich(
         }
         add_drained(
             &mut total,
-            jobs::drain(&mut *store, &runner, select, None).await?,
+            jobs::drain(&mut *store, &runner, select, None, jobs::WhenBusy::Wait).await?,
         );
     }
     let left = store.facts_without_keywords(agent, usize::MAX)?.len();

@@ -10,13 +10,25 @@ use super::{open_for_reading, route, scope_session, summary};
 use crate::backend::{self, ProbeCache};
 use crate::cli::{JobsAction, Scope, SideArgs};
 use crate::error::{Kind, fail};
-use crate::memory::jobs::{self, Runner};
+use crate::memory::jobs::{self, Runner, WhenBusy};
+use crate::memory::slots::SideSlots;
 use crate::memory::worker::{self, WorkerSettings};
-use crate::store::{self, JobFilter, JobRow, JobSelect, Location};
+use crate::store::{self, JobFilter, JobKind, JobRow, JobSelect, JobStatus, Location};
 
 pub async fn run(location: &Location, claude: Option<&Path>, action: &JobsAction) -> Result<()> {
     match action {
-        JobsAction::List { scope, since, json } => list(location, scope, *since, *json),
+        JobsAction::List {
+            scope,
+            since,
+            json,
+            concurrency,
+        } => list(
+            location,
+            scope,
+            *since,
+            *json,
+            &super::side_slots(concurrency),
+        ),
         JobsAction::Run { scope, side } => run_now(location, claude, scope, side).await,
         JobsAction::Retry { id } => {
             let mut store = store::open(location)?;
@@ -39,6 +51,7 @@ pub async fn run(location: &Location, claude: Option<&Path>, action: &JobsAction
                 route: route(&side.route),
                 extract_model: side.extract_model.clone(),
                 side_timeout: side.side_timeout,
+                side_concurrency: usize::from(side.concurrency.side_concurrency),
                 session_id: session.clone(),
                 after_turn: *after_turn,
             };
@@ -47,7 +60,13 @@ pub async fn run(location: &Location, claude: Option<&Path>, action: &JobsAction
     }
 }
 
-fn list(location: &Location, scope: &Scope, since: std::time::Duration, json: bool) -> Result<()> {
+fn list(
+    location: &Location,
+    scope: &Scope,
+    since: std::time::Duration,
+    json: bool,
+    slots: &SideSlots,
+) -> Result<()> {
     let rows: Vec<JobRow> = match open_for_reading(location)? {
         Some(store) => {
             let sid = scope_session(scope);
@@ -63,12 +82,20 @@ fn list(location: &Location, scope: &Scope, since: std::time::Duration, json: bo
         }
         None => Vec::new(),
     };
+    let in_use = slots.in_use();
+    let listed: Vec<Listed> = rows
+        .iter()
+        .map(|j| Listed {
+            waiting: waiting(j, &rows, slots.limit(), in_use),
+            job: j,
+        })
+        .collect();
     let mut out = std::io::stdout().lock();
     if json {
-        writeln!(out, "{}", serde_json::to_string(&rows)?)?;
+        writeln!(out, "{}", serde_json::to_string(&listed)?)?;
         return Ok(());
     }
-    for j in rows {
+    for Listed { job: j, waiting } in listed {
         let error = j
             .last_error
             .as_deref()
@@ -76,16 +103,69 @@ fn list(location: &Location, scope: &Scope, since: std::time::Duration, json: bo
             .unwrap_or_else(|| "-".into());
         writeln!(
             out,
-            "{}\t{}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}",
             j.id,
             j.kind,
             j.status,
             j.attempts,
             j.session_id.as_deref().unwrap_or(&j.agent),
-            error
+            error,
+            waiting.as_deref().unwrap_or("-")
         )?;
     }
     Ok(())
+}
+
+/// A listed job, with why it is still queued.
+#[derive(serde::Serialize)]
+struct Listed<'a> {
+    #[serde(flatten)]
+    job: &'a JobRow,
+    waiting: Option<String>,
+}
+
+/// Why a job that may still run has not run yet; `None` for the others.
+fn waiting(j: &JobRow, all: &[JobRow], limit: usize, in_use: Option<usize>) -> Option<String> {
+    let now = store::now();
+    let open = |r: &JobRow| {
+        matches!(r.status, JobStatus::Pending | JobStatus::Running)
+            && r.attempts < jobs::MAX_ATTEMPTS
+    };
+    if !open(j) {
+        return None;
+    }
+    if j.status == JobStatus::Running {
+        return (j.lease_until < now)
+            .then(|| "its runner is gone: runnable again (its lease ended)".to_string());
+    }
+    if j.lease_until > now {
+        return Some(format!(
+            "a retry, not before {} (attempt {} of {})",
+            super::time(j.lease_until),
+            j.attempts + 1,
+            jobs::MAX_ATTEMPTS
+        ));
+    }
+    let turn = |r: &JobRow| (r.turn_id.unwrap_or(0), r.id);
+    if JobKind::PIN_FAMILY.contains(&j.kind)
+        && let Some(before) = all.iter().find(|r| {
+            r.session_id == j.session_id
+                && JobKind::PIN_FAMILY.contains(&r.kind)
+                && open(r)
+                && turn(r) < turn(j)
+        })
+    {
+        return Some(format!(
+            "after job {} (a session's pin jobs apply in turn order)",
+            before.id
+        ));
+    }
+    Some(match in_use {
+        Some(n) if n >= limit => format!(
+            "every side-call slot of the host is in use ({n} of {limit}): a worker holding one runs it next"
+        ),
+        _ => "no worker is running: the next turn or `jobs run` runs it".into(),
+    })
 }
 
 async fn run_now(
@@ -115,8 +195,9 @@ async fn run_now(
         backend,
         model: side.extract_model.clone(),
         timeout: side.side_timeout,
+        slots: super::side_slots(&side.concurrency),
     };
-    let d = jobs::drain(&mut *store, &runner, select, None).await?;
+    let d = jobs::drain(&mut *store, &runner, select, None, WhenBusy::Wait).await?;
     summary(format!(
         "ran {} jobs: {} done, {} failed",
         d.done + d.failed,

@@ -49,7 +49,10 @@ pub async fn run(cli: Cli) -> Result<()> {
             action: crate::cli::StoreAction::Copy { to, from, json },
         } => store_copy::run(cli.db.as_deref(), from.as_deref(), to.as_deref(), *json),
         Command::Stats { scope, since, json } => stats::run(&location()?, scope, *since, *json),
-        Command::Doctor { json } => doctor::run(&location()?, claude, *json).await,
+        Command::Doctor { json, concurrency } => {
+            let slots = side_slots(concurrency);
+            doctor::run(&location()?, claude, &slots, *json).await
+        }
         Command::Completions { shell } => {
             std::io::stdout().write_all(&crate::cli::completions(*shell))?;
             Ok(())
@@ -126,6 +129,11 @@ fn no_session(what: impl std::fmt::Display) -> anyhow::Error {
         Kind::NoSuchSession,
         format!("no session {what} in the store"),
     )
+}
+
+/// The host's side-call slots, bounded as the command line says.
+fn side_slots(c: &crate::cli::ConcurrencyArgs) -> crate::memory::slots::SideSlots {
+    crate::memory::slots::SideSlots::for_host(usize::from(c.side_concurrency))
 }
 
 /// Seconds since the epoch as RFC 3339 (UTC), the one time format shown.

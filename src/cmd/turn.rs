@@ -33,6 +33,7 @@ pub fn settings(
         light: args.light,
         timeout: args.timeout,
         side_timeout: args.side.side_timeout,
+        side_concurrency: usize::from(args.side.concurrency.side_concurrency),
         route: route(&args.side.route),
         facts_in: match args.facts_in {
             FactsIn::Message => FactsPlacement::Message,

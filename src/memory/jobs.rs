@@ -10,9 +10,11 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use serde_json::{Value, json};
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::backend::{Backend, CallError, Outcome, SideRequest};
+use crate::memory::slots::{SideSlots, Slot};
 use crate::memory::{clarify, compact, facts, pin};
 use crate::store::{
     self, CallRecord, Job, JobKind, JobSelect, NewFact, PinChange, PinSource, Store,
@@ -211,6 +213,8 @@ pub struct Runner {
     pub backend: Backend,
     pub model: String,
     pub timeout: Duration,
+    /// The host's side-call slots: one call per slot held.
+    pub slots: SideSlots,
 }
 
 impl Runner {
@@ -247,85 +251,148 @@ pub struct Drained {
     pub cost_usd: f64,
     /// Calls whose cost is unknown (a model with no known price).
     pub unpriced: usize,
+    /// Jobs were left queued because every side-call slot of the host was
+    /// taken: a slot holder runs them.
+    pub left_to_others: bool,
 }
 
-/// Claim the runnable jobs (of one session, or of all), run them
-/// concurrently, store what they produce, and repeat until none is left or
-/// `until` passes. Nothing here fails the caller: every problem is recorded
-/// on its job (and logged), and the job retried later.
+/// What a drain does when every side-call slot of the host is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenBusy {
+    /// Leave the jobs queued and return: whoever holds a slot drains them
+    /// too (the detached worker: no process waits idle).
+    Leave,
+    /// Wait for a slot, within the bound: the caller asked to wait
+    /// (`--wait-side`, `jobs run`, `facts enrich`).
+    Wait,
+}
+
+/// How long a drain without a slot sleeps between looks.
+const SLOT_POLL: Duration = Duration::from_millis(100);
+/// The longest a drain sleeps for a job's retry before looking again.
+const RETRY_POLL: Duration = Duration::from_secs(1);
+
+/// Run the selected runnable jobs (of one session, of an agent, or of all)
+/// until none is left or `until` passes: one side call per host slot held,
+/// taking slots while jobs wait (up to `--side-concurrency`) and giving
+/// them back as soon as there is nothing for them, claiming the next job
+/// as each call ends. Nothing here fails the caller: every problem is
+/// recorded on its job (and logged), and the job retried later.
 pub async fn drain(
     store: &mut dyn Store,
     runner: &Runner,
     select: JobSelect<'_>,
     until: Option<Instant>,
+    when_busy: WhenBusy,
 ) -> Result<Drained> {
+    lower_priority();
     let mut report = Drained::default();
+    let mut held: Vec<Slot> = Vec::new();
+    let mut running: JoinSet<(Job, Result<Outcome, CallError>)> = JoinSet::new();
     loop {
-        let jobs = store.claim_jobs(select, runner.lease_secs())?;
-        if jobs.is_empty() {
-            // A job that just failed waits a few seconds for its next
-            // attempt: stay for it, within the bound.
+        let mut no_slot = false;
+        while running.len() < runner.slots.limit() {
+            if held.len() <= running.len() {
+                match runner.slots.try_take(&held)? {
+                    Some(slot) => held.push(slot),
+                    None => {
+                        no_slot = true;
+                        break;
+                    }
+                }
+            }
+            let Some(mut job) = store.claim_jobs(select, runner.lease_secs(), 1)?.pop() else {
+                break;
+            };
+            if let Err(e) = prepare(store, &mut job) {
+                let _ = store.fail_job(job.id, &format!("could not read its input: {e:#}"));
+                report.failed += 1;
+                continue;
+            }
+            let runner = runner.clone();
+            running.spawn(async move {
+                let result = runner.call(&job).await;
+                (job, result)
+            });
+        }
+        // A slot with nothing to run goes back to the host at once.
+        held.truncate(running.len());
+        if until.is_some_and(|t| Instant::now() >= t) {
+            report.cut_off += running.len();
+            return Ok(report);
+        }
+        if running.is_empty() {
+            if no_slot && store.has_runnable_jobs(select)? {
+                if when_busy == WhenBusy::Leave {
+                    report.left_to_others = true;
+                    return Ok(report);
+                }
+                sleep_within(SLOT_POLL, until).await;
+                continue;
+            }
+            // Nothing runnable now: stay for a retry that is due soon.
             let Some(at) = store.next_job_at(select)? else {
                 return Ok(report);
             };
             let wait = Duration::from_secs(u64::try_from(at - store::now()).unwrap_or(0));
-            let wake = Instant::now() + wait;
-            if wait.is_zero() || until.is_some_and(|t| wake > t) {
+            if wait.is_zero() || until.is_some_and(|t| Instant::now() + wait > t) {
                 return Ok(report);
             }
-            tokio::time::sleep_until(wake).await;
+            sleep_within(wait.min(RETRY_POLL), until).await;
             continue;
         }
-        let mut prepared = Vec::with_capacity(jobs.len());
-        for mut job in jobs {
-            match prepare(store, &mut job) {
-                Ok(()) => prepared.push(job),
-                Err(e) => {
-                    let _ = store.fail_job(job.id, &format!("could not read its input: {e:#}"));
+        let finished = match until {
+            Some(t) => match tokio::time::timeout_at(t, running.join_next()).await {
+                Ok(f) => f,
+                Err(_) => {
+                    // Left to their lease: a later worker or turn retries them.
+                    report.cut_off += running.len();
+                    return Ok(report);
+                }
+            },
+            None => running.join_next().await,
+        };
+        match finished {
+            None => {}
+            Some(Err(_)) => report.failed += 1,
+            Some(Ok((job, result))) => {
+                if let Ok(o) = &result {
+                    match o.cost_usd {
+                        Some(c) => report.cost_usd += c,
+                        None => report.unpriced += 1,
+                    }
+                }
+                if store_result(store, runner, &job, result) {
+                    report.done += 1;
+                } else {
                     report.failed += 1;
                 }
             }
         }
-        let calls = prepared.into_iter().map(|job| {
-            let runner = runner.clone();
-            tokio::spawn(async move {
-                let result = runner.call(&job).await;
-                (job, result)
-            })
-        });
-        let tasks: Vec<_> = calls.collect();
-        for task in tasks {
-            let joined = match until {
-                Some(t) => match tokio::time::timeout_at(t, task).await {
-                    Ok(j) => j,
-                    Err(_) => {
-                        // Left to its lease: a later worker or turn retries it.
-                        report.cut_off += 1;
-                        continue;
-                    }
-                },
-                None => task.await,
-            };
-            let Ok((job, result)) = joined else {
-                report.failed += 1;
-                continue;
-            };
-            if let Ok(o) = &result {
-                match o.cost_usd {
-                    Some(c) => report.cost_usd += c,
-                    None => report.unpriced += 1,
-                }
-            }
-            if store_result(store, runner, &job, result) {
-                report.done += 1;
-            } else {
-                report.failed += 1;
-            }
-        }
-        if until.is_some_and(|t| Instant::now() >= t) {
-            return Ok(report);
-        }
     }
+}
+
+/// The CPU priority side calls run at (a nice value): replies come first,
+/// so a burst of side calls does not slow the main calls people wait for.
+pub const SIDE_NICE: i32 = 10;
+
+/// Move this thread, the one that starts the side calls' processes, to
+/// [`SIDE_NICE`]: a child inherits it from the moment it exists. Whoever
+/// drains is done with its own main call (a worker, `jobs run`, a
+/// `--wait-side` turn after its reply), and a nice value cannot be raised
+/// back without privileges, so it stays. A failure only means normal
+/// priority.
+fn lower_priority() {
+    use rustix::process::{getpriority_process, setpriority_process};
+    let lower = getpriority_process(None).is_ok_and(|now| now < SIDE_NICE);
+    if lower && let Err(e) = setpriority_process(None, SIDE_NICE) {
+        tracing::debug!("could not lower the side calls' priority: {e}");
+    }
+}
+
+async fn sleep_within(d: Duration, until: Option<Instant>) {
+    let wake = Instant::now() + d;
+    tokio::time::sleep_until(until.map_or(wake, |t| wake.min(t))).await;
 }
 
 /// Record a job's call and store what it produced; whether it succeeded.

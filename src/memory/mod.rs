@@ -8,4 +8,5 @@ pub mod facts;
 pub mod jobs;
 pub mod pin;
 pub mod recall;
+pub mod slots;
 pub mod worker;

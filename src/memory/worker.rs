@@ -19,7 +19,8 @@ use anyhow::Result;
 use tokio::time::Instant;
 
 use crate::backend::{self, ProbeCache, Route};
-use crate::memory::jobs::{self, Runner};
+use crate::memory::jobs::{self, Runner, WhenBusy};
+use crate::memory::slots::SideSlots;
 use crate::store::{self, JobSelect, Location, Store, TurnStatus};
 use crate::turn::TurnSettings;
 
@@ -39,6 +40,8 @@ pub struct WorkerSettings {
     pub route: Route,
     pub extract_model: String,
     pub side_timeout: Duration,
+    /// Side calls at once on this host ([`SideSlots`]).
+    pub side_concurrency: usize,
     pub session_id: String,
     /// Wait for this turn to be answered (or [`START_DELAY`]) before calling.
     pub after_turn: Option<i64>,
@@ -54,6 +57,7 @@ pub fn spawn(settings: &TurnSettings, session_id: &str, after_turn: Option<i64>)
         route: settings.route,
         extract_model: settings.extract_model.clone(),
         side_timeout: settings.side_timeout,
+        side_concurrency: settings.side_concurrency,
         session_id: session_id.to_string(),
         after_turn,
     };
@@ -91,6 +95,7 @@ pub fn worker_args(w: &WorkerSettings) -> Vec<OsString> {
     a.push(w.session_id.clone().into());
     a.push(format!("--extract-model={}", w.extract_model).into());
     a.push(format!("--side-timeout={}s", w.side_timeout.as_secs()).into());
+    a.push(format!("--side-concurrency={}", w.side_concurrency).into());
     match w.route {
         Route::Auto => {}
         Route::CliOnly => a.push("--no-direct-api".into()),
@@ -103,7 +108,10 @@ pub fn worker_args(w: &WorkerSettings) -> Vec<OsString> {
 }
 
 /// The worker itself (`jobs work`): detach, log to the file beside the
-/// store, wait for the turn's reply, drain the session's jobs, exit.
+/// store, wait for the turn's reply, then run the store's jobs (its own
+/// session's and every other's, oldest first, fair between sessions) while
+/// it holds a side-call slot of the host; exit when none is left, or at
+/// once when every slot is taken (a holder runs the jobs then).
 pub async fn work(w: &WorkerSettings) -> Result<()> {
     // A new session: no controlling terminal, so no signal meant for the
     // caller's terminal (Ctrl-C, a closed window) reaches the worker.
@@ -137,14 +145,28 @@ async fn run(w: &WorkerSettings) -> Result<jobs::Drained> {
         backend,
         model: w.extract_model.clone(),
         timeout: w.side_timeout,
+        slots: SideSlots::for_host(w.side_concurrency),
     };
-    jobs::drain(
-        &mut *store,
-        &runner,
-        JobSelect::session(&w.session_id),
-        None,
-    )
-    .await
+    let all = JobSelect::default();
+    let mut total = jobs::Drained::default();
+    loop {
+        let d = jobs::drain(&mut *store, &runner, all, None, WhenBusy::Leave).await?;
+        total.done += d.done;
+        total.failed += d.failed;
+        if d.left_to_others {
+            tracing::info!(
+                "every side-call slot of the host is taken ({}): the jobs are left to the workers holding them",
+                runner.slots.limit()
+            );
+            break;
+        }
+        // The slots are back with the host. A worker that found them taken
+        // just before left its jobs queued: they are this worker's now.
+        if !store.has_runnable_jobs(all)? {
+            break;
+        }
+    }
+    Ok(total)
 }
 
 /// Until the turn is answered or failed, at most [`START_DELAY`].
@@ -201,6 +223,7 @@ mod tests {
             route: Route::ApiOnly,
             extract_model: "haiku".into(),
             side_timeout: Duration::from_secs(45),
+            side_concurrency: 3,
             session_id: "sid".into(),
             after_turn: Some(7),
         };
@@ -219,6 +242,7 @@ mod tests {
                 "sid",
                 "--extract-model=haiku",
                 "--side-timeout=45s",
+                "--side-concurrency=3",
                 "--direct-api",
                 "--after-turn=7"
             ]

@@ -208,9 +208,11 @@ pub trait Store: Send {
     /// When the next waiting selected job may run (epoch seconds): a failed
     /// attempt waits a little before the next.
     fn next_job_at(&self, select: JobSelect) -> Result<Option<i64>>;
-    /// Claim the selected runnable jobs (pending, or running with an
-    /// expired lease because their runner died) for `lease_secs`.
-    fn claim_jobs(&mut self, select: JobSelect, lease_secs: i64) -> Result<Vec<Job>>;
+    /// Claim at most `limit` of the selected runnable jobs (pending, or
+    /// running with an expired lease because their runner died) for
+    /// `lease_secs`: oldest first, each session's oldest before any
+    /// session's next, so one busy session cannot starve the others.
+    fn claim_jobs(&mut self, select: JobSelect, lease_secs: i64, limit: usize) -> Result<Vec<Job>>;
     fn finish_job(&mut self, id: i64) -> Result<()>;
     /// Put a failed job back for a retry after a short wait, or give it up
     /// after its last attempt.

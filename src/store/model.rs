@@ -425,6 +425,8 @@ pub struct JobRow {
     pub last_error: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Running: its lease's end; pending: not before (a retry's wait).
+    pub lease_until: i64,
 }
 
 /// Which jobs: of a session, of an agent, of a kind (each optional).

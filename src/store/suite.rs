@@ -252,20 +252,51 @@ pub fn pin_jobs_apply_in_turn_order(open: Open) {
     let elsewhere = q(&mut s, JobKind::Clarify, "sid2", 7);
     let ids = |jobs: Vec<super::Job>| jobs.iter().map(|j| j.id).collect::<Vec<_>>();
     let all = JobSelect::default();
-    assert_eq!(ids(s.claim_jobs(all, 60).unwrap()), [pin, facts, elsewhere]);
+    assert_eq!(
+        ids(s.claim_jobs(all, 60, usize::MAX).unwrap()),
+        [pin, facts, elsewhere]
+    );
     // The pin job runs: the clarifications wait for it, then go one by one.
-    assert!(s.claim_jobs(all, 60).unwrap().is_empty());
+    assert!(s.claim_jobs(all, 60, usize::MAX).unwrap().is_empty());
     s.finish_job(pin).unwrap();
-    assert_eq!(ids(s.claim_jobs(all, 60).unwrap()), [clarify3]);
+    assert_eq!(ids(s.claim_jobs(all, 60, usize::MAX).unwrap()), [clarify3]);
     // A consolidation queued by turn 3's clarification goes before turn 5's.
     let consolidate = q(&mut s, JobKind::Consolidate, "sid", 3);
     s.finish_job(clarify3).unwrap();
-    assert_eq!(ids(s.claim_jobs(all, 60).unwrap()), [consolidate]);
+    assert_eq!(
+        ids(s.claim_jobs(all, 60, usize::MAX).unwrap()),
+        [consolidate]
+    );
     // A failed attempt still holds the line until it is given up.
     s.fail_job(consolidate, "boom").unwrap();
     assert!(!s.has_runnable_jobs(JobSelect::session("sid")).unwrap());
     s.finish_job(consolidate).unwrap();
-    assert_eq!(ids(s.claim_jobs(all, 60).unwrap()), [clarify5]);
+    assert_eq!(ids(s.claim_jobs(all, 60, usize::MAX).unwrap()), [clarify5]);
+}
+
+/// A bounded claim takes the oldest jobs, each session's oldest before any
+/// session's second: a busy session cannot starve the others.
+pub fn bounded_claims_are_fair_between_sessions(open: Open) {
+    let mut s = open();
+    let keys = ["one", "two", "three"];
+    for (i, channel) in keys.iter().enumerate() {
+        let key = SessionKey { channel, ..KEY };
+        s.ensure_session(&format!("s{i}"), &key, "/").unwrap();
+    }
+    let q = |s: &mut Box<dyn Store>, sid: &str| {
+        s.enqueue_job(JobKind::Facts, "a", Some(sid), Some(1), &json!({}))
+            .unwrap()
+    };
+    let busy: Vec<i64> = (0..4).map(|_| q(&mut s, "s0")).collect();
+    let two = q(&mut s, "s1");
+    let three = q(&mut s, "s2");
+    let ids = |jobs: Vec<super::Job>| jobs.iter().map(|j| j.id).collect::<Vec<_>>();
+    let all = JobSelect::default();
+    assert_eq!(ids(s.claim_jobs(all, 60, 2).unwrap()), [busy[0], two]);
+    assert_eq!(ids(s.claim_jobs(all, 60, 2).unwrap()), [busy[1], three]);
+    assert_eq!(ids(s.claim_jobs(all, 60, 1).unwrap()), [busy[2]]);
+    assert_eq!(ids(s.claim_jobs(all, 60, 5).unwrap()), [busy[3]]);
+    assert!(s.claim_jobs(all, 60, 5).unwrap().is_empty());
 }
 
 /// What a turn reports of its session's side calls.
@@ -283,14 +314,14 @@ pub fn job_health_counts_open_and_failed(open: Open) {
     let c = q(&mut s, JobKind::Enrich);
     let session = JobSelect::session("sid");
     // Leases that expire at once, so c can be claimed again below.
-    assert_eq!(s.claim_jobs(session, -1).unwrap().len(), 3);
+    assert_eq!(s.claim_jobs(session, -1, usize::MAX).unwrap().len(), 3);
     s.fail_job(a, "boom").unwrap(); // retried later: pending and failed
     s.finish_job(b).unwrap();
     let h = s.job_health("sid", 0).unwrap();
     assert_eq!((h.pending, h.failed), (2, 1), "a waits for a retry, c runs");
     // Given up after its attempts: failed, no longer pending.
     for _ in 0..2 {
-        assert_eq!(s.claim_jobs(session, -1).unwrap()[0].id, c);
+        assert_eq!(s.claim_jobs(session, -1, usize::MAX).unwrap()[0].id, c);
     }
     s.fail_job(c, "given up").unwrap();
     let h = s.job_health("sid", 0).unwrap();
@@ -567,7 +598,7 @@ pub fn jobs_lease_retry_and_list(open: Open) {
     assert!(s.has_open_job(pins).unwrap());
     assert!(s.has_runnable_jobs(session).unwrap());
 
-    let claimed = s.claim_jobs(session, 60).unwrap();
+    let claimed = s.claim_jobs(session, 60, usize::MAX).unwrap();
     assert_eq!(
         claimed.iter().map(|j| j.id).collect::<Vec<_>>(),
         [pin, facts]
@@ -576,19 +607,24 @@ pub fn jobs_lease_retry_and_list(open: Open) {
     assert_eq!(claimed[0].agent, "a");
     assert_eq!(claimed[0].attempts, 1);
     // Leased: nobody else gets them.
-    assert!(open().claim_jobs(session, 60).unwrap().is_empty());
+    assert!(
+        open()
+            .claim_jobs(session, 60, usize::MAX)
+            .unwrap()
+            .is_empty()
+    );
     assert!(!s.has_runnable_jobs(session).unwrap());
 
     s.finish_job(pin).unwrap();
     assert!(!s.has_open_job(pins).unwrap());
     // A failed attempt waits before the next.
     s.fail_job(facts, "boom").unwrap();
-    assert!(s.claim_jobs(session, 60).unwrap().is_empty());
+    assert!(s.claim_jobs(session, 60, usize::MAX).unwrap().is_empty());
     let at = s.next_job_at(session).unwrap().unwrap();
     assert!(at > super::now(), "a retry waits: {at}");
     assert!(s.retry_job(facts).unwrap());
     assert!(!s.retry_job(999_999).unwrap());
-    assert_eq!(s.claim_jobs(session, 60).unwrap()[0].id, facts);
+    assert_eq!(s.claim_jobs(session, 60, usize::MAX).unwrap()[0].id, facts);
 
     // An agent's job without a session, claimed by agent and kind.
     let agent_jobs = JobSelect {
@@ -596,14 +632,14 @@ pub fn jobs_lease_retry_and_list(open: Open) {
         kind: Some(JobKind::Enrich),
         session_id: None,
     };
-    let claimed = s.claim_jobs(agent_jobs, 60).unwrap();
+    let claimed = s.claim_jobs(agent_jobs, 60, usize::MAX).unwrap();
     assert_eq!(claimed.len(), 1);
     assert_eq!(
         (claimed[0].id, claimed[0].session_id.as_deref()),
         (enrich, None)
     );
     // An expired lease (its runner died) makes a job claimable again.
-    let reclaimed = s.claim_jobs(agent_jobs, -1).unwrap();
+    let reclaimed = s.claim_jobs(agent_jobs, -1, usize::MAX).unwrap();
     assert!(reclaimed.is_empty(), "the lease is still valid");
 
     let rows = s
@@ -639,11 +675,11 @@ pub fn jobs_lease_retry_and_list(open: Open) {
         ..session
     };
     for n in 1..=3 {
-        let got = s.claim_jobs(mine, -1).unwrap();
+        let got = s.claim_jobs(mine, -1, usize::MAX).unwrap();
         assert_eq!((got.len(), got[0].attempts), (1, n));
     }
     assert!(
-        s.claim_jobs(mine, -1).unwrap().is_empty(),
+        s.claim_jobs(mine, -1, usize::MAX).unwrap().is_empty(),
         "attempts used up"
     );
     s.fail_job(lone, "failure 3").unwrap();
@@ -766,6 +802,7 @@ macro_rules! store_suite {
             text_outranks_keywords,
             jobs_lease_retry_and_list,
             pin_jobs_apply_in_turn_order,
+            bounded_claims_are_fair_between_sessions,
             job_health_counts_open_and_failed,
             calls_are_recorded,
             meta_health_and_locks

@@ -19,7 +19,8 @@ use tokio::time::Instant;
 
 use crate::backend::{self, Backend, CallError, Outcome, ProbeCache, Problem, api};
 use crate::error::{Kind, fail};
-use crate::memory::jobs::{self, Runner};
+use crate::memory::jobs::{self, Runner, WhenBusy};
+use crate::memory::slots::SideSlots;
 use crate::memory::{compact, recall, worker};
 use crate::output::{Output, interrupted};
 use crate::session::transcript_host;
@@ -531,12 +532,14 @@ async fn after_reply(store: &mut dyn Store, settings: &TurnSettings, sid: &str, 
             backend: backend.clone(),
             model: settings.extract_model.clone(),
             timeout: settings.side_timeout,
+            slots: SideSlots::for_host(settings.side_concurrency),
         };
         let until = deadline_after(
             Instant::now(),
             settings.side_timeout + Duration::from_secs(5),
         );
-        match jobs::drain(store, &runner, JobSelect::session(sid), Some(until)).await {
+        let select = JobSelect::session(sid);
+        match jobs::drain(store, &runner, select, Some(until), WhenBusy::Wait).await {
             Ok(d) => tracing::info!(
                 "side calls: {} done, {} failed, {} left running",
                 d.done,

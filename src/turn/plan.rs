@@ -345,6 +345,7 @@ mod tests {
             light: false,
             timeout: Duration::from_secs(60),
             side_timeout: Duration::from_secs(60),
+            side_concurrency: 2,
             route: Route::Auto,
             facts_in: FactsPlacement::Message,
             claude_args: Vec::new(),

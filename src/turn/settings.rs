@@ -39,6 +39,8 @@ pub struct TurnSettings {
     pub light: bool,
     pub timeout: Duration,
     pub side_timeout: Duration,
+    /// Side calls at once on this host.
+    pub side_concurrency: usize,
     pub route: Route,
     pub facts_in: FactsPlacement,
     /// Passed to claude's main call, last.

@@ -118,11 +118,21 @@ fn job_from_row(r: &Row) -> Result<Job> {
     })
 }
 
-pub fn claim(c: &mut impl GenericClient, s: JobSelect, lease_secs: i64) -> Result<Vec<Job>> {
+/// Claim at most `limit` runnable jobs, oldest first and fair between
+/// sessions (see the SQLite engine). The ranking reads without locks; the
+/// rows it picks are then locked and checked again, and a row another host
+/// is claiming is skipped, so two hosts never take one job.
+pub fn claim(
+    c: &mut impl GenericClient,
+    s: JobSelect,
+    lease_secs: i64,
+    limit: usize,
+) -> Result<Vec<Job>> {
     let [session, agent, kind] = select_params(&s);
     let t = now();
     let lease = t.saturating_add(lease_secs);
-    let params: [&(dyn ToSql + Sync); 8] = [
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let params: [&(dyn ToSql + Sync); 9] = [
         &session,
         &agent,
         &kind,
@@ -131,11 +141,20 @@ pub fn claim(c: &mut impl GenericClient, s: JobSelect, lease_secs: i64) -> Resul
         &JobStatus::Running.as_str(),
         &t,
         &lease,
+        &limit,
     ];
     let rows = c.query(
         &format!(
             "UPDATE jobs SET status = $6, attempts = attempts + 1, lease_until = $8, updated_at = $7
-             WHERE id IN (SELECT id FROM jobs WHERE {SELECT} AND {RUNNABLE} FOR UPDATE SKIP LOCKED)
+             WHERE id IN (
+                 SELECT id FROM jobs
+                 WHERE id IN (
+                     SELECT id FROM (
+                         SELECT id, ROW_NUMBER() OVER (PARTITION BY COALESCE(session_id, '') ORDER BY id) AS nth
+                         FROM jobs WHERE {SELECT} AND {RUNNABLE}) ranked
+                     ORDER BY nth, id LIMIT $9)
+                   AND {RUNNABLE}
+                 FOR UPDATE SKIP LOCKED)
              RETURNING id, kind, agent, session_id, turn_id, input, attempts"
         ),
         &params,
@@ -182,7 +201,7 @@ pub fn list(c: &mut impl GenericClient, filter: &JobFilter) -> Result<Vec<JobRow
     let [session, agent, kind] = select_params(&filter.select);
     let rows = c.query(
         "SELECT j.id, j.kind, j.status, j.agent, j.session_id, s.channel, s.thread, j.turn_id,
-                j.attempts, j.last_error, j.created_at, j.updated_at
+                j.attempts, j.last_error, j.created_at, j.updated_at, j.lease_until
          FROM jobs j LEFT JOIN sessions s ON s.id = j.session_id
          WHERE ($1::text IS NULL OR j.session_id = $1) AND ($2::text IS NULL OR j.agent = $2) AND ($3::text IS NULL OR j.kind = $3)
            AND ($4::bigint IS NULL OR j.status IN ($5, $6) OR j.updated_at >= $4)
@@ -211,6 +230,7 @@ pub fn list(c: &mut impl GenericClient, filter: &JobFilter) -> Result<Vec<JobRow
                 last_error: r.try_get(9)?,
                 created_at: r.try_get(10)?,
                 updated_at: r.try_get(11)?,
+                lease_until: r.try_get(12)?,
             })
         })
         .collect()

@@ -853,8 +853,8 @@ impl Store for PgStore {
         self.with(|c| jobs::next_at(c, select))
     }
 
-    fn claim_jobs(&mut self, select: JobSelect, lease_secs: i64) -> Result<Vec<Job>> {
-        self.with(|c| jobs::claim(c, select, lease_secs))
+    fn claim_jobs(&mut self, select: JobSelect, lease_secs: i64, limit: usize) -> Result<Vec<Job>> {
+        self.with(|c| jobs::claim(c, select, lease_secs, limit))
     }
 
     fn finish_job(&mut self, id: i64) -> Result<()> {

@@ -117,16 +117,29 @@ fn job_from_row(r: &Row) -> rusqlite::Result<Job> {
     })
 }
 
-pub fn claim(tx: &Transaction, s: JobSelect, lease_secs: i64) -> rusqlite::Result<Vec<Job>> {
+/// Claim at most `limit` runnable jobs, oldest first and fair between
+/// sessions: each session's oldest job before any session's second.
+pub fn claim(
+    tx: &Transaction,
+    s: JobSelect,
+    lease_secs: i64,
+    limit: usize,
+) -> rusqlite::Result<Vec<Job>> {
     let t = now();
     let mut stmt = tx.prepare_cached(&format!(
         "UPDATE jobs SET status = ?6, attempts = attempts + 1, lease_until = ?8, updated_at = ?7
-         WHERE {SELECT} AND {RUNNABLE}
+         WHERE id IN (
+             SELECT id FROM (
+                 SELECT id, ROW_NUMBER() OVER (PARTITION BY COALESCE(session_id, '') ORDER BY id) AS nth
+                 FROM jobs WHERE {SELECT} AND {RUNNABLE})
+             ORDER BY nth, id LIMIT ?9)
          RETURNING id, kind, agent, session_id, turn_id, input, attempts"
     ))?;
     let lease = t.saturating_add(lease_secs);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut p = runnable_params(&s, &t).to_vec();
     p.push(&lease);
+    p.push(&limit);
     let rows = stmt.query_map(&p[..], job_from_row)?;
     let mut jobs: Vec<Job> = rows.collect::<rusqlite::Result<_>>()?;
     jobs.sort_by_key(|j| j.id);
@@ -170,7 +183,7 @@ pub fn list(conn: &Connection, filter: &JobFilter) -> Result<Vec<JobRow>> {
     let s = filter.select;
     let mut stmt = conn.prepare(
         "SELECT j.id, j.kind, j.status, j.agent, j.session_id, s.channel, s.thread, j.turn_id,
-                j.attempts, j.last_error, j.created_at, j.updated_at
+                j.attempts, j.last_error, j.created_at, j.updated_at, j.lease_until
          FROM jobs j LEFT JOIN sessions s ON s.id = j.session_id
          WHERE (?1 IS NULL OR j.session_id = ?1) AND (?2 IS NULL OR j.agent = ?2) AND (?3 IS NULL OR j.kind = ?3)
            AND (?4 IS NULL OR j.status IN (?5, ?6) OR j.updated_at >= ?4)
@@ -199,6 +212,7 @@ pub fn list(conn: &Connection, filter: &JobFilter) -> Result<Vec<JobRow>> {
                 last_error: r.get(9)?,
                 created_at: r.get(10)?,
                 updated_at: r.get(11)?,
+                lease_until: r.get(12)?,
             })
         },
     )?;

@@ -547,8 +547,8 @@ impl Store for SqliteStore {
         jobs::next_at(&self.conn, select)
     }
 
-    fn claim_jobs(&mut self, select: JobSelect, lease_secs: i64) -> Result<Vec<Job>> {
-        self.write(|tx| jobs::claim(tx, select, lease_secs))
+    fn claim_jobs(&mut self, select: JobSelect, lease_secs: i64, limit: usize) -> Result<Vec<Job>> {
+        self.write(|tx| jobs::claim(tx, select, lease_secs, limit))
     }
 
     fn finish_job(&mut self, id: i64) -> Result<()> {

@@ -1,0 +1,253 @@
+//! Side calls under load, through the real `claude` CLI: a burst of first
+//! turns on many sessions never runs more side calls at once than the
+//! host's bound, runs them at a lower CPU priority than the replies, and
+//! still does every one; a worker killed while it holds a slot frees the
+//! slot at once, and its job is run by the next runner after its lease.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{Env, assert_ok, stdout};
+use standin::{Recorded, Reply, StandIn};
+
+/// A side call: our own short system prompt and no tools (Claude Code's
+/// own prompt names itself).
+fn is_side(r: &Recorded) -> bool {
+    !r.system_text().contains("Claude Code")
+}
+
+/// The side-call processes of this test alive now, as (process group,
+/// nice value): processes working in a `duduclaw-side-*` folder. Each side
+/// call is one process group (claude forks helpers, git among them).
+fn side_processes(env: &Env) -> Vec<(u32, i64)> {
+    env.processes()
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd"))
+                .is_ok_and(|d| d.to_string_lossy().contains("duduclaw-side-"))
+        })
+        .filter_map(stat)
+        .collect()
+}
+
+/// How many side calls those processes are: their distinct groups.
+fn calls(processes: &[(u32, i64)]) -> usize {
+    let mut groups: Vec<u32> = processes.iter().map(|(g, _)| *g).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    groups.len()
+}
+
+/// A process's group and nice value (fields 5 and 19 of /proc/PID/stat).
+fn stat(pid: u32) -> Option<(u32, i64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after: Vec<&str> = stat[stat.rfind(')')? + 2..].split_whitespace().collect();
+    Some((after.get(2)?.parse().ok()?, after.get(16)?.parse().ok()?))
+}
+
+/// Wait (at most `secs`) until no job of the store is pending or running.
+fn settle_within(env: &Env, secs: u64) -> Vec<serde_json::Value> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let jobs = env.jobs();
+        if !jobs
+            .iter()
+            .any(|j| j["status"] == "pending" || j["status"] == "running")
+        {
+            return jobs;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "jobs still open after {secs} s: {jobs:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_burst_of_twelve_sessions_runs_two_side_calls_at_a_time_and_all_of_them() {
+    let s = StandIn::start_with(|r: &Recorded| {
+        if is_side(r) {
+            // Each side call held 4 s by the model, as in the measured burst.
+            return Reply::Slow {
+                text: "NONE".into(),
+                first_delay_ms: 4000,
+                chunk_delay_ms: 0,
+            };
+        }
+        Reply::Text("Noted.".into())
+    });
+    let env = Arc::new(Env::real(&s.base_url()));
+    // Watch the side-call processes for the whole burst.
+    let done = Arc::new(AtomicBool::new(false));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<(u32, i64)>::new()));
+    let watcher = {
+        let (env, done, peak, seen) = (env.clone(), done.clone(), peak.clone(), seen.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                let now = side_processes(&env);
+                peak.fetch_max(calls(&now), Ordering::SeqCst);
+                seen.lock().unwrap().extend(now);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let turns: Vec<_> = (0..12)
+        .map(|i| {
+            let env = env.clone();
+            std::thread::spawn(move || {
+                env.turn_json(
+                    "bot",
+                    &format!("chat-{i}"),
+                    &[],
+                    &format!("Session {i}: we deploy the billing service with Argo CD before every release."),
+                )
+            })
+        })
+        .collect();
+    let answers: Vec<serde_json::Value> = turns.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(answers.len(), 12);
+    for a in &answers {
+        assert_eq!(a["reply"], "Noted.", "{a}");
+    }
+    let jobs = settle_within(&env, 240);
+    done.store(true, Ordering::SeqCst);
+    watcher.join().unwrap();
+
+    // Every side call done: a pin and a facts job per session, none left.
+    assert_eq!(jobs.len(), 24, "{jobs:#?}");
+    assert!(jobs.iter().all(|j| j["status"] == "done"), "{jobs:#?}");
+    let side_requests = s.requests().iter().filter(|r| is_side(r)).count();
+    assert_eq!(side_requests, 24);
+    let peak = peak.load(Ordering::SeqCst);
+    assert!((1..=2).contains(&peak), "{peak} side calls at once");
+    // Replies first: every side-call process ran at nice 10.
+    let seen = seen.lock().unwrap();
+    assert!(!seen.is_empty());
+    let other: Vec<_> = seen.iter().filter(|(_, n)| *n != 10).collect();
+    assert!(
+        other.is_empty(),
+        "side-call processes not at nice 10: {other:?}"
+    );
+    env.assert_no_processes_left();
+}
+
+#[test]
+fn a_worker_killed_holding_a_slot_frees_it_at_once_and_its_job_runs_after_its_lease() {
+    let first = Arc::new(AtomicBool::new(true));
+    let s = StandIn::start_with(move |r: &Recorded| {
+        if is_side(r) {
+            if first.swap(false, Ordering::SeqCst) {
+                // The first side call hangs: its worker is killed in it.
+                return Reply::Slow {
+                    text: "NONE".into(),
+                    first_delay_ms: 60_000,
+                    chunk_delay_ms: 0,
+                };
+            }
+            return Reply::Text("NONE".into());
+        }
+        Reply::Text("Noted.".into())
+    });
+    let env = Env::real(&s.base_url());
+    let side = ["--side-timeout", "20", "--side-concurrency", "1"];
+    let mut c = env.cmd();
+    c.args(["turn", "--json", "--agent", "a", "--channel", "c"])
+        .args(side)
+        .arg("We deploy the billing service with Argo CD before every release.");
+    assert_ok(&c.output().unwrap());
+
+    // The worker is in its first call, holding the host's one slot.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let worker = loop {
+        let running = env.jobs().iter().any(|j| j["status"] == "running");
+        let worker = env.processes().into_iter().find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.contains("jobs\0work"))
+        });
+        if let (true, Some(w), 1) = (running, worker, calls(&side_processes(&env))) {
+            break w;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the worker never started its call"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let doctor = |env: &Env| -> serde_json::Value {
+        let out = env
+            .cmd()
+            .args(["doctor", "--json", "--side-concurrency", "1"])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(doctor(&env)["side_calls"]["slots_in_use"], 1);
+    let list = stdout(
+        &env.cmd()
+            .args(["jobs", "list", "--side-concurrency", "1"])
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        list.contains("every side-call slot of the host is in use (1 of 1)"),
+        "the queued job says why: {list}"
+    );
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(worker).unwrap()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // The kernel drops the lock with the process: free at once.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while env.processes().contains(&worker) {
+        assert!(Instant::now() < deadline, "the worker did not die");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(doctor(&env)["side_calls"]["slots_in_use"], 0);
+    // The killed call's claude is an orphan now: stop it, as a supervisor would.
+    for (group, _) in side_processes(&env) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(i32::try_from(group).unwrap()),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+
+    // The job it held is still leased; `jobs run` does the other one now
+    // and that one once the lease (the side timeout + 10 s) has passed.
+    let held: Vec<i64> = env
+        .jobs()
+        .iter()
+        .filter(|j| j["status"] == "running")
+        .map(|j| j["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(held.len(), 1);
+    let list = stdout(&env.cmd().args(["jobs", "list"]).output().unwrap());
+    assert!(
+        !list.contains("runnable again"),
+        "the lease still holds: {list}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let mut run = env.cmd();
+        run.args(["jobs", "run"]).args(side);
+        assert_ok(&run.output().unwrap());
+        let jobs = env.jobs();
+        if jobs.iter().all(|j| j["status"] == "done") {
+            let job = jobs.iter().find(|j| j["id"] == held[0]).unwrap();
+            assert_eq!(job["attempts"], 2, "{job}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the held job never ran: {jobs:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    env.assert_no_processes_left();
+}
