@@ -1440,6 +1440,46 @@ struct Burst {
     answered: usize,
     jobs_done: usize,
     jobs_total: usize,
+    /// Stopped because the machine ran short of memory (MiB available then).
+    aborted: Option<u64>,
+}
+
+/// Memory the kernel says is available (MiB).
+fn available_mib() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemAvailable:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse::<u64>()
+                .ok()
+        })
+        .map_or(u64::MAX, |kib| kib / 1024)
+}
+
+/// A burst stops (its processes killed) below this much available memory,
+/// rather than let the kernel's OOM killer pick processes on a shared machine.
+const BURST_MEMORY_FLOOR_MIB: u64 = 2048;
+
+/// Kill every process that runs with this HOME (a burst's turns, workers
+/// and claude children).
+fn kill_home(home: &Path) {
+    let needle = format!("HOME={}", home.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        let ours = std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == needle.as_bytes()));
+        if ours {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+    }
 }
 
 /// The side-call processes of the runs with this HOME: their process
@@ -1535,10 +1575,18 @@ fn burst(b: &Bench, bin: &Path, sessions: usize, name: &str) -> Burst {
     };
     let mut last_check = Instant::now();
     let mut all_done = None;
+    let mut aborted = None;
     while all_done.is_none() {
         let (groups, rss) = side_call_processes(&home);
         peak_calls = peak_calls.max(groups.len());
         peak_rss = peak_rss.max(rss);
+        let available = available_mib();
+        if available < BURST_MEMORY_FLOOR_MIB {
+            kill_home(&home);
+            aborted = Some(available);
+            all_done = Some(start.elapsed());
+            break;
+        }
         let turns_done = turns.iter().all(std::thread::JoinHandle::is_finished);
         if turns_done && last_check.elapsed() > Duration::from_millis(250) {
             last_check = Instant::now();
@@ -1572,6 +1620,7 @@ fn burst(b: &Bench, bin: &Path, sessions: usize, name: &str) -> Burst {
         answered,
         jobs_done: listed.iter().filter(|j| j["status"] == "done").count(),
         jobs_total: listed.len(),
+        aborted,
     }
 }
 
@@ -1609,6 +1658,13 @@ fn side_call_bursts(b: &Bench, rows: &mut Vec<Row>) {
     for &n in &sizes {
         for (name, bin) in &bins {
             let r = burst(b, bin, n, &format!("{name}-{n}"));
+            if let Some(left) = r.aborted {
+                println!(
+                    "| {n} | {name} | {} | {:.0} MiB | stopped: {left} MiB of memory left | | | | |",
+                    r.peak_calls, r.peak_rss_mib
+                );
+                continue;
+            }
             println!(
                 "| {n} | {name} | {} | {:.0} MiB | {:.1} s | {:.1} s | {:.1} s | {}/{n} | {}/{} |",
                 r.peak_calls,

@@ -5,6 +5,8 @@ mod id;
 
 pub use id::{SessionKey, handle_id, session_id};
 
+use std::path::PathBuf;
+
 use crate::store::Session;
 
 impl Session {
@@ -14,6 +16,14 @@ impl Session {
     pub fn next_handle(&self) -> (u32, String) {
         let next = self.generation.saturating_add(1);
         (next, handle_id(&self.key(), next).to_string())
+    }
+
+    /// Every handle the session has had, generation 0 to the current one:
+    /// claude may keep a transcript of each.
+    pub fn handles(&self) -> Vec<String> {
+        (0..=self.generation)
+            .map(|g| handle_id(&self.key(), g).to_string())
+            .collect()
     }
 }
 
@@ -40,20 +50,80 @@ impl Address {
     }
 }
 
+/// claude's config folder on this host: `CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub fn claude_config_dir() -> Option<PathBuf> {
+    std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
+}
+
 /// Who keeps claude's transcripts here: the machine and claude's config
-/// folder (`CLAUDE_CONFIG_DIR`, else `~/.claude`). A handle is resumed only
-/// where its transcript was written; a turn anywhere else starts a new
-/// handle with the stored history, so no host resumes a transcript that
-/// misses turns answered elsewhere.
+/// folder. A handle is resumed only where its transcript was written; a
+/// turn anywhere else starts a new handle with the stored history, so no
+/// host resumes a transcript that misses turns answered elsewhere.
 pub fn transcript_host() -> String {
     let machine = nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())
         .unwrap_or_else(|| "localhost".into());
-    let dir = std::env::var_os("CLAUDE_CONFIG_DIR")
-        .filter(|d| !d.is_empty())
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".claude")))
-        .unwrap_or_default();
+    let dir = claude_config_dir().unwrap_or_default();
     format!("{machine}:{}", dir.display())
+}
+
+/// Delete this host's claude transcripts of these handles: each
+/// `projects/<folder>/<handle>.jsonl` under claude's config folder, and a
+/// folder of the same name beside it, where claude keeps a session's side
+/// files. The files this tool caused claude to write, gone with what they
+/// quote. How many transcripts went.
+pub fn delete_transcripts(handles: &[String]) -> std::io::Result<usize> {
+    let Some(projects) = claude_config_dir().map(|d| d.join("projects")) else {
+        return Ok(0);
+    };
+    let folders = match std::fs::read_dir(&projects) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut gone = 0;
+    for folder in folders.flatten() {
+        for handle in handles {
+            let file = folder.path().join(format!("{handle}.jsonl"));
+            match std::fs::remove_file(&file) {
+                Ok(()) => gone += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            let side = folder.path().join(handle);
+            if side.is_dir() {
+                std::fs::remove_dir_all(&side)?;
+            }
+        }
+    }
+    Ok(gone)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_generation_has_its_handle() {
+        let mut s = Session::fresh(
+            "sid",
+            &SessionKey {
+                agent: "a",
+                channel: "c",
+                thread: None,
+            },
+            "/",
+        );
+        let (_, first_rollover) = s.next_handle();
+        s.generation = 2;
+        let handles = s.handles();
+        assert_eq!(handles.len(), 3);
+        assert_eq!(handles[0], session_id(&s.key()).to_string());
+        assert_eq!(handles[1], first_rollover);
+        assert_ne!(handles[1], handles[2]);
+    }
 }
