@@ -155,6 +155,9 @@ fn main() {
     if part("10") {
         side_call_bursts(&b, &mut rows);
     }
+    if part("11") {
+        erasure_costs(&b, runs, import_runs, &mut rows);
+    }
     b.dump();
 
     println!("\n## Summary (medians over {runs} runs)\n");
@@ -1693,4 +1696,180 @@ fn side_call_bursts(b: &Bench, rows: &mut Vec<Row>) {
     }
     b.side_delay.store(0, Ordering::SeqCst);
     println!();
+}
+
+/// 11. What erasure costs: a resumed turn and `facts import` of 100k facts
+///     with `secure_delete` (this build) next to a build without it
+///     (`DUDUCLAW_BIN_BEFORE`), interleaved; and `forget --user` on a
+///     store with 100k facts and 10k turns.
+fn erasure_costs(b: &Bench, runs: usize, import_runs: usize, rows: &mut Vec<Row>) {
+    println!("## 11. What erasure costs\n");
+    if let Some(before) = std::env::var_os("DUDUCLAW_BIN_BEFORE").map(PathBuf::from) {
+        let msg = "Summarize the last step in one sentence.";
+        let on = |bin: &Path| {
+            let mut c = b.turn_with(bin, "erasure", &["--no-extract"]);
+            c.env("DUDUCLAW_SIDE_CONCURRENCY", "2");
+            c
+        };
+        timed(&mut on(&b.bin), msg);
+        timed(&mut on(&before), msg);
+        let (mut after_ms, mut before_ms) = (Vec::new(), Vec::new());
+        for i in 0..runs {
+            if i % 2 == 0 {
+                after_ms.push(ms(timed(&mut on(&b.bin), msg).total));
+                before_ms.push(ms(timed(&mut on(&before), msg).total));
+            } else {
+                before_ms.push(ms(timed(&mut on(&before), msg).total));
+                after_ms.push(ms(timed(&mut on(&b.bin), msg).total));
+            }
+        }
+        let (a, o) = (median(&after_ms), median(&before_ms));
+        println!(
+            "resumed turn: {a:.0} ms with secure_delete, {o:.0} ms without (ratio {:.3})",
+            a / o
+        );
+        rows.push(row(
+            "resumed turn with secure_delete vs without (the build before)",
+            format!("{a:.0} ms"),
+            format!("{o:.0} ms"),
+            format!("{:.3}", a / o),
+            "within noise",
+            a / o < 1.10,
+        ));
+        let file = b.dir.path().join("erase-import.jsonl");
+        std::fs::write(&file, common::jsonl(&common::facts(FACTS_BIG, 100))).unwrap();
+        let import = |bin: &Path| {
+            let db = b.dir.path().join("erase-import.db");
+            let _ = std::fs::remove_file(&db);
+            let _ = std::fs::remove_file(db.with_extension("db-wal"));
+            let mut c = b.command(bin);
+            c.env("DUDUCLAW_DB", &db)
+                .args(["facts", "import", "--agent", "facts"])
+                .arg(&file);
+            ms(timed(&mut c, "").total)
+        };
+        let (mut ai, mut bi) = (Vec::new(), Vec::new());
+        for i in 0..import_runs {
+            if i % 2 == 0 {
+                ai.push(import(&b.bin));
+                bi.push(import(&before));
+            } else {
+                bi.push(import(&before));
+                ai.push(import(&b.bin));
+            }
+        }
+        let (a, o) = (median(&ai), median(&bi));
+        println!(
+            "facts import of {FACTS_BIG}: {:.1} s with secure_delete, {:.1} s without (ratio {:.3})",
+            a / 1000.0,
+            o / 1000.0,
+            a / o
+        );
+        rows.push(row(
+            &format!("`facts import` of {FACTS_BIG} facts with secure_delete vs without"),
+            format!("{:.1} s", a / 1000.0),
+            format!("{:.1} s", o / 1000.0),
+            format!("{:.3}", a / o),
+            "within noise",
+            a / o < 1.10,
+        ));
+    } else {
+        println!(
+            "(set DUDUCLAW_BIN_BEFORE to an earlier build to time secure_delete against it)\n"
+        );
+    }
+
+    // forget --user on a store with 100k facts and 10k turns.
+    let db = b.dir.path().join("erase-forget.db");
+    let facts = b.dir.path().join("erase-forget.jsonl");
+    std::fs::write(&facts, common::jsonl(&common::facts(FACTS_BIG, 7))).unwrap();
+    let mut c = b.ours();
+    c.env("DUDUCLAW_DB", &db)
+        .args(["facts", "import", "--agent", "forum"])
+        .arg(&facts);
+    timed(&mut c, "");
+    let hers: Vec<String> = common::facts(500, 11);
+    let hers_file = b.dir.path().join("erase-forget-alice.jsonl");
+    std::fs::write(&hers_file, common::jsonl(&hers)).unwrap();
+    let mut c = b.ours();
+    c.env("DUDUCLAW_DB", &db)
+        .args(["facts", "import", "--agent", "forum", "--user", "alice"])
+        .arg(&hers_file);
+    timed(&mut c, "");
+    // 100 sessions of 100 turns each, every other message Alice's.
+    for i in 0..100 {
+        let mut c = b.ours();
+        c.env("DUDUCLAW_DB", &db).args([
+            "pin",
+            "set",
+            "--agent",
+            "forum",
+            "--channel",
+            &format!("room-{i}"),
+            "Plan the community garden",
+        ]);
+        timed(&mut c, "");
+    }
+    {
+        let mut conn = rusqlite::Connection::open(&db).expect("the bench store");
+        let tx = conn.transaction().expect("a transaction");
+        let sessions: Vec<String> = {
+            let mut stmt = tx.prepare("SELECT id FROM sessions").unwrap();
+            stmt.query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        for sid in &sessions {
+            for k in 0..50 {
+                let who = if k % 2 == 0 { "alice" } else { "bob" };
+                tx.execute(
+                    "INSERT INTO turns (session_id, role, content, status, created_at, user_id)
+                     VALUES (?1, 'user', ?2, 'answered', 1, ?3)",
+                    rusqlite::params![
+                        sid,
+                        format!("{who} says {k}: the tomatoes need more sun"),
+                        who
+                    ],
+                )
+                .unwrap();
+                tx.execute(
+                    "INSERT INTO turns (session_id, role, content, status, created_at)
+                     VALUES (?1, 'assistant', ?2, 'ok', 1)",
+                    rusqlite::params![sid, format!("Reply {k}: move them to the south bed")],
+                )
+                .unwrap();
+            }
+        }
+        tx.commit().unwrap();
+    }
+    let forget = |dry: bool| {
+        let mut c = b.ours();
+        c.env("DUDUCLAW_DB", &db)
+            .args(["forget", "--user", "alice", "--agent", "forum", "--json"]);
+        if dry {
+            c.arg("--dry-run");
+        }
+        timed(&mut c, "")
+    };
+    let dry = forget(true);
+    let real = forget(false);
+    println!(
+        "forget --user --dry-run: {:.0} ms: {}",
+        ms(dry.total),
+        dry.stdout.trim()
+    );
+    println!(
+        "forget --user: {:.0} ms: {}\n",
+        ms(real.total),
+        real.stdout.trim()
+    );
+    rows.push(row(
+        &format!("`forget --user` on a store of {FACTS_BIG} facts and 10k turns"),
+        format!("{:.1} s", ms(real.total) / 1000.0),
+        format!("dry run {:.1} s", ms(dry.total) / 1000.0),
+        real.stdout.trim().to_string(),
+        "seconds, not minutes",
+        ms(real.total) < 60_000.0,
+    ));
 }

@@ -25,6 +25,9 @@ _duduclaw__session() {
             duduclaw__session,facts)
                 cmd="duduclaw__session__subcmd__facts"
                 ;;
+            duduclaw__session,forget)
+                cmd="duduclaw__session__subcmd__forget"
+                ;;
             duduclaw__session,help)
                 cmd="duduclaw__session__subcmd__help"
                 ;;
@@ -114,6 +117,9 @@ _duduclaw__session() {
                 ;;
             duduclaw__session__subcmd__help,facts)
                 cmd="duduclaw__session__subcmd__help__subcmd__facts"
+                ;;
+            duduclaw__session__subcmd__help,forget)
+                cmd="duduclaw__session__subcmd__help__subcmd__forget"
                 ;;
             duduclaw__session__subcmd__help,help)
                 cmd="duduclaw__session__subcmd__help__subcmd__help"
@@ -335,7 +341,7 @@ _duduclaw__session() {
 
     case "${cmd}" in
         duduclaw__session)
-            opts="-v -h -V --db --claude --verbose --help --version turn id pin facts history sessions jobs prompt store stats doctor completions man help"
+            opts="-v -h -V --db --claude --verbose --help --version turn id pin facts history sessions jobs prompt store forget stats doctor completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -786,8 +792,38 @@ _duduclaw__session() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        duduclaw__session__subcmd__forget)
+            opts="-v -h --user --agent --dry-run --json --db --claude --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         duduclaw__session__subcmd__help)
-            opts="turn id pin facts history sessions jobs prompt store stats doctor completions man help"
+            opts="turn id pin facts history sessions jobs prompt store forget stats doctor completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -929,6 +965,20 @@ _duduclaw__session() {
         duduclaw__session__subcmd__help__subcmd__facts__subcmd__search)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__forget)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -38,6 +38,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('jobs', 'jobs', [CompletionResultType]::ParameterValue, 'The side-call jobs (pin, facts, summaries): list, run, retry')
             [CompletionResult]::new('prompt', 'prompt', [CompletionResultType]::ParameterValue, 'Dry run: print exactly what `turn` would send, without calling or writing anything')
             [CompletionResult]::new('store', 'store', [CompletionResultType]::ParameterValue, 'Move a store between engines: a SQLite file and a PostgreSQL server')
+            [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Erase a person: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude''s transcripts of the sessions touched')
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'What the conversations cost: tokens, cache reads, side calls'' share, injected memory')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check claude, the Messages API and the store, and say what is wrong')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
@@ -216,7 +217,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts, most used first: id, uses, person (- for agent-wide), text')
             [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Rank facts against a query, as a turn would')
             [CompletionResult]::new('add', 'add', [CompletionResultType]::ParameterValue, 'Add a fact by hand and print its id')
-            [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete facts by id (from `facts list`)')
+            [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete facts by id (from `facts list`), leaving nothing recoverable in the store')
             [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing')
             [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Export the agent''s facts as JSON Lines (with --user: that person''s and the agent-wide ones)')
             [CompletionResult]::new('enrich', 'enrich', [CompletionResultType]::ParameterValue, 'Write search keywords for facts that have none (imported or older facts), by batched side calls')
@@ -316,7 +317,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts, most used first: id, uses, person (- for agent-wide), text')
             [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Rank facts against a query, as a turn would')
             [CompletionResult]::new('add', 'add', [CompletionResultType]::ParameterValue, 'Add a fact by hand and print its id')
-            [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete facts by id (from `facts list`)')
+            [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete facts by id (from `facts list`), leaving nothing recoverable in the store')
             [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing')
             [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Export the agent''s facts as JSON Lines (with --user: that person''s and the agent-wide ones)')
             [CompletionResult]::new('enrich', 'enrich', [CompletionResultType]::ParameterValue, 'Write search keywords for facts that have none (imported or older facts), by batched side calls')
@@ -370,8 +371,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List sessions (id, agent, channel, thread, turns, last used), most recently used first')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session: key, handle, pin, summary, size, pending side calls')
-            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Delete sessions (their turns and jobs) by id')
-            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete sessions not used for longer than a duration; prints their ids')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Delete sessions by id: their turns, pin, jobs and claude''s transcripts, leaving nothing recoverable')
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete (as `rm` does) sessions not used for longer than a duration; prints their ids')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -419,8 +420,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
         'duduclaw-session;sessions;help' {
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List sessions (id, agent, channel, thread, turns, last used), most recently used first')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session: key, handle, pin, summary, size, pending side calls')
-            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Delete sessions (their turns and jobs) by id')
-            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete sessions not used for longer than a duration; prints their ids')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Delete sessions by id: their turns, pin, jobs and claude''s transcripts, leaving nothing recoverable')
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete (as `rm` does) sessions not used for longer than a duration; prints their ids')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -596,6 +597,19 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
         'duduclaw-session;store;help;help' {
             break
         }
+        'duduclaw-session;forget' {
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'The person (`--user` of their turns)')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Only in this agent''s sessions and facts [default: every agent]; no environment variable, so an exported DUDUCLAW_AGENT never narrows an erasure silently')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Count what would be erased, by place, and change nothing')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the counts as one JSON object')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'duduclaw-session;stats' {
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Only this agent''s sessions')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'With --agent: only this channel''s session')
@@ -649,6 +663,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('jobs', 'jobs', [CompletionResultType]::ParameterValue, 'The side-call jobs (pin, facts, summaries): list, run, retry')
             [CompletionResult]::new('prompt', 'prompt', [CompletionResultType]::ParameterValue, 'Dry run: print exactly what `turn` would send, without calling or writing anything')
             [CompletionResult]::new('store', 'store', [CompletionResultType]::ParameterValue, 'Move a store between engines: a SQLite file and a PostgreSQL server')
+            [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Erase a person: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude''s transcripts of the sessions touched')
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'What the conversations cost: tokens, cache reads, side calls'' share, injected memory')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check claude, the Messages API and the store, and say what is wrong')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
@@ -693,7 +708,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts, most used first: id, uses, person (- for agent-wide), text')
             [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Rank facts against a query, as a turn would')
             [CompletionResult]::new('add', 'add', [CompletionResultType]::ParameterValue, 'Add a fact by hand and print its id')
-            [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete facts by id (from `facts list`)')
+            [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete facts by id (from `facts list`), leaving nothing recoverable in the store')
             [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing')
             [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Export the agent''s facts as JSON Lines (with --user: that person''s and the agent-wide ones)')
             [CompletionResult]::new('enrich', 'enrich', [CompletionResultType]::ParameterValue, 'Write search keywords for facts that have none (imported or older facts), by batched side calls')
@@ -726,8 +741,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
         'duduclaw-session;help;sessions' {
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List sessions (id, agent, channel, thread, turns, last used), most recently used first')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session: key, handle, pin, summary, size, pending side calls')
-            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Delete sessions (their turns and jobs) by id')
-            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete sessions not used for longer than a duration; prints their ids')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Delete sessions by id: their turns, pin, jobs and claude''s transcripts, leaving nothing recoverable')
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete (as `rm` does) sessions not used for longer than a duration; prints their ids')
             break
         }
         'duduclaw-session;help;sessions;list' {
@@ -769,6 +784,9 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;help;store;copy' {
+            break
+        }
+        'duduclaw-session;help;forget' {
             break
         }
         'duduclaw-session;help;stats' {

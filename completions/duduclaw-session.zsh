@@ -726,6 +726,20 @@ esac
     ;;
 esac
 ;;
+(forget)
+_arguments "${_arguments_options[@]}" : \
+'--user=[The person (\`--user\` of their turns)]:ID:_default' \
+'--agent=[Only in this agent'\''s sessions and facts \[default\: every agent\]; no environment variable, so an exported DUDUCLAW_AGENT never narrows an erasure silently]:ID:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--dry-run[Count what would be erased, by place, and change nothing]' \
+'--json[Print the counts as one JSON object]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
 (stats)
 _arguments "${_arguments_options[@]}" : \
 '--agent=[Only this agent'\''s sessions]:ID:_default' \
@@ -970,6 +984,10 @@ _arguments "${_arguments_options[@]}" : \
     ;;
 esac
 ;;
+(forget)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (stats)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -1011,6 +1029,7 @@ _duduclaw-session_commands() {
 'jobs:The side-call jobs (pin, facts, summaries)\: list, run, retry' \
 'prompt:Dry run\: print exactly what \`turn\` would send, without calling or writing anything' \
 'store:Move a store between engines\: a SQLite file and a PostgreSQL server' \
+'forget:Erase a person\: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude'\''s transcripts of the sessions touched' \
 'stats:What the conversations cost\: tokens, cache reads, side calls'\'' share, injected memory' \
 'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
@@ -1035,7 +1054,7 @@ _duduclaw-session__subcmd__facts_commands() {
 'list:List the facts, most used first\: id, uses, person (- for agent-wide), text' \
 'search:Rank facts against a query, as a turn would' \
 'add:Add a fact by hand and print its id' \
-'forget:Delete facts by id (from \`facts list\`)' \
+'forget:Delete facts by id (from \`facts list\`), leaving nothing recoverable in the store' \
 'import:Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing' \
 'export:Export the agent'\''s facts as JSON Lines (with --user\: that person'\''s and the agent-wide ones)' \
 'enrich:Write search keywords for facts that have none (imported or older facts), by batched side calls' \
@@ -1069,7 +1088,7 @@ _duduclaw-session__subcmd__facts__subcmd__help_commands() {
 'list:List the facts, most used first\: id, uses, person (- for agent-wide), text' \
 'search:Rank facts against a query, as a turn would' \
 'add:Add a fact by hand and print its id' \
-'forget:Delete facts by id (from \`facts list\`)' \
+'forget:Delete facts by id (from \`facts list\`), leaving nothing recoverable in the store' \
 'import:Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing' \
 'export:Export the agent'\''s facts as JSON Lines (with --user\: that person'\''s and the agent-wide ones)' \
 'enrich:Write search keywords for facts that have none (imported or older facts), by batched side calls' \
@@ -1132,6 +1151,11 @@ _duduclaw-session__subcmd__facts__subcmd__search_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session facts search commands' commands "$@"
 }
+(( $+functions[_duduclaw-session__subcmd__forget_commands] )) ||
+_duduclaw-session__subcmd__forget_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session forget commands' commands "$@"
+}
 (( $+functions[_duduclaw-session__subcmd__help_commands] )) ||
 _duduclaw-session__subcmd__help_commands() {
     local commands; commands=(
@@ -1144,6 +1168,7 @@ _duduclaw-session__subcmd__help_commands() {
 'jobs:The side-call jobs (pin, facts, summaries)\: list, run, retry' \
 'prompt:Dry run\: print exactly what \`turn\` would send, without calling or writing anything' \
 'store:Move a store between engines\: a SQLite file and a PostgreSQL server' \
+'forget:Erase a person\: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude'\''s transcripts of the sessions touched' \
 'stats:What the conversations cost\: tokens, cache reads, side calls'\'' share, injected memory' \
 'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
@@ -1168,7 +1193,7 @@ _duduclaw-session__subcmd__help__subcmd__facts_commands() {
 'list:List the facts, most used first\: id, uses, person (- for agent-wide), text' \
 'search:Rank facts against a query, as a turn would' \
 'add:Add a fact by hand and print its id' \
-'forget:Delete facts by id (from \`facts list\`)' \
+'forget:Delete facts by id (from \`facts list\`), leaving nothing recoverable in the store' \
 'import:Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing' \
 'export:Export the agent'\''s facts as JSON Lines (with --user\: that person'\''s and the agent-wide ones)' \
 'enrich:Write search keywords for facts that have none (imported or older facts), by batched side calls' \
@@ -1209,6 +1234,11 @@ _duduclaw-session__subcmd__help__subcmd__facts__subcmd__list_commands() {
 _duduclaw-session__subcmd__help__subcmd__facts__subcmd__search_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session help facts search commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__forget_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__forget_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help forget commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__help_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__help_commands() {
@@ -1312,8 +1342,8 @@ _duduclaw-session__subcmd__help__subcmd__sessions_commands() {
     local commands; commands=(
 'list:List sessions (id, agent, channel, thread, turns, last used), most recently used first' \
 'show:Show one session\: key, handle, pin, summary, size, pending side calls' \
-'rm:Delete sessions (their turns and jobs) by id' \
-'prune:Delete sessions not used for longer than a duration; prints their ids' \
+'rm:Delete sessions by id\: their turns, pin, jobs and claude'\''s transcripts, leaving nothing recoverable' \
+'prune:Delete (as \`rm\` does) sessions not used for longer than a duration; prints their ids' \
     )
     _describe -t commands 'duduclaw-session help sessions commands' commands "$@"
 }
@@ -1542,8 +1572,8 @@ _duduclaw-session__subcmd__sessions_commands() {
     local commands; commands=(
 'list:List sessions (id, agent, channel, thread, turns, last used), most recently used first' \
 'show:Show one session\: key, handle, pin, summary, size, pending side calls' \
-'rm:Delete sessions (their turns and jobs) by id' \
-'prune:Delete sessions not used for longer than a duration; prints their ids' \
+'rm:Delete sessions by id\: their turns, pin, jobs and claude'\''s transcripts, leaving nothing recoverable' \
+'prune:Delete (as \`rm\` does) sessions not used for longer than a duration; prints their ids' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'duduclaw-session sessions commands' commands "$@"
@@ -1553,8 +1583,8 @@ _duduclaw-session__subcmd__sessions__subcmd__help_commands() {
     local commands; commands=(
 'list:List sessions (id, agent, channel, thread, turns, last used), most recently used first' \
 'show:Show one session\: key, handle, pin, summary, size, pending side calls' \
-'rm:Delete sessions (their turns and jobs) by id' \
-'prune:Delete sessions not used for longer than a duration; prints their ids' \
+'rm:Delete sessions by id\: their turns, pin, jobs and claude'\''s transcripts, leaving nothing recoverable' \
+'prune:Delete (as \`rm\` does) sessions not used for longer than a duration; prints their ids' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'duduclaw-session sessions help commands' commands "$@"

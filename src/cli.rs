@@ -94,6 +94,21 @@ pub enum Command {
         #[command(subcommand)]
         action: StoreAction,
     },
+    /// Erase a person: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude's transcripts of the sessions touched
+    Forget {
+        /// The person (`--user` of their turns)
+        #[arg(long, value_name = "ID")]
+        user: String,
+        /// Only in this agent's sessions and facts [default: every agent]; no environment variable, so an exported DUDUCLAW_AGENT never narrows an erasure silently
+        #[arg(long, value_name = "ID")]
+        agent: Option<String>,
+        /// Count what would be erased, by place, and change nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the counts as one JSON object
+        #[arg(long)]
+        json: bool,
+    },
     /// What the conversations cost: tokens, cache reads, side calls' share, injected memory
     Stats {
         #[command(flatten)]
@@ -336,7 +351,7 @@ pub enum FactsAction {
         #[arg(long, value_name = "LIST")]
         keywords: Option<String>,
     },
-    /// Delete facts by id (from `facts list`)
+    /// Delete facts by id (from `facts list`), leaving nothing recoverable in the store
     Forget {
         #[command(flatten)]
         scope: FactScope,
@@ -419,13 +434,13 @@ pub enum SessionsAction {
         #[arg(long)]
         json: bool,
     },
-    /// Delete sessions (their turns and jobs) by id
+    /// Delete sessions by id: their turns, pin, jobs and claude's transcripts, leaving nothing recoverable
     Rm {
         /// Session ids (from `id` or `sessions list`)
         #[arg(required = true, value_name = "ID")]
         ids: Vec<String>,
     },
-    /// Delete sessions not used for longer than a duration; prints their ids
+    /// Delete (as `rm` does) sessions not used for longer than a duration; prints their ids
     Prune {
         /// How long unused, e.g. 30d, 12h, 1week 2days
         #[arg(long, value_name = "DURATION", value_parser = parse_age)]

@@ -414,7 +414,50 @@ on_both_stores!(
     a_session_moves_between_hosts_and_every_request_has_the_whole_history,
     the_pin_and_facts_from_one_host_reach_a_turn_on_the_other,
     parallel_turns_from_two_hosts_on_two_sessions_are_serialized_and_complete,
+    a_session_erased_on_one_host_leaves_no_transcript_on_the_other,
 );
+
+/// A session answered on both hosts, then `sessions rm` on A: A's
+/// transcripts of it go at once, B's at B's next turn (of any session).
+fn a_session_erased_on_one_host_leaves_no_transcript_on_the_other(server: bool) {
+    const MARKER: &[u8] = b"ERASE-ACROSS-HOSTS-5d1e";
+    let store = &Store::on(server);
+    let (s, _arrivals) = standin(0);
+    let a = Host::new("A", &s, store, false);
+    let b = Host::new("B", &s, store, true);
+    let marker = std::str::from_utf8(MARKER).unwrap();
+    a.turn(
+        SESSION,
+        &["--no-extract"],
+        &format!("first, from A: {marker}"),
+    );
+    b.turn(
+        SESSION,
+        &["--no-extract"],
+        &format!("then from B: {marker}"),
+    );
+    let claude = |h: &Host| h.env.home.join(".claude");
+    assert!(!files_containing(&claude(&a), MARKER).is_empty());
+    assert!(!files_containing(&claude(&b), MARKER).is_empty());
+
+    let sid = a.run_json(&["sessions", "list", "--json"])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(&a.run(&["sessions", "rm", &sid]), "sessions rm on A");
+    assert!(files_containing(&claude(&a), MARKER).is_empty());
+    assert!(
+        !files_containing(&claude(&b), MARKER).is_empty(),
+        "B has not had a turn yet"
+    );
+    b.turn(
+        &["--agent", "bot", "--channel", "elsewhere"],
+        &["--no-extract"],
+        "an unrelated turn on B",
+    );
+    let left = files_containing(&claude(&b), MARKER);
+    assert!(left.is_empty(), "B still holds {left:?}");
+}
 
 const SESSION: &[&str] = &["--agent", "bot", "--channel", "chat-42", "--thread", "t-7"];
 

@@ -213,6 +213,10 @@ fn forget(location: &Location, agent: &str, ids: &[i64]) -> Result<()> {
                 missing.push(id);
             }
         }
+        if missing.len() < ids.len() {
+            let how = store.erase()?;
+            summary(format!("erased: {how}"));
+        }
     } else {
         missing.clone_from(&ids);
     }

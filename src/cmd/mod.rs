@@ -7,6 +7,7 @@
 
 mod doctor;
 mod facts;
+mod forget;
 mod jobs;
 mod pin;
 mod prompt;
@@ -17,7 +18,7 @@ mod turn;
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::CommandFactory;
 
 use crate::backend::Route;
@@ -49,6 +50,12 @@ pub async fn run(cli: Cli) -> Result<()> {
             action: crate::cli::StoreAction::Copy { to, from, json },
         } => store_copy::run(cli.db.as_deref(), from.as_deref(), to.as_deref(), *json),
         Command::Stats { scope, since, json } => stats::run(&location()?, scope, *since, *json),
+        Command::Forget {
+            user,
+            agent,
+            dry_run,
+            json,
+        } => forget::run(&location()?, user, agent.as_deref(), *dry_run, *json),
         Command::Doctor { json, concurrency } => {
             let slots = side_slots(concurrency);
             doctor::run(&location()?, claude, &slots, *json).await
@@ -134,6 +141,23 @@ fn no_session(what: impl std::fmt::Display) -> anyhow::Error {
 /// The host's side-call slots, bounded as the command line says.
 fn side_slots(c: &crate::cli::ConcurrencyArgs) -> crate::memory::slots::SideSlots {
     crate::memory::slots::SideSlots::for_host(usize::from(c.side_concurrency))
+}
+
+/// After deleting sessions: their claude transcripts on this host go, their
+/// handles are recorded so every other host deletes its copies at its next
+/// turn, and the store makes the deleted rows unrecoverable.
+fn erase_sessions(store: &mut dyn crate::store::Store, handles: &[String]) -> Result<()> {
+    if handles.is_empty() {
+        return Ok(());
+    }
+    store.record_erased_handles(handles)?;
+    let gone = crate::session::delete_transcripts(handles)
+        .context("could not delete claude's transcripts of the deleted sessions")?;
+    let how = store.erase()?;
+    summary(format!(
+        "erased: {how}; {gone} claude transcript(s) deleted on this host"
+    ));
+    Ok(())
 }
 
 /// Seconds since the epoch as RFC 3339 (UTC), the one time format shown.

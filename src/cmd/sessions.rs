@@ -212,6 +212,7 @@ pub fn run(location: &Location, action: &SessionsAction) -> Result<()> {
             let age = i64::try_from(older_than.as_secs()).unwrap_or(i64::MAX);
             let before = crate::store::now().saturating_sub(age);
             let (mut done, mut busy) = (0, 0);
+            let mut handles = Vec::new();
             for s in store.stale_sessions(before)? {
                 if !*dry_run {
                     // Held while the session is deleted, so a running turn
@@ -221,6 +222,7 @@ pub fn run(location: &Location, action: &SessionsAction) -> Result<()> {
                         continue;
                     };
                     store.delete_session(&s.id)?;
+                    handles.extend(s.handles());
                 }
                 done += 1;
                 writeln!(out, "{}", s.id)?;
@@ -232,6 +234,7 @@ pub fn run(location: &Location, action: &SessionsAction) -> Result<()> {
             };
             let verb = if *dry_run { "would delete" } else { "deleted" };
             summary(format!("{verb} {done} sessions{busy}"));
+            super::erase_sessions(&mut *store, &handles)?;
         }
     }
     Ok(())
@@ -245,6 +248,7 @@ fn rm(location: &Location, ids: &[String]) -> Result<()> {
         Some(_) => Some(store::open(location)?),
         None => None,
     };
+    let mut handles = Vec::new();
     for id in ids {
         let (Some(cid), Some(store)) = (canonical_id(id), store.as_mut()) else {
             missing.push(id.as_str());
@@ -256,14 +260,19 @@ fn rm(location: &Location, ids: &[String]) -> Result<()> {
             busy.push(id.as_str());
             continue;
         };
+        let found = store.session(&cid)?;
         if store.delete_session(&cid)? {
             deleted += 1;
+            handles.extend(found.map(|s| s.handles()).unwrap_or_default());
         } else {
             missing.push(id.as_str());
         }
     }
     if deleted > 0 {
         summary(format!("deleted {deleted} sessions"));
+    }
+    if let Some(store) = store.as_mut() {
+        super::erase_sessions(&mut **store, &handles)?;
     }
     if !busy.is_empty() {
         return Err(fail(

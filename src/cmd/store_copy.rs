@@ -106,7 +106,7 @@ mod tests {
             s.ensure_session(id, &key, "/w").unwrap();
             for i in 0..3 {
                 let u = s
-                    .add_user_turn(id, &format!("question {i} of {id}"))
+                    .add_user_turn(id, &format!("question {i} of {id}"), None)
                     .unwrap();
                 let reply = Reply {
                     content: &format!("answer {i}"),

@@ -4,6 +4,7 @@
 
 pub mod clarify;
 pub mod compact;
+pub mod erasure;
 pub mod facts;
 pub mod jobs;
 pub mod pin;

@@ -139,6 +139,10 @@ async fn run(w: &WorkerSettings) -> Result<jobs::Drained> {
     if let Some(turn) = w.after_turn {
         wait_for_turn(&*store, &w.session_id, turn).await;
     }
+    crate::memory::erasure::delete_erased_transcripts(
+        &mut *store,
+        &crate::session::transcript_host(),
+    );
     let backend =
         backend::resolve(w.route, w.claude.as_deref(), ProbeCache::Store(&mut *store)).await?;
     let runner = Runner {

@@ -103,6 +103,25 @@ pub fn delete_transcripts(handles: &[String]) -> std::io::Result<usize> {
     Ok(gone)
 }
 
+/// How many of these handles' transcripts this host holds.
+pub fn count_transcripts(handles: &[String]) -> usize {
+    let Some(projects) = claude_config_dir().map(|d| d.join("projects")) else {
+        return 0;
+    };
+    let Ok(folders) = std::fs::read_dir(projects) else {
+        return 0;
+    };
+    folders
+        .flatten()
+        .map(|f| {
+            handles
+                .iter()
+                .filter(|h| f.path().join(format!("{h}.jsonl")).is_file())
+                .count()
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

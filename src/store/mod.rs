@@ -123,7 +123,8 @@ pub trait Store: Send {
     fn delete_session(&mut self, id: &str) -> Result<bool>;
     /// Record the user's message before anything is called, so a failed or
     /// killed turn loses nothing.
-    fn add_user_turn(&mut self, session_id: &str, content: &str) -> Result<i64>;
+    fn add_user_turn(&mut self, session_id: &str, content: &str, user: Option<&str>)
+    -> Result<i64>;
     /// Put a failed user turn back to pending, to send it again.
     fn reopen_user_turn(&mut self, turn_id: i64) -> Result<()>;
     /// Record the reply, mark the user turn answered and count the handle's turn.
@@ -239,6 +240,24 @@ pub trait Store: Send {
     /// moved with them), unless a session with its id is here already:
     /// whether it was written.
     fn import_session(&mut self, session: &Session, turns: &[Turn]) -> Result<bool>;
+
+    // Erasure.
+    /// After deleting what a person asked to be forgotten, make it
+    /// unrecoverable from the store's own files as far as the engine
+    /// allows; what was done, in words.
+    fn erase(&mut self) -> Result<String>;
+    /// A person's messages (user turns they sent): (session, turn), oldest
+    /// first, in the agent's sessions or in all.
+    fn person_turns(&self, user: &str, agent: Option<&str>) -> Result<Vec<(String, i64)>>;
+    /// Every side-call job of a session, with its input.
+    fn session_jobs(&self, session_id: &str) -> Result<Vec<Job>>;
+    /// Rewrite and delete what an erasure names, in one transaction.
+    fn erase_rows(&mut self, erasure: &Erasure) -> Result<()>;
+    /// Remember handles whose claude transcripts every host must delete.
+    fn record_erased_handles(&mut self, handles: &[String]) -> Result<()>;
+    /// Erased handles with their ids: those after id `after`, and any
+    /// erased at or after `since` (epoch seconds), whatever their id.
+    fn erased_handles(&self, after: i64, since: i64) -> Result<Vec<(i64, String)>>;
 
     // Health.
     fn schema_version(&self) -> Result<i64>;

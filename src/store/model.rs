@@ -169,6 +169,8 @@ text_enum! {
         Restored = "restored",
         /// The pin as it stood when this program began keeping revisions.
         Earlier = "earlier",
+        /// Set back to before a forgotten person's part in it (`forget`).
+        Erased = "erased",
     }
 }
 
@@ -210,6 +212,22 @@ pub struct PinRevision {
     pub turn_id: Option<i64>,
     pub from_rev: Option<i64>,
     pub created_at: i64,
+}
+
+/// What `forget --user` rewrites or deletes in the store's rows, in one
+/// transaction.
+#[derive(Debug, Clone, Default)]
+pub struct Erasure<'a> {
+    /// Turns whose text becomes `tombstone`: the person's messages and the
+    /// replies to them.
+    pub turns: &'a [i64],
+    pub tombstone: &'a str,
+    /// Per session, its pin revisions from this one on are deleted.
+    pub revisions_from: &'a [(String, i64)],
+    pub jobs: &'a [i64],
+    /// Sessions whose summary covers the person's turns: the summary goes
+    /// (the next turn replays the history instead).
+    pub summaries: &'a [String],
 }
 
 /// Revisions kept per session: older ones are dropped as new ones come.
@@ -304,6 +322,9 @@ pub struct Turn {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub created_at: i64,
+    /// Who sent a user turn (`--user`), where known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 impl Turn {

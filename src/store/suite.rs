@@ -74,9 +74,9 @@ pub fn sessions_and_turns(open: Open) {
     // Idempotent: the second call reads the same row.
     assert_eq!(s.ensure_session("sid", &KEY, "/other").unwrap().cwd, "/w");
 
-    let u1 = s.add_user_turn("sid", "hello").unwrap();
+    let u1 = s.add_user_turn("sid", "hello", None).unwrap();
     s.add_reply("sid", u1, &reply("hi there", "sid")).unwrap();
-    let u2 = s.add_user_turn("sid", "second").unwrap();
+    let u2 = s.add_user_turn("sid", "second", None).unwrap();
     s.fail_user_turn(u2, "claude failed").unwrap();
     let turns = s.turns("sid", None).unwrap();
     let seen: Vec<(Role, TurnStatus, &str)> = turns
@@ -136,7 +136,7 @@ pub fn sessions_and_turns(open: Open) {
 pub fn handles_and_pins(open: Open) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
-    let u = s.add_user_turn("sid", "q").unwrap();
+    let u = s.add_user_turn("sid", "q", None).unwrap();
     s.add_reply("sid", u, &reply("a", "sid")).unwrap();
     // A roll from a generation the session is no longer on changes nothing.
     let stale = Roll {

@@ -21,7 +21,7 @@ use crate::backend::{self, Backend, CallError, Outcome, ProbeCache, Problem, api
 use crate::error::{Kind, fail};
 use crate::memory::jobs::{self, Runner, WhenBusy};
 use crate::memory::slots::SideSlots;
-use crate::memory::{compact, recall, worker};
+use crate::memory::{compact, erasure, recall, worker};
 use crate::output::{Output, interrupted};
 use crate::session::transcript_host;
 use crate::store::{
@@ -64,7 +64,8 @@ pub async fn run(settings: &TurnSettings, input: Input, out: &mut Output) -> Res
     let _lock = lock_session(&*store, &sid, deadline).await?;
     let session = store.ensure_session(&sid, &settings.address.key(), &cwd())?;
     let resend = input == Input::Again;
-    let (user_turn, message) = record_input(&mut *store, &session, input)?;
+    let (user_turn, message) =
+        record_input(&mut *store, &session, input, settings.user.as_deref())?;
     let sent = Sent {
         turn: user_turn,
         message: &message,
@@ -133,9 +134,14 @@ pub async fn lock_session(store: &dyn Store, sid: &str, deadline: Instant) -> Re
 
 /// Store the message before anything can fail, or take back the last one
 /// that failed (`--again`).
-fn record_input(store: &mut dyn Store, session: &Session, input: Input) -> Result<(i64, String)> {
+fn record_input(
+    store: &mut dyn Store,
+    session: &Session,
+    input: Input,
+    user: Option<&str>,
+) -> Result<(i64, String)> {
     match input {
-        Input::Message(m) => Ok((store.add_user_turn(&session.id, &m)?, m)),
+        Input::Message(m) => Ok((store.add_user_turn(&session.id, &m, user)?, m)),
         Input::Again => {
             let t = resendable(store, &session.id)?;
             store.reopen_user_turn(t.id)?;
@@ -404,6 +410,7 @@ async fn answer(
         roll(store, &session, session.generation, &handle)?;
     }
     after_reply(store, settings, sid, &backend).await;
+    erasure::delete_erased_transcripts(store, &host);
     let memory_health = store.job_health(sid, 0)?;
     // Failures since the previous turn began: what its side calls (and any
     // retried since) came to.

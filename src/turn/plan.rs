@@ -387,6 +387,7 @@ mod tests {
             duration_ms: None,
             error: None,
             created_at: 0,
+            user: None,
         }
     }
 

@@ -236,6 +236,14 @@ pub fn list(c: &mut impl GenericClient, filter: &JobFilter) -> Result<Vec<JobRow
         .collect()
 }
 
+pub fn of_session(c: &mut impl GenericClient, session_id: &str) -> Result<Vec<Job>> {
+    let rows = c.query(
+        "SELECT id, kind, agent, session_id, turn_id, input, attempts FROM jobs WHERE session_id = $1 ORDER BY id",
+        &[&session_id],
+    )?;
+    rows.iter().map(job_from_row).collect()
+}
+
 pub fn health(
     c: &mut impl GenericClient,
     session_id: &str,

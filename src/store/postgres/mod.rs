@@ -26,9 +26,10 @@ use postgres::{Client, GenericClient, Row};
 use sha2::{Digest, Sha256};
 
 use super::{
-    CallFilter, CallRecord, CallRow, Counts, Fact, FactQuery, FactScope, Job, JobFilter, JobHealth,
-    JobKind, JobRow, JobSelect, NewFact, PIN_REVISIONS_KEPT, PinChange, PinRevision, Reply, Result,
-    Roll, Session, SessionListing, SessionLock, Store, StoreError, TextEnum, Turn, Usage, now,
+    CallFilter, CallRecord, CallRow, Counts, Erasure, Fact, FactQuery, FactScope, Job, JobFilter,
+    JobHealth, JobKind, JobRow, JobSelect, NewFact, PIN_REVISIONS_KEPT, PinChange, PinRevision,
+    Reply, Result, Roll, Session, SessionListing, SessionLock, Store, StoreError, TextEnum, Turn,
+    Usage, now,
 };
 use crate::session::SessionKey;
 pub use url::ServerUrl;
@@ -171,6 +172,17 @@ CREATE TABLE pin_revisions (
 );
 INSERT INTO pin_revisions (session_id, rev, pin, source, created_at)
 SELECT id, 1, pin, 'earlier', updated_at FROM sessions WHERE pin IS NOT NULL;
+",
+    // 4: as on SQLite: the sender of each user turn, handles of erased sessions.
+    r"
+ALTER TABLE turns ADD COLUMN user_id TEXT;
+CREATE INDEX turns_user ON turns(user_id) WHERE user_id IS NOT NULL;
+CREATE TABLE erased_handles (
+    id        BIGSERIAL PRIMARY KEY,
+    handle    TEXT NOT NULL,
+    erased_at BIGINT NOT NULL
+);
+CREATE INDEX erased_handles_time ON erased_handles(erased_at);
 ",
 ];
 
@@ -434,8 +446,7 @@ fn session_from_row(r: &Row) -> Result<Session> {
     })
 }
 
-const TURN_COLS: &str =
-    "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at";
+const TURN_COLS: &str = "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id";
 
 fn turn_from_row(r: &Row) -> Result<Turn> {
     let usage: Option<String> = r.try_get(6)?;
@@ -451,6 +462,7 @@ fn turn_from_row(r: &Row) -> Result<Turn> {
         duration_ms: r.try_get(8)?,
         error: r.try_get(9)?,
         created_at: r.try_get(10)?,
+        user: r.try_get(11)?,
     })
 }
 
@@ -515,6 +527,18 @@ fn write_pin(
     )?;
     Ok(true)
 }
+
+/// The tables that hold what a person says or what is said about them:
+/// vacuumed after an erasure.
+const ERASED_TABLES: [&str; 7] = [
+    "turns",
+    "sessions",
+    "pin_revisions",
+    "jobs",
+    "facts",
+    "fact_terms",
+    "calls",
+];
 
 /// The advisory-lock key of a session: the first 8 bytes of its hash.
 fn lock_key(session_id: &str) -> i64 {
@@ -593,19 +617,25 @@ impl Store for PgStore {
         Ok(self.execute("DELETE FROM sessions WHERE id = $1", &[&id])? > 0)
     }
 
-    fn add_user_turn(&mut self, session_id: &str, content: &str) -> Result<i64> {
+    fn add_user_turn(
+        &mut self,
+        session_id: &str,
+        content: &str,
+        user: Option<&str>,
+    ) -> Result<i64> {
         let t = now();
         self.tx(|tx| {
             let id: i64 = tx
                 .query_one(
-                    "INSERT INTO turns (session_id, role, content, status, created_at)
-                     VALUES ($1, $2, $3, $4, $5) RETURNING id",
+                    "INSERT INTO turns (session_id, role, content, status, created_at, user_id)
+                     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
                     &[
                         &session_id,
                         &super::Role::User.as_str(),
                         &nul_free(content),
                         &super::TurnStatus::Pending.as_str(),
                         &t,
+                        &user.map(nul_free),
                     ],
                 )?
                 .get(0);
@@ -986,8 +1016,8 @@ impl Store for PgStore {
             for t in turns {
                 let id: i64 = tx
                     .query_one(
-                        "INSERT INTO turns (session_id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+                        "INSERT INTO turns (session_id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
                         &[
                             &s.id,
                             &t.role.as_str(),
@@ -1000,6 +1030,7 @@ impl Store for PgStore {
                             &t.duration_ms,
                             &t.error,
                             &t.created_at,
+                            &t.user,
                         ],
                     )?
                     .try_get(0)?;
@@ -1011,6 +1042,88 @@ impl Store for PgStore {
             )?;
             Ok(true)
         })
+    }
+
+    fn erase(&mut self) -> Result<String> {
+        // Deleted rows stay in the table files until VACUUM removes them;
+        // only an owner of a table may vacuum it.
+        let tables = ERASED_TABLES.map(str::to_string).to_vec();
+        let foreign: Vec<String> = self
+            .query(
+                "SELECT c.relname FROM pg_class c
+                 WHERE c.relname = ANY($1) AND c.relkind = 'r'
+                   AND c.relnamespace = current_schema()::regnamespace
+                   AND NOT pg_has_role(c.relowner, 'MEMBER')",
+                &[&tables],
+            )?
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect::<std::result::Result<_, _>>()?;
+        if !foreign.is_empty() {
+            return Ok(format!(
+                "deleted; this role does not own {} and cannot VACUUM them: until an owner runs \
+                 `VACUUM {}`, deleted rows stay in the table files",
+                foreign.join(", "),
+                ERASED_TABLES.join(", ")
+            ));
+        }
+        self.with(|c| Ok(c.batch_execute(&format!("VACUUM {}", ERASED_TABLES.join(", ")))?))?;
+        Ok(format!(
+            "deleted, and the tables vacuumed ({})",
+            ERASED_TABLES.join(", ")
+        ))
+    }
+
+    fn person_turns(&self, user: &str, agent: Option<&str>) -> Result<Vec<(String, i64)>> {
+        let found = self.query(
+            "SELECT t.session_id, t.id FROM turns t JOIN sessions s ON s.id = t.session_id
+             WHERE t.user_id = $1 AND t.role = 'user' AND ($2::text IS NULL OR s.agent = $2)
+             ORDER BY t.id",
+            &[&user, &agent],
+        )?;
+        rows(found, |r| Ok((r.try_get(0)?, r.try_get(1)?)))
+    }
+
+    fn session_jobs(&self, session_id: &str) -> Result<Vec<Job>> {
+        self.with(|c| jobs::of_session(c, session_id))
+    }
+
+    fn erase_rows(&mut self, e: &Erasure) -> Result<()> {
+        let (sessions, froms): (Vec<String>, Vec<i64>) = e.revisions_from.iter().cloned().unzip();
+        self.tx(|tx| {
+            tx.execute(
+                "UPDATE turns SET content = $2, error = NULL WHERE id = ANY($1)",
+                &[&e.turns, &e.tombstone],
+            )?;
+            tx.execute(
+                "DELETE FROM pin_revisions p USING unnest($1::text[], $2::bigint[]) AS f(session_id, rev)
+                 WHERE p.session_id = f.session_id AND p.rev >= f.rev",
+                &[&sessions, &froms],
+            )?;
+            tx.execute("DELETE FROM jobs WHERE id = ANY($1)", &[&e.jobs])?;
+            tx.execute(
+                "UPDATE sessions SET summary = NULL, summary_upto = NULL WHERE id = ANY($1)",
+                &[&e.summaries],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn record_erased_handles(&mut self, handles: &[String]) -> Result<()> {
+        let t = now();
+        self.execute(
+            "INSERT INTO erased_handles (handle, erased_at) SELECT h, $2 FROM unnest($1::text[]) AS h",
+            &[&handles, &t],
+        )?;
+        Ok(())
+    }
+
+    fn erased_handles(&self, after: i64, since: i64) -> Result<Vec<(i64, String)>> {
+        let found = self.query(
+            "SELECT id, handle FROM erased_handles WHERE id > $1 OR erased_at >= $2 ORDER BY id",
+            &[&after, &since],
+        )?;
+        rows(found, |r| Ok((r.try_get(0)?, r.try_get(1)?)))
     }
 
     fn schema_version(&self) -> Result<i64> {
@@ -1184,7 +1297,7 @@ mod tests {
             thread: None,
         };
         s.ensure_session("sid", &key, "/").unwrap();
-        let u = s.add_user_turn("sid", "hi").unwrap();
+        let u = s.add_user_turn("sid", "hi", None).unwrap();
         let reply = Reply {
             content: "before\0after",
             mode: Mode::New,
@@ -1196,7 +1309,7 @@ mod tests {
             duration_ms: 1,
         };
         s.add_reply("sid", u, &reply).unwrap();
-        let u2 = s.add_user_turn("sid", "again").unwrap();
+        let u2 = s.add_user_turn("sid", "again", None).unwrap();
         s.fail_user_turn(u2, "claude said \0 and died").unwrap();
         s.set_pin(
             "sid",

@@ -219,6 +219,14 @@ pub fn list(conn: &Connection, filter: &JobFilter) -> Result<Vec<JobRow>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+pub fn of_session(conn: &Connection, session_id: &str) -> Result<Vec<Job>> {
+    let mut stmt = conn.prepare(
+        "SELECT id, kind, agent, session_id, turn_id, input, attempts FROM jobs WHERE session_id = ?1 ORDER BY id",
+    )?;
+    let rows = stmt.query_map([session_id], job_from_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 pub fn health(conn: &Connection, session_id: &str, failed_since: i64) -> Result<JobHealth> {
     Ok(conn.query_row(
         "SELECT COALESCE(SUM(status IN (?2, ?3) AND attempts < ?4), 0),

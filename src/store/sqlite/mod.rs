@@ -19,9 +19,9 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::{
-    CallFilter, CallRecord, CallRow, Counts, Fact, FactQuery, FactScope, Job, JobFilter, JobHealth,
-    JobKind, JobRow, JobSelect, NewFact, PinChange, PinRevision, Reply, Result, Roll, Session,
-    SessionListing, SessionLock, Store, TextEnum, Turn, lock,
+    CallFilter, CallRecord, CallRow, Counts, Erasure, Fact, FactQuery, FactScope, Job, JobFilter,
+    JobHealth, JobKind, JobRow, JobSelect, NewFact, PinChange, PinRevision, Reply, Result, Roll,
+    Session, SessionListing, SessionLock, Store, TextEnum, Turn, lock,
 };
 use crate::session::SessionKey;
 
@@ -187,6 +187,18 @@ CREATE TABLE pin_revisions (
 INSERT INTO pin_revisions (session_id, rev, pin, source, created_at)
 SELECT id, 1, pin, 'earlier', updated_at FROM sessions WHERE pin IS NOT NULL;
 ",
+    // 4: who sent each user turn (`--user`; none before); handles of erased
+    // sessions, whose claude transcripts every host deletes at its next turn.
+    r"
+ALTER TABLE turns ADD COLUMN user_id TEXT;
+CREATE INDEX turns_user ON turns(user_id) WHERE user_id IS NOT NULL;
+CREATE TABLE erased_handles (
+    id        INTEGER PRIMARY KEY,
+    handle    TEXT NOT NULL,
+    erased_at INTEGER NOT NULL
+);
+CREATE INDEX erased_handles_time ON erased_handles(erased_at);
+",
 ];
 
 /// The schema version this build writes.
@@ -330,6 +342,9 @@ impl SqliteStore {
         // NORMAL is durable across process crashes in WAL mode; only a power
         // loss can drop the last commits, which is the trade SQLite documents.
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // Deleted content is overwritten, not left in free pages: what a
+        // person has us forget must not be readable from the file later.
+        self.conn.pragma_update(None, "secure_delete", true)?;
         self.migrate(version)
     }
 
@@ -398,8 +413,13 @@ impl Store for SqliteStore {
             > 0)
     }
 
-    fn add_user_turn(&mut self, session_id: &str, content: &str) -> Result<i64> {
-        self.write(|tx| sessions::add_user_turn(tx, session_id, content))
+    fn add_user_turn(
+        &mut self,
+        session_id: &str,
+        content: &str,
+        user: Option<&str>,
+    ) -> Result<i64> {
+        self.write(|tx| sessions::add_user_turn(tx, session_id, content, user))
     }
 
     fn reopen_user_turn(&mut self, turn_id: i64) -> Result<()> {
@@ -604,6 +624,89 @@ impl Store for SqliteStore {
 
     fn import_session(&mut self, session: &Session, turns: &[Turn]) -> Result<bool> {
         self.write(|tx| sessions::import(tx, session, turns))
+    }
+
+    fn erase(&mut self) -> Result<String> {
+        // FTS5 keeps a deleted fact's terms in its index segments until
+        // they are merged: merge them all now (secure_delete zeroes the
+        // pages the old segments leave).
+        self.conn
+            .execute("INSERT INTO facts_fts(facts_fts) VALUES ('optimize')", [])?;
+        // The WAL still holds the pages as they were before the delete:
+        // copy the new ones into the file and cut the WAL to nothing.
+        let busy: i64 = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+        Ok(if busy == 0 {
+            "deleted content overwritten, the search index merged, the WAL checkpointed and emptied"
+                .into()
+        } else {
+            "deleted content overwritten, the search index merged; the WAL is in use by another \
+             process and is emptied at its next checkpoint"
+                .into()
+        })
+    }
+
+    fn person_turns(&self, user: &str, agent: Option<&str>) -> Result<Vec<(String, i64)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT t.session_id, t.id FROM turns t JOIN sessions s ON s.id = t.session_id
+             WHERE t.user_id = ?1 AND t.role = 'user' AND (?2 IS NULL OR s.agent = ?2)
+             ORDER BY t.id",
+        )?;
+        let rows = stmt.query_map(rusqlite::params![user, agent], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn session_jobs(&self, session_id: &str) -> Result<Vec<Job>> {
+        jobs::of_session(&self.conn, session_id)
+    }
+
+    fn erase_rows(&mut self, e: &Erasure) -> Result<()> {
+        self.write(|tx| {
+            let mut turn =
+                tx.prepare_cached("UPDATE turns SET content = ?2, error = NULL WHERE id = ?1")?;
+            for id in e.turns {
+                turn.execute(rusqlite::params![id, e.tombstone])?;
+            }
+            let mut rev =
+                tx.prepare_cached("DELETE FROM pin_revisions WHERE session_id = ?1 AND rev >= ?2")?;
+            for (sid, from) in e.revisions_from {
+                rev.execute(rusqlite::params![sid, from])?;
+            }
+            let mut job = tx.prepare_cached("DELETE FROM jobs WHERE id = ?1")?;
+            for id in e.jobs {
+                job.execute([id])?;
+            }
+            let mut summary = tx.prepare_cached(
+                "UPDATE sessions SET summary = NULL, summary_upto = NULL WHERE id = ?1",
+            )?;
+            for sid in e.summaries {
+                summary.execute([sid])?;
+            }
+            Ok(())
+        })
+    }
+
+    fn record_erased_handles(&mut self, handles: &[String]) -> Result<()> {
+        let t = super::now();
+        self.write(|tx| {
+            let mut stmt = tx
+                .prepare_cached("INSERT INTO erased_handles (handle, erased_at) VALUES (?1, ?2)")?;
+            for h in handles {
+                stmt.execute(rusqlite::params![h, t])?;
+            }
+            Ok(())
+        })
+    }
+
+    fn erased_handles(&self, after: i64, since: i64) -> Result<Vec<(i64, String)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, handle FROM erased_handles WHERE id > ?1 OR erased_at >= ?2 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([after, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     fn schema_version(&self) -> Result<i64> {

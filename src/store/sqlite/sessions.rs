@@ -29,8 +29,7 @@ fn session_from_row(r: &Row) -> rusqlite::Result<Session> {
     })
 }
 
-const TURN_COLS: &str =
-    "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at";
+const TURN_COLS: &str = "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id";
 
 fn turn_from_row(r: &Row) -> rusqlite::Result<Turn> {
     let usage: Option<String> = r.get(6)?;
@@ -46,6 +45,7 @@ fn turn_from_row(r: &Row) -> rusqlite::Result<Turn> {
         duration_ms: r.get(8)?,
         error: r.get(9)?,
         created_at: r.get(10)?,
+        user: r.get(11)?,
     })
 }
 
@@ -95,11 +95,16 @@ pub fn stale(conn: &Connection, before: i64) -> Result<Vec<Session>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-pub fn add_user_turn(tx: &Transaction, session_id: &str, content: &str) -> rusqlite::Result<i64> {
+pub fn add_user_turn(
+    tx: &Transaction,
+    session_id: &str,
+    content: &str,
+    user: Option<&str>,
+) -> rusqlite::Result<i64> {
     let t = now();
     tx.execute(
-        "INSERT INTO turns (session_id, role, content, status, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![session_id, Role::User, content, TurnStatus::Pending, t],
+        "INSERT INTO turns (session_id, role, content, status, created_at, user_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![session_id, Role::User, content, TurnStatus::Pending, t, user],
     )?;
     let id = tx.last_insert_rowid();
     tx.execute(
@@ -231,8 +236,8 @@ pub fn import(tx: &Transaction, s: &Session, turns: &[Turn]) -> rusqlite::Result
         return Ok(false);
     }
     let mut stmt = tx.prepare_cached(
-        "INSERT INTO turns (session_id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        "INSERT INTO turns (session_id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
     let mut ids = Vec::with_capacity(turns.len());
     for t in turns {
@@ -247,7 +252,8 @@ pub fn import(tx: &Transaction, s: &Session, turns: &[Turn]) -> rusqlite::Result
             t.cost_usd,
             t.duration_ms,
             t.error,
-            t.created_at
+            t.created_at,
+            t.user
         ])?;
         ids.push((t.id, tx.last_insert_rowid()));
     }

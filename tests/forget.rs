@@ -1,0 +1,308 @@
+//! Forgetting that forgets: a marker written through the turn's paths (the
+//! message, the reply, the pin, a fact with keywords, a compaction summary,
+//! the side-call jobs, claude's transcripts of two handles), then `sessions
+//! rm` and `facts forget`: afterwards the marker is in no file under the
+//! store's folder and the HOME (claude's config folder included), and on a
+//! server in no row of a dump, while another person's marker in a session
+//! of the same agent is still there and that conversation goes on.
+
+mod common;
+
+use std::path::Path;
+
+use common::{Env, assert_ok, stdout};
+use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
+use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
+use standin::{Recorded, Reply, StandIn};
+
+const GONE: &str = "MARKER-ERASE-7f3a";
+const KEPT: &str = "MARKER-KEEP-91c2";
+
+/// Echoes the marker of the message into every answer: main replies,
+/// pins, facts with keywords, summaries.
+fn model(r: &Recorded) -> Reply {
+    let sys = r.system_text();
+    // The marker of what is asked about: a main call's current message, a
+    // side call's input; the kept one wins where both appear.
+    let text = r.last_user_text();
+    let marker = if text.contains(KEPT) { KEPT } else { GONE };
+    if sys.contains(PIN_SYSTEM) {
+        return Reply::Text(format!("Plan the move to the house of {marker}"));
+    }
+    if sys.contains(FACTS_SYSTEM) {
+        return Reply::Text(format!(
+            "- The user lives at {marker} Lane | home, address, {marker}, where do I live"
+        ));
+    }
+    if sys.contains(SUMMARY_SYSTEM) {
+        return Reply::Text(format!("SUMMARY: the user talked about {marker} Lane."));
+    }
+    Reply::Text(format!("Noted: {marker} Lane."))
+}
+
+/// Every file under `dir` that holds `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            found.extend(files_holding(&path, needle));
+        } else if std::fs::read(&path)
+            .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        {
+            found.push(path.display().to_string());
+        }
+    }
+    found
+}
+
+/// Where the marker is: files under the store's folder and the HOME, and
+/// on a server the rows of a dump of its database.
+fn places(env: &Env, needle: &str) -> Vec<String> {
+    let mut found = files_holding(env.db.parent().unwrap(), needle);
+    found.extend(files_holding(&env.home, needle));
+    if let Some(url) = &env.server {
+        let dump = std::process::Command::new("pg_dump")
+            .args(["--data-only", "--dbname", url])
+            .output()
+            .expect("pg_dump is not installed: it comes with the PostgreSQL client");
+        assert!(
+            dump.status.success(),
+            "pg_dump failed: {}",
+            String::from_utf8_lossy(&dump.stderr)
+        );
+        if String::from_utf8_lossy(&dump.stdout).contains(needle) {
+            found.push("a row of the server's database".into());
+        }
+    }
+    found
+}
+
+fn json(env: &Env, args: &[&str]) -> serde_json::Value {
+    let out = env.cmd().args(args).output().unwrap();
+    assert_ok(&out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+on_both_stores!(
+    erased_text_is_in_no_file_and_no_row_and_the_rest_goes_on,
+    a_person_forgotten_in_a_group_channel_leaves_tombstones_and_the_others_words
+);
+
+fn erased_text_is_in_no_file_and_no_row_and_the_rest_goes_on(server: bool) {
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url()).store_on(server);
+    // Each person's facts are theirs (`--user`): an agent-wide fact would
+    // be injected into every session of the agent, and its text would then
+    // live in those sessions' transcripts too.
+    let say = |channel: &str, extra: &[&str], text: &str| {
+        let mut args = vec!["--user", channel];
+        args.extend_from_slice(extra);
+        env.turn_json("bot", channel, &args, text);
+    };
+    say(
+        "alice",
+        &["--wait-side"],
+        &format!("My home address is 42 {GONE} Lane, please remember it for deliveries."),
+    );
+    say(
+        "alice",
+        &["--no-extract"],
+        &format!("The gate code at {GONE} is 1234."),
+    );
+    say("alice", &["--no-extract"], "The parcel box is by the door.");
+    // Long enough to compact: a summary quoting the marker, a new handle.
+    let long = format!("{GONE} {}", "and more words about the house ".repeat(160));
+    say("alice", &["--wait-side", "--compact-at", "1000"], &long);
+    say(
+        "alice",
+        &["--wait-side"],
+        &format!("Deliveries go to {GONE} Lane."),
+    );
+    say(
+        "bob",
+        &["--wait-side"],
+        &format!("My office is at 7 {KEPT} Lane, send the invoices there."),
+    );
+    let sessions = json(&env, &["sessions", "list", "--json"]);
+    let alice = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["channel"] == "alice")
+        .unwrap()
+        .clone();
+    assert!(
+        alice["summary"].as_str().is_some_and(|x| x.contains(GONE)),
+        "the summary quotes the marker: {alice}"
+    );
+    assert!(
+        env.transcripts().len() >= 3,
+        "two handles of alice's, one of bob's"
+    );
+    assert!(!places(&env, GONE).is_empty(), "the marker was written");
+
+    // `sessions rm`: the session, its turns, pin, summary, jobs and both of
+    // its handles' transcripts.
+    let sid = alice["id"].as_str().unwrap();
+    let out = env.cmd().args(["sessions", "rm", sid]).output().unwrap();
+    assert_ok(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("2 claude transcript(s) deleted"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let transcripts_left: Vec<String> = files_holding(&env.home.join(".claude"), GONE);
+    assert!(transcripts_left.is_empty(), "{transcripts_left:?}");
+
+    // `facts forget`: the facts that quote the marker, keywords and index.
+    let facts = json(
+        &env,
+        &[
+            "facts", "list", "--json", "--agent", "bot", "--user", "alice",
+        ],
+    );
+    let ids: Vec<String> = facts
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["content"].as_str().unwrap_or("").contains(GONE))
+        .map(|f| f["id"].to_string())
+        .collect();
+    assert!(!ids.is_empty(), "{facts}");
+    let mut forget = vec!["facts", "forget", "--agent", "bot"];
+    forget.extend(ids.iter().map(String::as_str));
+    assert_ok(&env.cmd().args(&forget).output().unwrap());
+
+    let left = places(&env, GONE);
+    assert!(left.is_empty(), "the erased marker is still in {left:?}");
+    // Bob's conversation and fact are untouched, and it goes on.
+    assert!(!places(&env, KEPT).is_empty());
+    let found = stdout(
+        &env.cmd()
+            .args([
+                "facts", "search", "--agent", "bot", "--user", "bob", "address",
+            ])
+            .output()
+            .unwrap(),
+    );
+    assert!(found.contains(KEPT), "{found}");
+    let v = env.turn_json(
+        "bot",
+        "bob",
+        &["--no-extract", "--user", "bob"],
+        "Any news on the invoices?",
+    );
+    assert_eq!(v["mode"], "resumed", "{v}");
+}
+
+/// `forget --user` in a group channel: Alice and Bob talk in one session.
+/// The dry run counts and changes nothing; the erasure leaves Alice's
+/// messages and the replies to them as tombstones, sets the pin (extracted
+/// from her message) back, drops her facts and the jobs that quote her,
+/// deletes the session's transcripts, and the next turn replays the cleaned
+/// history on a new handle, Bob's words intact.
+fn a_person_forgotten_in_a_group_channel_leaves_tombstones_and_the_others_words(server: bool) {
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url()).store_on(server);
+    let say = |who: &str, extra: &[&str], text: &str| {
+        let mut args = vec!["--user", who];
+        args.extend_from_slice(extra);
+        env.turn_json("bot", "group", &args, text)
+    };
+    say(
+        "alice",
+        &["--wait-side"],
+        &format!("Please plan my move; my home address is 42 {GONE} Lane."),
+    );
+    say(
+        "bob",
+        &["--wait-side"],
+        &format!("And my office is at 7 {KEPT} Lane, send invoices there."),
+    );
+    assert!(!places(&env, GONE).is_empty());
+    let history = |env: &Env| {
+        json(
+            env,
+            &["history", "--json", "--agent", "bot", "--channel", "group"],
+        )
+    };
+    let before = history(&env);
+    assert_eq!(
+        before[0]["user"], "alice",
+        "the sender is recorded: {before}"
+    );
+    assert_eq!(before[2]["user"], "bob");
+
+    let dry = json(&env, &["forget", "--user", "alice", "--dry-run", "--json"]);
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(
+        (
+            &dry["facts"],
+            &dry["messages"],
+            &dry["replies"],
+            &dry["sessions"]
+        ),
+        (&1.into(), &1.into(), &1.into(), &1.into()),
+        "{dry}"
+    );
+    assert!(dry["pin_revisions"].as_u64().unwrap() >= 1, "{dry}");
+    assert!(
+        dry["jobs"].as_u64().unwrap() >= 2,
+        "her pin and facts jobs, Bob's facts job quoting the reply: {dry}"
+    );
+    assert!(dry["transcripts"].as_u64().unwrap() >= 1, "{dry}");
+    assert_eq!(history(&env), before, "a dry run changes nothing");
+
+    let done = json(&env, &["forget", "--user", "alice", "--json"]);
+    assert_eq!(done["dry_run"], false);
+    assert_eq!(done["messages"], dry["messages"], "{done}");
+    let left = places(&env, GONE);
+    assert!(left.is_empty(), "the forgotten marker is still in {left:?}");
+    let after = history(&env);
+    let texts: Vec<&str> = after
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts[0], "[erased at the sender's request]");
+    assert_eq!(texts[1], "[erased at the sender's request]");
+    assert!(
+        texts[2].contains(KEPT) && texts[3].contains(KEPT),
+        "{texts:?}"
+    );
+    let pin = stdout(
+        &env.cmd()
+            .args(["pin", "show", "--agent", "bot", "--channel", "group"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(pin, "", "the pin came from her message: set back to none");
+
+    // The conversation goes on: a new handle, the cleaned history replayed.
+    let v = say("bob", &["--no-extract"], "Any news on the invoices?");
+    assert_eq!(v["mode"], "replayed", "{v}");
+    let sent = s
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.last_user_text().contains("Any news"))
+        .unwrap();
+    let replay = sent.last_user_text();
+    assert!(
+        replay.contains(KEPT) && replay.contains("[erased at the sender's request]"),
+        "{replay}"
+    );
+    assert!(!replay.contains(GONE));
+    // Again: nothing left to erase.
+    let again = json(&env, &["forget", "--user", "alice", "--json"]);
+    assert_eq!(
+        (&again["messages"], &again["facts"], &again["sessions"]),
+        (&0.into(), &0.into(), &0.into()),
+        "{again}"
+    );
+}
