@@ -42,21 +42,7 @@ fn model(r: &Recorded) -> Reply {
 
 /// Every file under `dir` that holds `needle`.
 fn files_holding(dir: &Path, needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return found;
-    };
-    for e in entries.flatten() {
-        let path = e.path();
-        if path.is_dir() {
-            found.extend(files_holding(&path, needle));
-        } else if std::fs::read(&path)
-            .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
-        {
-            found.push(path.display().to_string());
-        }
-    }
-    found
+    common::files_containing(dir, needle.as_bytes())
 }
 
 /// Where the marker is: files under the store's folder and the HOME, and

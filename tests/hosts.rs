@@ -13,12 +13,11 @@ mod common;
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::Path;
 use std::process::{Child, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Env, pg};
+use common::{Env, files_containing, pg};
 use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
 use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
 use serde_json::{Value, json};
@@ -277,26 +276,6 @@ fn ok(out: &Output, what: &str) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return found;
-    };
-    for e in entries.flatten() {
-        let Ok(ft) = e.file_type() else { continue };
-        let path = e.path();
-        if ft.is_dir() {
-            found.extend(files_containing(&path, needle));
-        } else if ft.is_file()
-            && let Ok(bytes) = std::fs::read(&path)
-            && bytes.windows(needle.len()).any(|w| w == needle)
-        {
-            found.push(path.display().to_string());
-        }
-    }
-    found
 }
 
 // ---------------------------------------------------------------------------

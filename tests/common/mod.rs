@@ -299,6 +299,27 @@ pub fn process_gone(pidfile: &Path) -> bool {
     })
 }
 
+/// Every file under `dir` (recursively) that holds `needle`.
+pub fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for e in entries.flatten() {
+        let Ok(ft) = e.file_type() else { continue };
+        let path = e.path();
+        if ft.is_dir() {
+            found.extend(files_containing(&path, needle));
+        } else if ft.is_file()
+            && let Ok(bytes) = std::fs::read(&path)
+            && bytes.windows(needle.len()).any(|w| w == needle)
+        {
+            found.push(path.display().to_string());
+        }
+    }
+    found
+}
+
 pub fn assert_ok(out: &Output) {
     assert!(
         out.status.success(),
