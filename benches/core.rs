@@ -10,10 +10,10 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use duduclaw_session::memory::facts::query_terms;
 use duduclaw_session::memory::recall;
 use duduclaw_session::session::{SessionKey, session_id};
 use duduclaw_session::store::{self, FactScope, Location, NewFact, Store};
+use duduclaw_session::text::terms::query_terms;
 use duduclaw_session::text::trim_turn;
 use duduclaw_session::turn::prompt::{
     FactsPlacement, HistoryTurn, Memory, system_append, user_message,
@@ -60,7 +60,7 @@ fn history_40() -> Vec<HistoryTurn> {
                 0 => 20 + r.below(40), // over 800 chars: trimmed
                 _ => 1 + r.below(6),
             };
-            (i % 2 == 0, unit.repeat(reps))
+            HistoryTurn::new(i % 2 == 0, unit.repeat(reps))
         })
         .collect()
 }
@@ -94,7 +94,7 @@ fn bench_prompt(c: &mut Criterion) {
         b.iter(|| user_message(black_box(&mem), None, black_box(QUERY_EN)))
     });
     let history = history_40();
-    let chars: usize = history.iter().map(|(_, t)| t.chars().count()).sum();
+    let chars: usize = history.iter().map(|t| t.text.chars().count()).sum();
     g.throughput(Throughput::Elements(history.len() as u64));
     g.bench_function(format!("user_message/replay_40_turns_{chars}_chars"), |b| {
         b.iter(|| user_message(black_box(&mem), Some(black_box(&history)), QUERY_EN))

@@ -1643,29 +1643,13 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__jobs__subcmd__work)
-            opts="-v -h --session --after-turn --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --db --claude --verbose --help"
+            opts="-v -h --settings --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --session)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --after-turn)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --extract-model)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --side-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --side-concurrency)
+                --settings)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

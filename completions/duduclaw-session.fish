@@ -290,17 +290,11 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from retry" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from retry" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from retry" -s h -l help -d 'Print help'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l session -d 'The session whose jobs to run' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l after-turn -d 'Start once this turn is answered (or after 2 seconds)' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l side-concurrency -d 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l settings -d 'The worker\'s settings, as the turn that starts it writes them' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l direct-api -d 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l no-direct-api -d 'Never fall back to the Messages API when claude is missing or not logged in'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from help" -f -a "list" -d 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error, why it waits'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from help" -f -a "run" -d 'Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from help" -f -a "retry" -d 'Make a job runnable again, with a fresh set of attempts'

@@ -496,19 +496,13 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;jobs;work' {
-            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session whose jobs to run')
-            [CompletionResult]::new('--after-turn', '--after-turn', [CompletionResultType]::ParameterName, 'Start once this turn is answered (or after 2 seconds)')
-            [CompletionResult]::new('--extract-model', '--extract-model', [CompletionResultType]::ParameterName, 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one')
-            [CompletionResult]::new('--side-timeout', '--side-timeout', [CompletionResultType]::ParameterName, 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)')
-            [CompletionResult]::new('--side-concurrency', '--side-concurrency', [CompletionResultType]::ParameterName, 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)')
+            [CompletionResult]::new('--settings', '--settings', [CompletionResultType]::ParameterName, 'The worker''s settings, as the turn that starts it writes them')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
-            [CompletionResult]::new('--direct-api', '--direct-api', [CompletionResultType]::ParameterName, 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)')
-            [CompletionResult]::new('--no-direct-api', '--no-direct-api', [CompletionResultType]::ParameterName, 'Never fall back to the Messages API when claude is missing or not logged in')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
         'duduclaw-session;jobs;help' {

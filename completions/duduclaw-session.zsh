@@ -580,19 +580,13 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (work)
 _arguments "${_arguments_options[@]}" : \
-'--session=[The session whose jobs to run]:ID:_default' \
-'--after-turn=[Start once this turn is answered (or after 2 seconds)]:TURN:_default' \
-'--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
-'--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
-'--side-concurrency=[Side calls that run at once on this host, counted across every worker, \`jobs run\` and \`--wait-side\` turn (1 to 64)]:N:_default' \
+'--settings=[The worker'\''s settings, as the turn that starts it writes them]:JSON:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
-'(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
-'--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
-'-h[Print help (see more with '\''--help'\'')]' \
-'--help[Print help (see more with '\''--help'\'')]' \
+'-h[Print help]' \
+'--help[Print help]' \
 && ret=0
 ;;
 (help)

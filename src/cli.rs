@@ -540,14 +540,14 @@ pub enum JobsAction {
     /// The detached worker a turn starts (not for people)
     #[command(hide = true)]
     Work {
-        /// The session whose jobs to run
-        #[arg(long, value_name = "ID")]
-        session: String,
-        /// Start once this turn is answered (or after 2 seconds)
-        #[arg(long, value_name = "TURN")]
-        after_turn: Option<i64>,
-        #[command(flatten)]
-        side: SideArgs,
+        /// The worker's settings, as the turn that starts it writes them
+        #[arg(
+            long,
+            env = "DUDUCLAW_WORKER",
+            hide_env_values = true,
+            value_name = "JSON"
+        )]
+        settings: String,
     },
 }
 

@@ -133,6 +133,30 @@ impl fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
+/// A store failure. Every engine converts its driver's errors into this one
+/// type, so the exit code (4) follows from the type, not from a tag at
+/// every call. It lives here, below the store, so that mapping needs no
+/// knowledge of the store.
+#[derive(Debug)]
+pub struct StoreError(anyhow::Error);
+
+/// A store call's result.
+pub type StoreResult<T, E = StoreError> = std::result::Result<T, E>;
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<anyhow::Error> for StoreError {
+    fn from(e: anyhow::Error) -> Self {
+        StoreError(e)
+    }
+}
+
 /// Shorthand: `bail!`-like constructor returning an `anyhow::Error`.
 pub fn fail(kind: Kind, message: impl Into<String>) -> anyhow::Error {
     Failure::new(kind, message).into()
@@ -145,7 +169,7 @@ pub fn kind_of(err: &anyhow::Error) -> Option<Kind> {
         .find_map(|e| e.downcast_ref::<Failure>().map(|f| f.kind))
         .or_else(|| {
             err.chain()
-                .any(|e| e.is::<crate::store::StoreError>())
+                .any(|e| e.is::<StoreError>())
                 .then_some(Kind::Store)
         })
 }

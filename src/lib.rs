@@ -1,13 +1,20 @@
 //! duduclaw-session: one turn of a conversation with Claude per invocation,
 //! with a memory (pin, recap, key facts) that costs almost nothing.
 //!
-//! The folders read like the architecture: `cli` (the flags) and `cmd/`
-//! (one file per command, flags to settings); `turn/` (plan, recovery,
-//! execution of one turn); `memory/` (pin, facts, recall, side-call jobs,
-//! the detached worker, compaction); `backend/` (the claude CLI and the
-//! Messages API behind one type); `store/` (one interface, its engines);
-//! `session/` (addresses and ids). The binary is a thin `main` over this
-//! library, so benchmarks and tests reach the same code paths.
+//! The folders read like the architecture, in layers; a module uses only
+//! the layers below it (`tests/layers.rs` fails on any cycle):
+//!
+//! 1. `text` (prompt text, the fact index's words), `session` (addresses,
+//!    ids, claude's transcripts), `error` (kinds and exit codes), `output`;
+//! 2. `store/`: one interface, its two engines, the job retry policy;
+//! 3. `backend/`: the claude CLI and the Messages API behind one type;
+//! 4. `memory/`: pin, facts, recall, side-call jobs, the detached worker,
+//!    compaction, erasure;
+//! 5. `turn/`: plan, recovery and execution of one turn;
+//! 6. `cmd/` (one file per command, flags to settings) and `cli` (the flags).
+//!
+//! The binary is a thin `main` over this library, so benchmarks and tests
+//! reach the same code paths.
 
 pub mod backend;
 pub mod cli;

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use duduclaw_session::backend::HistoryTurn;
 use duduclaw_session::backend::api::{self, ApiConfig, ApiTurn};
 use duduclaw_session::backend::{CallError, Outcome, SideRequest};
 use duduclaw_session::error::Kind;
-use duduclaw_session::turn::prompt::HistoryTurn;
 use standin::{Recorded, Reply, StandIn};
 
 /// Where to send, and how long a call may take.
@@ -104,7 +104,12 @@ async fn request_carries_history_system_and_breakpoints() {
     let standin = StandIn::start();
     let c = cfg(&standin, Duration::from_secs(10));
     let history: Vec<HistoryTurn> = (0..4)
-        .flat_map(|i| [(true, format!("q{i}")), (false, format!("a{i}"))])
+        .flat_map(|i| {
+            [
+                HistoryTurn::new(true, format!("q{i}")),
+                HistoryTurn::new(false, format!("a{i}")),
+            ]
+        })
         .collect();
     let system = "<pinned_task source=\"user\">\nship it\n</pinned_task>";
     let user = "<task_recap source=\"user\">\nship it\n</task_recap>\n\nnext?";
@@ -337,8 +342,8 @@ async fn long_conversation_reads_most_input_from_cache() {
         let out = send(&c, &turn(&history, Some(&system), &user), |_| {})
             .await
             .unwrap();
-        history.push((true, message));
-        history.push((false, out.text));
+        history.push(HistoryTurn::new(true, message));
+        history.push(HistoryTurn::new(false, out.text));
     }
     let (read, created, total) = standin.cache_stats();
     let share = read as f64 / total as f64;

@@ -14,9 +14,9 @@ mod common;
 
 use std::collections::HashMap;
 
-use duduclaw_session::memory::facts::{query_terms, stemmed_terms};
 use duduclaw_session::memory::recall::{self, KEYWORD_WEIGHT};
 use duduclaw_session::store::{self, FactScope, Location, NewFact, Store};
+use duduclaw_session::text::terms::{query_terms, stemmed_terms};
 use serde_json::Value;
 
 /// (id, fact, keywords)

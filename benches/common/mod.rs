@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use duduclaw_session::memory::facts::normalize;
+use duduclaw_session::text::terms::normalize;
 
 /// SplitMix64: tiny, seedable, good enough to pick words.
 pub struct Rng(u64);

@@ -19,8 +19,8 @@ use anyhow::Result;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
+use super::HistoryTurn;
 use super::{CallError, Outcome, Problem, SideRequest};
-use crate::turn::prompt::HistoryTurn;
 
 /// Where requests go without `ANTHROPIC_BASE_URL`.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -194,13 +194,13 @@ pub fn request_body(turn: &ApiTurn, stream: bool) -> Value {
     }
 
     let mut messages: Vec<(bool, Vec<Value>)> = Vec::new();
-    for (is_user, text) in turn.history {
-        if text.trim().is_empty() || (messages.is_empty() && !is_user) {
+    for HistoryTurn { from_user, text } in turn.history {
+        if text.trim().is_empty() || (messages.is_empty() && !from_user) {
             continue;
         }
         match messages.last_mut() {
-            Some((role, blocks)) if role == is_user => blocks.push(text_block(text)),
-            _ => messages.push((*is_user, vec![text_block(text)])),
+            Some((role, blocks)) if role == from_user => blocks.push(text_block(text)),
+            _ => messages.push((*from_user, vec![text_block(text)])),
         }
     }
     if let Some((_, blocks)) = messages.last_mut()
@@ -865,8 +865,8 @@ mod tests {
         (0..assistant_turns)
             .flat_map(|i| {
                 [
-                    (true, format!("question {i}")),
-                    (false, format!("answer {i}")),
+                    HistoryTurn::new(true, format!("question {i}")),
+                    HistoryTurn::new(false, format!("answer {i}")),
                 ]
             })
             .collect()
@@ -955,13 +955,13 @@ mod tests {
     #[test]
     fn roles_alternate() {
         let h: Vec<HistoryTurn> = vec![
-            (false, "stray greeting".into()),
-            (true, "a".into()),
-            (true, "b".into()),
-            (false, "".into()),
-            (false, "c".into()),
-            (false, "d".into()),
-            (true, "e".into()),
+            HistoryTurn::new(false, "stray greeting"),
+            HistoryTurn::new(true, "a"),
+            HistoryTurn::new(true, "b"),
+            HistoryTurn::new(false, ""),
+            HistoryTurn::new(false, "c"),
+            HistoryTurn::new(false, "d"),
+            HistoryTurn::new(true, "e"),
         ];
         let body = request_body(&turn(&h, None), true);
         let roles: Vec<&str> = body["messages"]

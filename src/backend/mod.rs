@@ -19,6 +19,23 @@ pub use api::ApiConfig;
 pub use claude::{Capabilities, Claude};
 pub use models::Catalog;
 
+/// One earlier turn of the conversation, as a replay sends it: in the user
+/// message on the claude path, as a message of its role on the API path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryTurn {
+    pub from_user: bool,
+    pub text: String,
+}
+
+impl HistoryTurn {
+    pub fn new(from_user: bool, text: impl Into<String>) -> HistoryTurn {
+        HistoryTurn {
+            from_user,
+            text: text.into(),
+        }
+    }
+}
+
 /// Where calls go.
 #[derive(Debug, Clone)]
 pub enum Backend {
@@ -240,7 +257,7 @@ impl Backend {
 }
 
 /// Which way calls may go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Route {
     /// claude when it can be used; the Messages API when claude is missing
     /// (or turns out not to be logged in) and an API key is set.

@@ -9,9 +9,10 @@ use serde_json::{Value, json};
 use super::{open_for_reading, required_agent, summary};
 use crate::cli::FactsAction;
 use crate::error::{Kind, ResultExt, fail};
-use crate::memory::facts::{clean_keywords, looks_like_secret, normalize};
+use crate::memory::facts::{clean_keywords, looks_like_secret};
 use crate::memory::recall;
 use crate::store::{self, Fact, FactScope, Location, NewFact};
+use crate::text::terms::normalize;
 
 /// Facts are one line of prose; longer "facts" are documents.
 const FACT_MAX_CHARS: usize = 1000;

@@ -40,22 +40,8 @@ pub async fn run(location: &Location, claude: Option<&Path>, action: &JobsAction
             ));
             Ok(())
         }
-        JobsAction::Work {
-            session,
-            after_turn,
-            side,
-        } => {
-            let w = WorkerSettings {
-                location: location.clone(),
-                claude: claude.map(Path::to_path_buf),
-                route: route(&side.route),
-                extract_model: side.extract_model.clone(),
-                side_timeout: side.side_timeout,
-                side_concurrency: usize::from(side.concurrency.side_concurrency),
-                session_id: session.clone(),
-                after_turn: *after_turn,
-            };
-            worker::work(&w).await
+        JobsAction::Work { settings } => {
+            worker::work(&WorkerSettings::from_carried(location, settings)?).await
         }
     }
 }

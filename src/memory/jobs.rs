@@ -48,13 +48,11 @@ in Chinese). Answer one line per fact as: ID | term, term, ... and nothing else.
 /// few enough that one answer stays short and one failure costs little.
 pub const ENRICH_BATCH: usize = 20;
 
-/// A job that failed this often is given up (kept, with its last error).
-pub const MAX_ATTEMPTS: i64 = 3;
-
-/// A failed attempt waits this long times the attempts so far before the
-/// next (2 s, then 4 s): a passing fault often passes in that time, and a
-/// persistent one does not burn all attempts at once.
-pub const RETRY_DELAY_SECS: i64 = 2;
+// The retry policy (attempts, back-off) is the store's: its claim SQL
+// enforces it, so it is defined there.
+pub use crate::store::{
+    JOB_MAX_ATTEMPTS as MAX_ATTEMPTS, JOB_RETRY_DELAY_SECS as RETRY_DELAY_SECS,
+};
 
 /// Facts are extracted from user messages at least this big (estimated
 /// tokens): about 40 Latin or 15 CJK characters. Shorter messages ("ok",

@@ -3,9 +3,9 @@
 //! the message is made of common ones, nudged by use; then the few that fit
 //! a turn's budget.
 
-use crate::memory::facts::query_terms;
 use crate::store::{FactQuery, FactScope, Result, ScoredFact, Store};
 use crate::text;
+use crate::text::terms::query_terms;
 
 /// At most this many facts are injected per turn...
 pub const FACTS_PER_TURN: usize = 3;

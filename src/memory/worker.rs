@@ -8,7 +8,6 @@
 //! worker killed mid-call leaves its jobs to the next worker, turn or
 //! `jobs run`, once their lease has expired.
 
-use std::ffi::OsString;
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -16,13 +15,13 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::backend::{self, ProbeCache, Route};
 use crate::memory::jobs::{self, Runner, WhenBusy};
 use crate::memory::slots::SideSlots;
 use crate::store::{self, JobSelect, Location, Store, TurnStatus};
-use crate::turn::TurnSettings;
 
 /// The latest a worker waits for its turn's reply before it starts calling:
 /// side calls start after the reply so they do not compete with the main
@@ -32,7 +31,13 @@ pub const START_DELAY: Duration = Duration::from_secs(2);
 /// The worker's log is cut when it passes this size (one older copy kept).
 const LOG_MAX_BYTES: u64 = 1024 * 1024;
 
-/// What a worker needs to know, as its command line carries it.
+/// The environment variable that carries a worker's settings (JSON) from
+/// the turn that starts it to `jobs work` (whose clap definition reads it).
+/// Not argv: argv would be a second spelling of the command line to keep in
+/// step with its definition, and every user of the host sees argv in `ps`.
+pub const SETTINGS_VAR: &str = "DUDUCLAW_WORKER";
+
+/// What a worker needs to know.
 #[derive(Debug, Clone)]
 pub struct WorkerSettings {
     pub location: Location,
@@ -47,21 +52,56 @@ pub struct WorkerSettings {
     pub after_turn: Option<i64>,
 }
 
+/// [`WorkerSettings`] as [`SETTINGS_VAR`] carries them; the store travels
+/// in `DUDUCLAW_DB`, as every command reads it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Carried {
+    claude: Option<std::path::PathBuf>,
+    route: Route,
+    extract_model: String,
+    side_timeout_secs: u64,
+    side_concurrency: usize,
+    session_id: String,
+    after_turn: Option<i64>,
+}
+
+impl WorkerSettings {
+    /// The settings a turn left in [`SETTINGS_VAR`] for `jobs work`.
+    pub fn from_carried(location: &Location, value: &str) -> Result<WorkerSettings> {
+        let c: Carried = serde_json::from_str(value).map_err(|e| {
+            anyhow::anyhow!("{SETTINGS_VAR} does not hold a worker's settings: {e}")
+        })?;
+        Ok(WorkerSettings {
+            location: location.clone(),
+            claude: c.claude,
+            route: c.route,
+            extract_model: c.extract_model,
+            side_timeout: Duration::from_secs(c.side_timeout_secs),
+            side_concurrency: c.side_concurrency,
+            session_id: c.session_id,
+            after_turn: c.after_turn,
+        })
+    }
+
+    fn carried(&self) -> String {
+        let c = Carried {
+            claude: self.claude.clone(),
+            route: self.route,
+            extract_model: self.extract_model.clone(),
+            side_timeout_secs: self.side_timeout.as_secs(),
+            side_concurrency: self.side_concurrency,
+            session_id: self.session_id.clone(),
+            after_turn: self.after_turn,
+        };
+        serde_json::to_string(&c).expect("plain data serializes")
+    }
+}
+
 /// Start a worker for the session's jobs and do not wait for it. A worker
 /// that cannot start is logged, not fatal: the jobs stay queued for the
 /// next turn or `jobs run`.
-pub fn spawn(settings: &TurnSettings, session_id: &str, after_turn: Option<i64>) {
-    let w = WorkerSettings {
-        location: settings.location.clone(),
-        claude: settings.claude.clone(),
-        route: settings.route,
-        extract_model: settings.extract_model.clone(),
-        side_timeout: settings.side_timeout,
-        side_concurrency: settings.side_concurrency,
-        session_id: session_id.to_string(),
-        after_turn,
-    };
-    if let Err(e) = spawn_worker(&w) {
+pub fn spawn(w: &WorkerSettings) {
+    if let Err(e) = spawn_worker(w) {
         tracing::warn!("could not start the side-call worker: {e}; the jobs stay queued");
     }
 }
@@ -69,42 +109,18 @@ pub fn spawn(settings: &TurnSettings, session_id: &str, after_turn: Option<i64>)
 fn spawn_worker(w: &WorkerSettings) -> std::io::Result<()> {
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);
-    cmd.args(worker_args(w))
+    cmd.args(["jobs", "work"])
+        .env(SETTINGS_VAR, w.carried())
         // The store in the environment, not in argv: a server URL may hold
         // a password, and argv is visible to every user in `ps`.
         .env("DUDUCLAW_DB", w.location.as_value())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        // The worker runs in the background whatever the caller's choice.
-        .env_remove("DUDUCLAW_WAIT_SIDE");
+        .stderr(Stdio::null());
     // Never waited for: it outlives this process, and is reaped by init.
     let child = cmd.spawn()?;
     tracing::debug!(pid = child.id(), "side-call worker started");
     Ok(())
-}
-
-/// The worker's argv: `jobs work` with everything it needs spelled out.
-pub fn worker_args(w: &WorkerSettings) -> Vec<OsString> {
-    let mut a: Vec<OsString> = Vec::new();
-    if let Some(c) = &w.claude {
-        a.push("--claude".into());
-        a.push(c.into());
-    }
-    a.extend(["jobs".into(), "work".into(), "--session".into()]);
-    a.push(w.session_id.clone().into());
-    a.push(format!("--extract-model={}", w.extract_model).into());
-    a.push(format!("--side-timeout={}s", w.side_timeout.as_secs()).into());
-    a.push(format!("--side-concurrency={}", w.side_concurrency).into());
-    match w.route {
-        Route::Auto => {}
-        Route::CliOnly => a.push("--no-direct-api".into()),
-        Route::ApiOnly => a.push("--direct-api".into()),
-    }
-    if let Some(t) = w.after_turn {
-        a.push(format!("--after-turn={t}").into());
-    }
-    a
 }
 
 /// The worker itself (`jobs work`): detach, log to the file beside the
@@ -220,7 +236,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn worker_args_carry_everything() {
+    fn settings_travel_whole() {
         let w = WorkerSettings {
             location: Location::File("/data/s.db".into()),
             claude: Some("/bin/claude".into()),
@@ -231,25 +247,9 @@ mod tests {
             session_id: "sid".into(),
             after_turn: Some(7),
         };
-        let args: Vec<String> = worker_args(&w)
-            .into_iter()
-            .map(|a| a.into_string().unwrap())
-            .collect();
-        assert_eq!(
-            args,
-            [
-                "--claude",
-                "/bin/claude",
-                "jobs",
-                "work",
-                "--session",
-                "sid",
-                "--extract-model=haiku",
-                "--side-timeout=45s",
-                "--side-concurrency=3",
-                "--direct-api",
-                "--after-turn=7"
-            ]
-        );
+        let back = WorkerSettings::from_carried(&w.location, &w.carried()).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{w:?}"));
+        let bad = WorkerSettings::from_carried(&w.location, "{}").unwrap_err();
+        assert!(bad.to_string().contains(SETTINGS_VAR), "{bad}");
     }
 }

@@ -7,26 +7,6 @@ pub use id::{SessionKey, handle_id, session_id};
 
 use std::path::PathBuf;
 
-use crate::store::Session;
-
-impl Session {
-    /// The generation and handle the session moves to when its handle is
-    /// lost, when a turn went around claude, or when it is compacted: the
-    /// one place a next handle is made.
-    pub fn next_handle(&self) -> (u32, String) {
-        let next = self.generation.saturating_add(1);
-        (next, handle_id(&self.key(), next).to_string())
-    }
-
-    /// Every handle the session has had, generation 0 to the current one:
-    /// claude may keep a transcript of each.
-    pub fn handles(&self) -> Vec<String> {
-        (0..=self.generation)
-            .map(|g| handle_id(&self.key(), g).to_string())
-            .collect()
-    }
-}
-
 /// A session's address as the command line names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Address {
@@ -120,29 +100,4 @@ pub fn count_transcripts(handles: &[String]) -> usize {
                 .count()
         })
         .sum()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_generation_has_its_handle() {
-        let mut s = Session::fresh(
-            "sid",
-            &SessionKey {
-                agent: "a",
-                channel: "c",
-                thread: None,
-            },
-            "/",
-        );
-        let (_, first_rollover) = s.next_handle();
-        s.generation = 2;
-        let handles = s.handles();
-        assert_eq!(handles.len(), 3);
-        assert_eq!(handles[0], session_id(&s.key()).to_string());
-        assert_eq!(handles[1], first_rollover);
-        assert_ne!(handles[1], handles[2]);
-    }
 }

@@ -21,37 +21,21 @@ pub use model::*;
 
 use crate::session::SessionKey;
 
-/// A store failure. Every engine converts its driver's errors into this one
-/// type, so the exit code (4) follows from the type, not from a tag at
-/// every call.
-#[derive(Debug)]
-pub struct StoreError(anyhow::Error);
-
-pub type Result<T, E = StoreError> = std::result::Result<T, E>;
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#}", self.0)
-    }
-}
-
-impl std::error::Error for StoreError {}
-
-impl From<anyhow::Error> for StoreError {
-    fn from(e: anyhow::Error) -> Self {
-        StoreError(e)
-    }
-}
+pub use crate::error::{StoreError, StoreResult as Result};
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        StoreError(anyhow::Error::new(e).context("the session store failed"))
+        anyhow::Error::new(e)
+            .context("the session store failed")
+            .into()
     }
 }
 
 impl From<serde_json::Error> for StoreError {
     fn from(e: serde_json::Error) -> Self {
-        StoreError(anyhow::Error::new(e).context("the session store holds unreadable JSON"))
+        anyhow::Error::new(e)
+            .context("the session store holds unreadable JSON")
+            .into()
     }
 }
 

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::session::SessionKey;
+use crate::session::{SessionKey, handle_id};
 
 /// A closed set of values stored as text: one spelling in the database, in
 /// JSON and on screen, and a typed value everywhere else.
@@ -418,6 +418,14 @@ pub struct FactScope<'a> {
     pub user: Option<&'a str>,
 }
 
+/// A job that failed this often is given up (kept, with its last error).
+pub const JOB_MAX_ATTEMPTS: i64 = 3;
+
+/// A failed attempt waits this long times the attempts so far before the
+/// next (2 s, then 4 s): a passing fault often passes in that time, and a
+/// persistent one does not burn all attempts at once.
+pub const JOB_RETRY_DELAY_SECS: i64 = 2;
+
 /// A durable side call to make.
 #[derive(Debug, Clone)]
 pub struct Job {
@@ -548,4 +556,48 @@ pub struct Counts {
     pub turns: i64,
     pub facts: i64,
     pub open_jobs: i64,
+}
+
+impl Session {
+    /// The generation and handle the session moves to when its handle is
+    /// lost, when a turn went around claude, or when it is compacted: the
+    /// one place a next handle is made.
+    pub fn next_handle(&self) -> (u32, String) {
+        let next = self.generation.saturating_add(1);
+        (next, handle_id(&self.key(), next).to_string())
+    }
+
+    /// Every handle the session has had, generation 0 to the current one:
+    /// claude may keep a transcript of each.
+    pub fn handles(&self) -> Vec<String> {
+        (0..=self.generation)
+            .map(|g| handle_id(&self.key(), g).to_string())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::session_id;
+
+    #[test]
+    fn every_generation_has_its_handle() {
+        let mut s = Session::fresh(
+            "sid",
+            &SessionKey {
+                agent: "a",
+                channel: "c",
+                thread: None,
+            },
+            "/",
+        );
+        let (_, first_rollover) = s.next_handle();
+        s.generation = 2;
+        let handles = s.handles();
+        assert_eq!(handles.len(), 3);
+        assert_eq!(handles[0], session_id(&s.key()).to_string());
+        assert_eq!(handles[1], first_rollover);
+        assert_ne!(handles[1], handles[2]);
+    }
 }

@@ -488,7 +488,7 @@ fn remember(
     // stored before a person could type the second message; it waits for
     // this turn's reply (or two seconds) before calling anything.
     if !settings.wait_side && store.has_runnable_jobs(JobSelect::session(sid))? {
-        worker::spawn(settings, sid, Some(user_turn));
+        worker::spawn(&settings.worker(sid, Some(user_turn)));
     }
     Ok(())
 }
@@ -556,7 +556,7 @@ async fn after_reply(store: &mut dyn Store, settings: &TurnSettings, sid: &str, 
             Err(e) => tracing::warn!("side calls could not run: {e:#}"),
         }
     } else if queued {
-        worker::spawn(settings, sid, None);
+        worker::spawn(&settings.worker(sid, None));
     }
 }
 

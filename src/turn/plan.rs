@@ -184,7 +184,7 @@ pub fn attempt(state: &State, target: Target) -> Attempt {
     let session = state.session;
     let history = |live: &[Turn]| -> Vec<HistoryTurn> {
         live.iter()
-            .map(|t| (t.role == Role::User, t.content.clone()))
+            .map(|t| HistoryTurn::new(t.role == Role::User, t.content.clone()))
             .collect()
     };
     if let Target::Api { .. } = target {

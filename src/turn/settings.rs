@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use crate::backend::Route;
+use crate::memory::worker::WorkerSettings;
 use crate::session::Address;
 use crate::store::Location;
 use crate::turn::prompt::FactsPlacement;
@@ -48,4 +49,20 @@ pub struct TurnSettings {
     /// Run this turn's side calls in the foreground, bounded, instead of in
     /// a detached worker.
     pub wait_side: bool,
+}
+
+impl TurnSettings {
+    /// What the detached worker of this turn's session needs.
+    pub fn worker(&self, session_id: &str, after_turn: Option<i64>) -> WorkerSettings {
+        WorkerSettings {
+            location: self.location.clone(),
+            claude: self.claude.clone(),
+            route: self.route,
+            extract_model: self.extract_model.clone(),
+            side_timeout: self.side_timeout,
+            side_concurrency: self.side_concurrency,
+            session_id: session_id.to_string(),
+            after_turn,
+        }
+    }
 }

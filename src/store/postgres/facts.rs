@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use postgres::{GenericClient, Row, Transaction};
 
 use super::{count, nul_free};
-use crate::memory::facts::{keyword_index_text, normalize, stemmed_terms};
 use crate::store::{Fact, FactQuery, FactScope, NewFact, Result, now};
+use crate::text::terms::{keyword_index_text, normalize, stemmed_terms};
 
 const FACT_COLS: &str = "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords";
 

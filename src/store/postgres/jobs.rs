@@ -6,7 +6,7 @@ use postgres::types::ToSql;
 use postgres::{GenericClient, Row};
 
 use super::{nul_free, text};
-use crate::memory::jobs::{MAX_ATTEMPTS, RETRY_DELAY_SECS};
+use crate::store::{JOB_MAX_ATTEMPTS as MAX_ATTEMPTS, JOB_RETRY_DELAY_SECS as RETRY_DELAY_SECS};
 use crate::store::{
     Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, JobStatus, Result, TextEnum, now,
 };

@@ -3,8 +3,8 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
-use crate::memory::facts::{index_text, keyword_index_text, normalize};
 use crate::store::{Fact, FactQuery, FactScope, NewFact, Result, now};
+use crate::text::terms::{index_text, keyword_index_text, normalize};
 
 const FACT_COLS: &str = "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords";
 
@@ -208,6 +208,10 @@ pub fn forget(tx: &Transaction, agent: &str, ids: &[i64]) -> rusqlite::Result<us
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
+    use crate::store::sqlite::SqliteStore;
+    use crate::text::terms::query_terms;
+    use proptest::prelude::*;
 
     #[test]
     fn fts5_quotes_every_term() {
@@ -217,5 +221,122 @@ mod tests {
             fts5(&FactQuery::every(vec!["x".into(), "y".into()], 0.5)),
             "\"x\" AND \"y\""
         );
+    }
+
+    /// A real store file (the current schema, its tokenizer) holding `facts`.
+    fn store_with(facts: &[(&str, &[String])]) -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = SqliteStore::open(&dir.path().join("s.db")).unwrap();
+        let new: Vec<NewFact> = facts
+            .iter()
+            .map(|(content, keywords)| NewFact {
+                keywords,
+                ..NewFact::new("a", None, content)
+            })
+            .collect();
+        store.add_facts(&new).unwrap();
+        (dir, store)
+    }
+
+    /// What the engine ranks for a message, as recall asks it.
+    fn search(store: &SqliteStore, message: &str) -> Result<Vec<String>> {
+        let terms = query_terms(message);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let scope = FactScope {
+            agent: "a",
+            user: None,
+        };
+        let ranked = store.rank_facts(&FactQuery::any(terms, 0.5), scope, 10)?;
+        Ok(ranked.into_iter().map(|(f, _)| f.content).collect())
+    }
+
+    const FACTS: &[(&str, &[String])] = &[
+        ("uses pnpm, never npm i", &[]),
+        ("prefers Traditional Chinese replies", &[]),
+        ("我們用pnpm管理套件", &[]),
+        ("使用者偏好繁體中文回覆", &[]),
+        ("deploys to Fly.io from the main branch", &[]),
+    ];
+
+    #[test]
+    fn finds_english_facts_stemmed() {
+        let (_d, store) = store_with(FACTS);
+        let found = search(&store, "How do I deploy with pnpm?").unwrap();
+        assert!(found.contains(&"uses pnpm, never npm i".to_owned()));
+        assert!(found.contains(&"我們用pnpm管理套件".to_owned()));
+        // Porter stemming: "deploy" matches "deploys".
+        assert!(found.contains(&"deploys to Fly.io from the main branch".to_owned()));
+        assert!(!found.contains(&"prefers Traditional Chinese replies".to_owned()));
+    }
+
+    #[test]
+    fn finds_chinese_facts_by_bigrams() {
+        let (_d, store) = store_with(FACTS);
+        assert_eq!(
+            search(&store, "套件要怎麼管理？").unwrap()[0],
+            "我們用pnpm管理套件"
+        );
+        assert_eq!(
+            search(&store, "請用繁體中文").unwrap(),
+            ["使用者偏好繁體中文回覆"]
+        );
+    }
+
+    #[test]
+    fn query_syntax_in_a_message_is_only_words() {
+        let (_d, store) = store_with(&[("foo bar", &[])]);
+        for message in [
+            r#"foo" OR bar NEAR(x) * -y ^z col:val AND NOT"#,
+            "\"\"\"",
+            "body:pnpm",
+            "NEAR(a b, 3)",
+            "{body}: x",
+            "pnpm*",
+            "AND OR NOT",
+            "ǅ ﬁ ß İ",
+            "x\u{0}y",
+            "café CAFÉ",
+            // Letters newer than the tokenizer's Unicode 6.1 tables: a quoted
+            // term that yields no token must still be a valid query.
+            "𞤀𞤁 𞤂𞤃",
+        ] {
+            search(&store, message).unwrap_or_else(|e| panic!("{message:?}: {e}"));
+        }
+        let found = search(&store, r#"foo" OR bar NEAR(x) * -y ^z col:val AND NOT"#).unwrap();
+        assert_eq!(found, ["foo bar"]);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn any_message_is_a_valid_query(message in any::<String>()) {
+            let (_d, store) = store_with(FACTS);
+            prop_assert!(search(&store, &message).is_ok(), "{:?}", message);
+        }
+
+        #[test]
+        fn a_fact_finds_itself(fact in "[a-z]{4,10}( [a-z]{4,10}){0,4}|[\u{4E00}-\u{4E80}]{2,8}") {
+            let (_d, store) = store_with(&[(&fact, &[])]);
+            if !query_terms(&fact).is_empty() {
+                prop_assert_eq!(search(&store, &fact).unwrap(), vec![fact.clone()]);
+            }
+        }
+
+        /// Keywords go into the index as text: whatever they hold, they are
+        /// never read as query syntax, and a fact tagged with them finds
+        /// itself by them.
+        #[test]
+        fn any_keywords_are_inert(list in any::<String>()) {
+            let keywords = crate::memory::facts::parse_keywords(&list);
+            let (_d, store) = store_with(&[("a fact", &keywords)]);
+            let found = search(&store, &keywords.join(" "));
+            prop_assert!(found.is_ok(), "{:?}", keywords);
+            if !query_terms(&keywords.join(" ")).is_empty() && !found.as_ref().unwrap().is_empty() {
+                prop_assert_eq!(found.unwrap(), vec!["a fact".to_string()]);
+            }
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 use rusqlite::{Connection, Row, ToSql, Transaction, params};
 
-use crate::memory::jobs::{MAX_ATTEMPTS, RETRY_DELAY_SECS};
+use crate::store::{JOB_MAX_ATTEMPTS as MAX_ATTEMPTS, JOB_RETRY_DELAY_SECS as RETRY_DELAY_SECS};
 use crate::store::{Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, JobStatus, Result, now};
 
 /// The selection as SQL over `jobs`, with its parameters first (?1..?3).

@@ -1,5 +1,7 @@
 //! Text helpers for prompts and history; lengths are counted in Unicode scalar values, never bytes.
 
+pub mod terms;
+
 use std::borrow::Cow;
 
 /// A replayed history turn longer than this many chars is trimmed.
