@@ -101,6 +101,13 @@ impl Output {
         self.last = t.chars().last();
     }
 
+    /// A line for the person at the terminal about how the turn is going
+    /// (a recovery), on stderr, never mixed into the reply.
+    pub fn notice(&mut self, message: &str) {
+        self.stop_spinner();
+        eprintln!("duduclaw-session: {message}");
+    }
+
     pub fn end(&mut self) {
         if self.last.is_some_and(|c| c != '\n') {
             self.text("\n");

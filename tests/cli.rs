@@ -132,6 +132,12 @@ fn generated_files_are_current() {
     stray.retain(|p| !wanted.contains(p));
 
     if std::env::var_os("UPDATE_GENERATED").is_some_and(|v| v == "1") {
+        // On CI the files are checked, never written: a run that rewrote
+        // them would pass whatever the committed files say.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "UPDATE_GENERATED is refused when CI is set: regenerate the files locally and commit them"
+        );
         for dir in ["completions", "man"] {
             std::fs::create_dir_all(root().join(dir)).unwrap();
         }
@@ -1121,9 +1127,13 @@ fn facts_import_defaults_dedups_and_skips_secrets() {
     // A bad line anywhere imports nothing, and names the line.
     for (bad, why) in [
         ("not json", "line 2"),
-        (r#"{"text": "no content"}"#, "line 2: no \"content\""),
+        (r#"{"text": "no content"}"#, "missing field `content`"),
         (r#"["content"]"#, "line 2"),
-        (r#"{"content": "x", "agent": 7}"#, "line 2: \"agent\""),
+        (r#"{"content": "x", "agent": 7}"#, "\"agent\": invalid type"),
+        (
+            r#"{"content": "x", "keywords": ["a", 2]}"#,
+            "\"keywords[1]\"",
+        ),
         (r#"{"content": "   "}"#, "line 2: fact is empty"),
     ] {
         let input = format!(

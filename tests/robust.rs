@@ -437,17 +437,27 @@ fn a_briefly_locked_store_is_waited_for_not_failed() {
     let env = Env::fake(&fake_success("waited"));
     env.turn("a", "c", &["--no-extract"], "create the store");
     let db = env.db.clone();
+    let (locked, is_locked) = std::sync::mpsc::channel();
     let holder = std::thread::spawn(move || {
         let c = rusqlite::Connection::open(db).unwrap();
         c.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        locked.send(()).unwrap();
+        // Held for a while after the turn starts: the turn must wait it out.
         std::thread::sleep(Duration::from_millis(1500));
         c.execute_batch("COMMIT").unwrap();
+        std::time::Instant::now()
     });
-    std::thread::sleep(Duration::from_millis(200));
+    // The turn starts only once the store is locked.
+    is_locked.recv().unwrap();
     let out = env.turn("a", "c", &["--no-extract"], "while locked");
-    holder.join().unwrap();
+    let finished = std::time::Instant::now();
+    let released = holder.join().unwrap();
     assert_ok(&out);
     assert_eq!(stdout(&out), "waited\n");
+    assert!(
+        released <= finished,
+        "the turn finished before the lock was released"
+    );
 }
 
 #[test]

@@ -4,6 +4,7 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{open_for_reading, required_agent, summary};
@@ -236,20 +237,6 @@ fn forget(location: &Location, agent: &str, ids: &[i64]) -> Result<()> {
     ))
 }
 
-/// An optional string field of an import line: absent means "use the
-/// command line's", null means "none".
-fn field<'a>(v: &'a Value, name: &str, line: usize) -> Result<Option<Option<&'a str>>> {
-    match v.get(name) {
-        None => Ok(None),
-        Some(Value::Null) => Ok(Some(None)),
-        Some(Value::String(s)) if !crate::text::is_blank(s) => Ok(Some(Some(s))),
-        Some(_) => Err(fail(
-            Kind::BadInput,
-            format!("line {line}: \"{name}\" is not a non-empty string or null"),
-        )),
-    }
-}
-
 /// JSON Lines in, one fact per line; `agent`/`user` fields override the
 /// command line's scope (`"user": null` is an agent-wide fact). The whole
 /// file is checked before anything is written, so a bad line imports nothing.
@@ -274,6 +261,32 @@ fn import(location: &Location, agent: &str, user: Option<&str>, file: &Path) -> 
         rows.secrets
     ));
     Ok(())
+}
+
+/// One line of an import file, as `facts export` writes it.
+#[derive(Deserialize)]
+struct ImportLine {
+    content: String,
+    /// Absent or null: the command line's agent.
+    #[serde(default, deserialize_with = "present")]
+    agent: Option<Option<String>>,
+    /// Absent: the command line's `--user`; null: a fact of the whole agent.
+    #[serde(default, deserialize_with = "present")]
+    user: Option<Option<String>>,
+    keywords: Option<Vec<String>>,
+    access_count: Option<i64>,
+    created_at: Option<i64>,
+    last_used_at: Option<i64>,
+}
+
+/// A field that is there, null or not: `Some(None)` for null, so "absent"
+/// (the `None` of `#[serde(default)]`) stays distinct.
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
 }
 
 struct Row {
@@ -332,64 +345,51 @@ fn read_rows(agent: &str, user: Option<&str>, file: &Path) -> Result<Rows> {
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(&line).map_err(|e| {
+        // The path names the field at fault ("agent", "keywords[2]").
+        let mut de = serde_json::Deserializer::from_str(&line);
+        let v: ImportLine = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let field = e.path().to_string();
+            let inner = e.into_inner();
             // serde's "at line 1 column N" names the line within the line.
-            let what = e.to_string();
+            let what = inner.to_string();
             let what = what.split(" at line ").next().unwrap_or("");
+            let at = match field.as_str() {
+                "." => String::new(),
+                f => format!(" \"{f}\":"),
+            };
             fail(
                 Kind::BadInput,
-                format!("line {n}, column {}: not JSON ({what})", e.column()),
+                format!("line {n}, column {}:{at} {what}", inner.column()),
             )
         })?;
-        if !v.is_object() {
-            return Err(fail(Kind::BadInput, format!("line {n}: not a JSON object")));
-        }
-        let content = v["content"]
-            .as_str()
-            .ok_or_else(|| fail(Kind::BadInput, format!("line {n}: no \"content\" string")))?;
-        let content = one_line(content);
+        let content = one_line(&v.content);
         if looks_like_secret(&content) {
             skipped_secrets += 1;
             continue;
         }
         check_fact(&content).map_err(|e| fail(Kind::BadInput, format!("line {n}: {e}")))?;
-        let line_agent = match field(&v, "agent", n)? {
-            None | Some(None) => agent,
-            Some(Some(a)) => a,
-        };
-        let line_user = match field(&v, "user", n)? {
-            None => user,
-            Some(u) => u,
-        };
-        let keywords = match &v["keywords"] {
-            Value::Null => Vec::new(),
-            Value::Array(items) => {
-                let words: Option<Vec<String>> = items
-                    .iter()
-                    .map(|k| k.as_str().map(str::to_string))
-                    .collect();
-                clean_keywords(&words.ok_or_else(|| {
-                    fail(
-                        Kind::BadInput,
-                        format!("line {n}: \"keywords\" holds a non-string"),
-                    )
-                })?)
-            }
-            _ => {
-                return Err(fail(
+        let named = |field: &Option<Option<String>>, name: &str| -> Result<()> {
+            match field {
+                Some(Some(s)) if crate::text::is_blank(s) => Err(fail(
                     Kind::BadInput,
-                    format!("line {n}: \"keywords\" is not an array of strings"),
-                ));
+                    format!("line {n}: \"{name}\" is not a non-empty string or null"),
+                )),
+                _ => Ok(()),
             }
         };
+        named(&v.agent, "agent")?;
+        named(&v.user, "user")?;
         rows.push(Row {
-            agent: line_agent.to_string(),
-            user: line_user.map(str::to_string),
+            agent: v.agent.flatten().unwrap_or_else(|| agent.to_string()),
+            user: match v.user {
+                None => user.map(str::to_string),
+                Some(u) => u,
+            },
             content,
-            keywords,
-            access_count: v["access_count"].as_i64().unwrap_or(0).max(0),
-            created_at: v["created_at"].as_i64(),
-            last_used_at: v["last_used_at"].as_i64(),
+            keywords: clean_keywords(&v.keywords.unwrap_or_default()),
+            access_count: v.access_count.unwrap_or(0).max(0),
+            created_at: v.created_at,
+            last_used_at: v.last_used_at,
         });
     }
     Ok(Rows {

@@ -9,11 +9,12 @@ use anyhow::Result;
 use serde_json::{Value, json};
 
 use super::open_for_reading;
-use crate::backend::{self, Arg, Backend, Capabilities, ProbeCache, Request};
+use crate::backend::{self, Arg, ProbeCache, Request};
 use crate::cli::TurnArgs;
 use crate::error::{Kind, fail};
 use crate::session::transcript_host;
 use crate::store::{Location, Session};
+use crate::turn::plan::Attempt;
 use crate::turn::{self, Gathered, Input, plan};
 
 /// How the private system-prompt file shows in a printed argv.
@@ -53,14 +54,11 @@ pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) ->
         Some(s) => ProbeCache::ReadOnly(&**s),
         None => ProbeCache::None,
     };
-    // Without a usable claude or key, show what a claude of the pinned
-    // version would be asked.
-    let backend = backend::resolve(settings.route, claude, cache)
-        .await
-        .unwrap_or_else(|_| Backend::Cli {
-            claude: backend::Claude::unprobed(claude),
-            caps: Capabilities::assumed(),
-        });
+    // The backend as `turn` resolves it, from the same caches (read, never
+    // written, and no model list fetched): where `turn` could not call,
+    // `prompt` fails the same way rather than show a call that would not
+    // happen.
+    let backend = backend::resolve(settings.route, claude, cache).await?;
     let api_model = turn::api_model(&settings, &backend);
     let host = transcript_host();
     let plan = plan::decide(
@@ -88,6 +86,14 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
         Request::Api(a) => ("api", None, Some(&a.body)),
     };
     let facts = &plan.memory.facts;
+    // The handle moves the turn makes: before the call, off a handle
+    // another host wrote; after the reply, off a handle the API path
+    // went around.
+    let (roll_from, roll_after_reply) = match &plan.attempt {
+        Attempt::Replay { roll_from, .. } => (*roll_from, false),
+        Attempt::Api { roll_after, .. } => (None, *roll_after),
+        _ => (None, false),
+    };
     let mut o = std::io::stdout().lock();
     if json_out {
         let obj = json!({
@@ -101,6 +107,8 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
             "user_message": r.user,
             "facts": facts,
             "jobs": plan.memory.jobs.iter().map(|j| j.kind).collect::<Vec<_>>(),
+            "roll_from": roll_from,
+            "roll_after_reply": roll_after_reply,
         });
         writeln!(o, "{obj}")?;
         return Ok(());
@@ -111,6 +119,27 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
         plan.attempt.handle(),
         plan.attempt.mode()
     )?;
+    if let Some(from) = roll_from {
+        writeln!(
+            o,
+            "# first moves the session off generation {from} (its handle was written on another host)"
+        )?;
+    }
+    if roll_after_reply {
+        writeln!(
+            o,
+            "# then moves the session to a new handle (claude's transcript will not have this exchange)"
+        )?;
+    }
+    let jobs: Vec<String> = plan
+        .memory
+        .jobs
+        .iter()
+        .map(|j| j.kind.to_string())
+        .collect();
+    if !jobs.is_empty() {
+        writeln!(o, "# side calls queued: {}", jobs.join(", "))?;
+    }
     if let Some(argv) = &argv {
         writeln!(o, "# argv\n{}", shell_words::join(argv))?;
     }

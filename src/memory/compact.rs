@@ -5,9 +5,9 @@
 //! last turn it covers.
 
 use anyhow::{Result, anyhow};
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::store::{Job, JobKind, JobSelect, Roll, Session, Store, Turn};
+use crate::store::{Job, Roll, Session, Store, Turn};
 use crate::text::{escape_xml, estimate_tokens};
 
 pub const SUMMARY_SYSTEM: &str = "Summarize the earlier part of this conversation between a user and an AI assistant \
@@ -44,36 +44,27 @@ pub fn estimate(session: &Session, live: &[Turn]) -> usize {
             .sum::<usize>()
 }
 
-/// Queue a summary of the older live turns when the session is past the
-/// threshold and none is queued yet. Returns whether a job was queued.
-pub fn maybe_enqueue(
-    store: &mut dyn Store,
+/// The summary job a turn queues with its message when the session, that
+/// message included, is past the threshold: decided from what the store
+/// holds, before the call, so the dry run (`prompt`) shows it. The message
+/// and its coming reply count as two of the [`KEEP_RECENT`] turns kept
+/// verbatim; the reply's size counts from the next turn on. `None` when the
+/// session is under the threshold or too short to split.
+pub fn summary_input(
     session: &Session,
+    live: &[Turn],
+    message: &str,
     threshold: usize,
     model: &str,
-) -> Result<bool> {
-    let open = JobSelect {
-        kind: Some(JobKind::Summary),
-        ..JobSelect::session(&session.id)
-    };
-    if store.has_open_job(open)? {
-        return Ok(false);
+) -> Option<Value> {
+    if estimate(session, live) + estimate_tokens(message) < threshold {
+        return None;
     }
-    // This runs after every turn: rule most turns out from a character count
-    // in the store (no text is loaded), using the densest rate, ~1.5 chars
-    // a token (2 chars per 3 tokens).
-    let len = |s: &Option<String>| s.as_deref().map_or(0, |s| s.chars().count() as u64);
-    let chars = store.chars_after(&session.id, session.summary_upto.unwrap_or(0))?
-        + len(&session.summary)
-        + len(&session.pin);
-    if chars.saturating_mul(2) / 3 < threshold as u64 {
-        return Ok(false);
+    let keep_stored = KEEP_RECENT - 2;
+    if live.len() <= keep_stored {
+        return None;
     }
-    let live = live_turns(store, session)?;
-    if estimate(session, &live) < threshold || live.len() <= KEEP_RECENT {
-        return Ok(false);
-    }
-    let older = &live[..live.len() - KEEP_RECENT];
+    let older = &live[..live.len() - keep_stored];
     let upto = older.last().map_or(0, |t| t.id);
     let mut transcript = String::new();
     if let Some(prev) = &session.summary {
@@ -92,15 +83,9 @@ pub fn maybe_enqueue(
         let skip = transcript.chars().count() - TRANSCRIPT_MAX_CHARS;
         transcript = transcript.chars().skip(skip).collect();
     }
-    let input = json!({ "transcript": transcript, "upto": upto, "generation": session.generation, "model": model });
-    store.enqueue_job(
-        JobKind::Summary,
-        &session.agent,
-        Some(&session.id),
-        None,
-        &input,
-    )?;
-    Ok(true)
+    Some(
+        json!({ "transcript": transcript, "upto": upto, "generation": session.generation, "model": model }),
+    )
 }
 
 /// Store a validated summary and roll the handle, unless the session moved

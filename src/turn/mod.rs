@@ -28,7 +28,7 @@ use crate::store::{
     self, CallPath, CallRecord, FactScope, JobFilter, JobHealth, JobKind, JobSelect, Mode, Reply,
     Role, Roll, Session, SessionLock, Store, Turn, TurnStatus,
 };
-use plan::{Attempt, MemoryPlan, State, Target};
+use plan::{Attempt, MemoryPlan, Rendered, State, Target};
 use recovery::Next;
 pub use settings::{Input, Route, TurnSettings};
 
@@ -176,6 +176,7 @@ pub fn resendable(store: &dyn Store, session_id: &str) -> Result<Turn> {
 pub struct Gathered {
     pub live: Vec<Turn>,
     pub pin_job_open: bool,
+    pub summary_job_open: bool,
     pub queued: Vec<JobKind>,
     pub facts: Vec<store::ScoredFact>,
     pub cwd: Option<PathBuf>,
@@ -187,6 +188,7 @@ impl Gathered {
         Gathered {
             live: Vec::new(),
             pin_job_open: false,
+            summary_job_open: false,
             queued: Vec::new(),
             facts: Vec::new(),
             cwd: Some(PathBuf::from(&session.cwd)).filter(|p| p.is_dir()),
@@ -225,6 +227,10 @@ impl Gathered {
                 kind: Some(JobKind::Pin),
                 ..JobSelect::session(&session.id)
             })?,
+            summary_job_open: store.has_open_job(JobSelect {
+                kind: Some(JobKind::Summary),
+                ..JobSelect::session(&session.id)
+            })?,
             facts: recall::search(store, scope, message, recall::FACTS_PER_TURN * 3)?,
             cwd: Some(PathBuf::from(&session.cwd)).filter(|p| p.is_dir()),
         })
@@ -235,6 +241,7 @@ impl Gathered {
             session,
             live: &self.live,
             pin_job_open: self.pin_job_open,
+            summary_job_open: self.summary_job_open,
             queued: self.queued.clone(),
             facts: self.facts.clone(),
             cwd: self.cwd.clone(),
@@ -269,13 +276,13 @@ async fn answer(
 ) -> Result<Answer> {
     let (user_turn, message) = (sent.turn, sent.message);
     let host = transcript_host();
-    let mut backend = backend::resolve(
+    let backend = backend::resolve(
         settings.route,
         settings.claude.as_deref(),
         ProbeCache::Store(store),
     )
     .await?;
-    let mut session = reload(store, sid)?;
+    let session = reload(store, sid)?;
     let gathered = Gathered::read(
         store,
         &session,
@@ -286,85 +293,16 @@ async fn answer(
     let memory = plan::memory(&gathered.state(&session, &host), message, settings);
     remember(store, settings, sid, user_turn, &memory)?;
 
-    let mut attempts = 0;
-    let (attempt, rendered, outcome) = loop {
-        let state = gathered.state(&session, &host);
-        let model = api_model(settings, &backend);
-        let target = target(&backend, &model);
-        let attempt = plan::attempt(&state, target);
-        if let Attempt::Replay {
-            handle,
-            roll_from: Some(from),
-            ..
-        } = &attempt
-        {
-            // The handle in use was written on another host: move on first.
-            roll(store, &session, *from, handle)?;
-            session = reload(store, sid)?;
-            continue;
-        }
-        attempts += 1;
-        if attempts > recovery::MAX_ATTEMPTS {
-            return Err(fail(
-                Kind::SessionLost,
-                "could not start or resume the conversation after several attempts",
-            ));
-        }
-        let rendered = plan::render(&memory, &state, &attempt, message, settings, target);
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        if remaining.is_zero() {
-            return Err(timed_out(settings));
-        }
-        let err = match backend
-            .main_call(&rendered.request, remaining, |t| out.text(t))
-            .await
-        {
-            Ok(outcome) => break (attempt, rendered, outcome),
-            Err(e) => e,
-        };
-        let api = settings.route.api();
-        match recovery::next(attempt.step(), err.problem, err.emitted_text, api.is_some()) {
-            Next::ResumeInstead => {
-                tracing::info!(
-                    "handle {} already has a transcript: resuming it",
-                    attempt.handle()
-                );
-                store.mark_handle_started(sid, attempt.handle(), &host)?;
-            }
-            Next::RollAndReplay => {
-                eprintln!(
-                    "duduclaw-session: {}; continuing on a new handle with the stored history",
-                    err.message
-                );
-                let (_, handle) = session.next_handle();
-                roll(store, &session, session.generation, &handle)?;
-            }
-            Next::UseApi => {
-                eprintln!(
-                    "duduclaw-session: {}; using the Messages API directly (ANTHROPIC_API_KEY)",
-                    err.message
-                );
-                if let Some(cfg) = api {
-                    backend = backend::api_backend(cfg, &mut ProbeCache::Store(store)).await;
-                }
-            }
-            Next::Fail => {
-                if attempt.step() != recovery::Step::Api && err.problem != Problem::Missing {
-                    // claude records the user message in its transcript before
-                    // it calls the model, so a failed turn leaves a dangling
-                    // message the next resume would send again. Move on: the
-                    // next turn replays the stored history, which keeps the
-                    // failed message out (it is in `history`, as failed).
-                    let (_, handle) = session.next_handle();
-                    if let Err(e) = roll(store, &session, session.generation, &handle) {
-                        tracing::warn!("could not move past the failed turn's handle: {e:#}");
-                    }
-                }
-                return Err(failure(err, settings));
-            }
-        }
-        session = reload(store, sid)?;
-    };
+    let Attempted {
+        attempt,
+        rendered,
+        outcome,
+        session,
+        backend,
+    } = attempt_until_answered(
+        store, settings, sid, &gathered, &memory, message, &host, backend, out, deadline,
+    )
+    .await?;
 
     if !outcome.streamed {
         out.text(&outcome.text);
@@ -403,9 +341,10 @@ async fn answer(
         ms = duration_ms,
         "turn answered"
     );
-    if path == CallPath::Api && session.handle_turns > 0 {
-        // claude's transcript has not seen this exchange: the next claude
-        // turn starts a new handle with the history, this turn included.
+    if let Attempt::Api {
+        roll_after: true, ..
+    } = attempt
+    {
         let (_, handle) = session.next_handle();
         roll(store, &session, session.generation, &handle)?;
     }
@@ -439,6 +378,113 @@ async fn answer(
         memory: memory_health,
         failed_since_last_turn,
     })
+}
+
+/// The attempt that answered, what it sent and got, and the session and
+/// backend as they were then.
+struct Attempted {
+    attempt: Attempt,
+    rendered: Rendered,
+    outcome: Outcome,
+    session: Session,
+    backend: Backend,
+}
+
+/// Plan an attempt from what the store holds, make it, and on failure do
+/// what the recovery table says, at most [`recovery::MAX_ATTEMPTS`] times
+/// (a move off another host's handle counts as one).
+#[allow(clippy::too_many_arguments)]
+async fn attempt_until_answered(
+    store: &mut dyn Store,
+    settings: &TurnSettings,
+    sid: &str,
+    gathered: &Gathered,
+    memory: &MemoryPlan,
+    message: &str,
+    host: &str,
+    mut backend: Backend,
+    out: &mut Output,
+    deadline: Instant,
+) -> Result<Attempted> {
+    let mut session = reload(store, sid)?;
+    for _ in 0..recovery::MAX_ATTEMPTS {
+        let state = gathered.state(&session, host);
+        let model = api_model(settings, &backend);
+        let target = target(&backend, &model);
+        let attempt = plan::attempt(&state, target);
+        if let Attempt::Replay {
+            handle,
+            roll_from: Some(from),
+            ..
+        } = &attempt
+        {
+            // The handle in use was written on another host: move on, then
+            // plan again from what the store holds after the move.
+            roll(store, &session, *from, handle)?;
+            session = reload(store, sid)?;
+            continue;
+        }
+        let rendered = plan::render(memory, &state, &attempt, message, settings, target);
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(timed_out(settings));
+        }
+        let err = match backend
+            .main_call(&rendered.request, remaining, |t| out.text(t))
+            .await
+        {
+            Ok(outcome) => {
+                return Ok(Attempted {
+                    attempt,
+                    rendered,
+                    outcome,
+                    session,
+                    backend,
+                });
+            }
+            Err(e) => e,
+        };
+        let api = settings.route.api();
+        match recovery::next(attempt.step(), err.problem, err.emitted_text, api.is_some()) {
+            Next::ResumeInstead => {
+                tracing::info!(
+                    "handle {} already has a transcript: resuming it",
+                    attempt.handle()
+                );
+                store.mark_handle_started(sid, attempt.handle(), host)?;
+            }
+            Next::RollAndReplay => {
+                out.notice(&format!(
+                    "{}; continuing on a new handle with the stored history",
+                    err.message
+                ));
+                let (_, handle) = session.next_handle();
+                roll(store, &session, session.generation, &handle)?;
+            }
+            Next::UseApi => {
+                out.notice(&format!(
+                    "{}; using the Messages API directly (ANTHROPIC_API_KEY)",
+                    err.message
+                ));
+                if let Some(cfg) = api {
+                    backend = backend::api_backend(cfg, &mut ProbeCache::Store(store)).await;
+                }
+            }
+            Next::RollAndFail => {
+                let (_, handle) = session.next_handle();
+                if let Err(e) = roll(store, &session, session.generation, &handle) {
+                    tracing::warn!("could not move past the failed turn's handle: {e:#}");
+                }
+                return Err(failure(err, settings));
+            }
+            Next::Fail => return Err(failure(err, settings)),
+        }
+        session = reload(store, sid)?;
+    }
+    Err(fail(
+        Kind::SessionLost,
+        "could not start or resume the conversation after several attempts",
+    ))
 }
 
 fn reload(store: &dyn Store, sid: &str) -> Result<Session> {
@@ -520,20 +566,10 @@ fn record_main_call(
     }
 }
 
-/// After the reply: queue a compaction summary when the session grew past
-/// its threshold, and run or hand off the side calls. Nothing here can
-/// fail the turn.
+/// After the reply: run this turn's side calls in the foreground when
+/// asked to (`--wait-side`); a worker started with the turn runs them
+/// otherwise. Nothing here can fail the turn.
 async fn after_reply(store: &mut dyn Store, settings: &TurnSettings, sid: &str, backend: &Backend) {
-    let mut queued = false;
-    if settings.compact {
-        let check = reload(store, sid).and_then(|s| {
-            compact::maybe_enqueue(store, &s, settings.compact_at, &settings.extract_model)
-        });
-        match check {
-            Ok(q) => queued = q,
-            Err(e) => tracing::warn!("compaction check failed: {e:#}"),
-        }
-    }
     if settings.wait_side {
         let runner = Runner {
             backend: backend.clone(),
@@ -555,8 +591,6 @@ async fn after_reply(store: &mut dyn Store, settings: &TurnSettings, sid: &str, 
             ),
             Err(e) => tracing::warn!("side calls could not run: {e:#}"),
         }
-    } else if queued {
-        worker::spawn(&settings.worker(sid, None));
     }
 }
 

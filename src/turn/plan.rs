@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use crate::backend::claude::{self, MainSpec};
 use crate::backend::{ApiCall, Arg, Capabilities, CliCall, Request, api};
 use crate::memory::jobs::{self, NewJob};
-use crate::memory::{clarify, recall};
+use crate::memory::{clarify, compact, recall};
 use crate::store::{JobKind, Mode, Role, ScoredFact, Session, Turn};
 use crate::text;
 use crate::turn::TurnSettings;
@@ -27,6 +27,8 @@ pub struct State<'a> {
     pub live: &'a [Turn],
     /// A pin job is waiting or running.
     pub pin_job_open: bool,
+    /// A summary (compaction) job is waiting or running.
+    pub summary_job_open: bool,
     /// Side calls queued already for this message (it is sent again).
     pub queued: Vec<JobKind>,
     /// Facts ranked for the message, best first.
@@ -74,7 +76,13 @@ pub enum Attempt {
         history: Vec<HistoryTurn>,
     },
     /// The Messages API, with the live history as real messages.
-    Api { history: Vec<HistoryTurn> },
+    /// `roll_after` when the session has a claude handle in use: its
+    /// transcript will not have seen this exchange, so the session moves to
+    /// a new handle once the reply is stored (the next claude turn replays).
+    Api {
+        history: Vec<HistoryTurn>,
+        roll_after: bool,
+    },
 }
 
 /// Turns answered by the API are recorded under this handle name, so they
@@ -96,7 +104,7 @@ impl Attempt {
             Attempt::Start { .. } => Mode::New,
             Attempt::Resume { .. } => Mode::Resumed,
             Attempt::Replay { .. } => Mode::Replayed,
-            Attempt::Api { history } if history.is_empty() => Mode::New,
+            Attempt::Api { history, .. } if history.is_empty() => Mode::New,
             Attempt::Api { .. } => Mode::Replayed,
         }
     }
@@ -171,6 +179,21 @@ pub fn memory(state: &State, message: &str, settings: &TurnSettings) -> MemoryPl
             ));
         }
     }
+    if settings.compact
+        && !state.summary_job_open
+        && let Some(input) = compact::summary_input(
+            session,
+            state.live,
+            message,
+            settings.compact_at,
+            &settings.extract_model,
+        )
+    {
+        jobs.push(NewJob {
+            kind: JobKind::Summary,
+            input,
+        });
+    }
     jobs.retain(|j| !state.queued.contains(&j.kind));
     MemoryPlan {
         pin: session.pin.clone(),
@@ -192,6 +215,7 @@ pub fn attempt(state: &State, target: Target) -> Attempt {
         // turn for the prompt cache (compaction bounds the size).
         return Attempt::Api {
             history: history(state.live),
+            roll_after: session.handle_turns > 0,
         };
     }
     let resumable = match session.handle_host.as_deref() {
@@ -254,7 +278,7 @@ pub fn render(
     };
     let user = prompt::user_message(&mem, replayed, message);
     let request = match (target, attempt) {
-        (Target::Api { model }, Attempt::Api { history }) => {
+        (Target::Api { model }, Attempt::Api { history, .. }) => {
             let turn = api::ApiTurn {
                 model,
                 system: system.as_deref(),
@@ -396,6 +420,7 @@ mod tests {
             session,
             live,
             pin_job_open: false,
+            summary_job_open: false,
             queued: Vec::new(),
             facts: Vec::new(),
             cwd: None,
@@ -511,7 +536,7 @@ mod tests {
             }
         ));
         match attempt(&state(&rolled, &live), Target::Api { model: "m" }) {
-            Attempt::Api { history } => assert_eq!(history.len(), 2),
+            Attempt::Api { history, .. } => assert_eq!(history.len(), 2),
             other => panic!("{other:?}"),
         }
     }

@@ -27,6 +27,11 @@ pub enum Next {
     UseApi,
     /// Give up: the error stands.
     Fail,
+    /// Give up, and move the session to a new handle first: claude wrote
+    /// the message into the handle's transcript before it failed, and the
+    /// next resume would send it again. The next turn replays the stored
+    /// history instead, which keeps the failed message out.
+    RollAndFail,
 }
 
 /// The most attempts one turn makes before it gives up.
@@ -36,19 +41,23 @@ pub const MAX_ATTEMPTS: usize = 4;
 /// (then nothing may be retried: it would be shown twice); `api` is whether
 /// the Messages API may be used.
 pub fn next(step: Step, problem: Problem, emitted: bool, api: bool) -> Next {
-    use Next::{Fail, ResumeInstead, RollAndReplay, UseApi};
+    use Next::{Fail, ResumeInstead, RollAndFail, RollAndReplay, UseApi};
     use Problem::{AlreadyInUse, ConversationNotFound, Garbage, Missing, NotLoggedIn, Other};
-    if emitted {
-        return Fail;
-    }
-    match (step, problem) {
-        (Step::Api, _) => Fail,
-        (Step::Start | Step::Replay, AlreadyInUse) => ResumeInstead,
+    let retry = match (step, problem) {
+        _ if emitted => None,
+        (Step::Api, _) => None,
+        (Step::Start | Step::Replay, AlreadyInUse) => Some(ResumeInstead),
         // An unknown failure of a resume before any text is most often a
         // transcript claude cannot load: a replay costs one larger prompt.
-        (Step::Resume, ConversationNotFound | Other | Garbage) => RollAndReplay,
-        (_, NotLoggedIn | Missing) if api => UseApi,
-        _ => Fail,
+        (Step::Resume, ConversationNotFound | Other | Garbage) => Some(RollAndReplay),
+        (_, NotLoggedIn | Missing) if api => Some(UseApi),
+        _ => None,
+    };
+    match retry {
+        Some(next) => next,
+        // claude ran (it was found) and may have written the message.
+        None if step != Step::Api && problem != Missing => RollAndFail,
+        None => Fail,
     }
 }
 
@@ -64,7 +73,7 @@ mod tests {
         let rows: &[(Step, Problem, bool, bool, Next)] = &[
             (Step::Start, AlreadyInUse, false, false, ResumeInstead),
             (Step::Replay, AlreadyInUse, false, false, ResumeInstead),
-            (Step::Resume, AlreadyInUse, false, false, Fail),
+            (Step::Resume, AlreadyInUse, false, false, RollAndFail),
             (
                 Step::Resume,
                 ConversationNotFound,
@@ -74,25 +83,27 @@ mod tests {
             ),
             (Step::Resume, Other, false, false, RollAndReplay),
             (Step::Resume, Garbage, false, false, RollAndReplay),
-            (Step::Start, ConversationNotFound, false, false, Fail),
-            (Step::Start, Other, false, false, Fail),
-            (Step::Replay, Garbage, false, false, Fail),
+            (Step::Start, ConversationNotFound, false, false, RollAndFail),
+            (Step::Start, Other, false, false, RollAndFail),
+            (Step::Replay, Garbage, false, false, RollAndFail),
             (Step::Start, NotLoggedIn, false, true, UseApi),
             (Step::Resume, NotLoggedIn, false, true, UseApi),
             (Step::Replay, Missing, false, true, UseApi),
-            (Step::Start, NotLoggedIn, false, false, Fail),
+            (Step::Start, NotLoggedIn, false, false, RollAndFail),
             (Step::Start, Missing, false, false, Fail),
-            (Step::Resume, Timeout, false, true, Fail),
-            (Step::Resume, RateLimited, false, true, Fail),
-            (Step::Resume, MaxTurns, false, true, Fail),
-            (Step::Resume, Signal(9), false, true, Fail),
+            (Step::Resume, Missing, false, false, Fail),
+            (Step::Resume, Timeout, false, true, RollAndFail),
+            (Step::Resume, RateLimited, false, true, RollAndFail),
+            (Step::Resume, MaxTurns, false, true, RollAndFail),
+            (Step::Resume, Signal(9), false, true, RollAndFail),
             (Step::Api, NotLoggedIn, false, true, Fail),
             (Step::Api, Other, false, true, Fail),
             (Step::Api, Timeout, false, true, Fail),
             // Text already shown: nothing is retried.
-            (Step::Resume, ConversationNotFound, true, true, Fail),
-            (Step::Start, AlreadyInUse, true, true, Fail),
-            (Step::Resume, NotLoggedIn, true, true, Fail),
+            (Step::Resume, ConversationNotFound, true, true, RollAndFail),
+            (Step::Start, AlreadyInUse, true, true, RollAndFail),
+            (Step::Resume, NotLoggedIn, true, true, RollAndFail),
+            (Step::Api, Other, true, true, Fail),
         ];
         for &(step, problem, emitted, api, want) in rows {
             assert_eq!(

@@ -685,9 +685,16 @@ fn hang_never_answers_and_does_not_block_shutdown() {
     ));
     assert_eq!(s.requests().len(), 1, "a hung request is still recorded");
 
-    let t = Instant::now();
-    drop(s);
-    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    // Shutdown returns rather than wait on the hung reply: the bound is
+    // generous (a loaded machine is slow), what it guards is "not forever".
+    let (done, dropped) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(s);
+        let _ = done.send(());
+    });
+    dropped
+        .recv_timeout(Duration::from_secs(30))
+        .expect("dropping the stand-in waited on a hung reply");
     // The client sees the connection closed, not an answer.
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     assert_eq!(c.read(&mut buf).unwrap_or(0), 0);
