@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::backend::{self, ApiConfig, Capabilities, Claude, ProbeCache, api};
 use crate::error::{Kind, fail, kind_of};
@@ -21,6 +21,88 @@ use crate::store::{self, Location, SCHEMA_VERSION};
 struct Problem {
     kind: Kind,
     line: String,
+}
+
+/// What `doctor --json` prints; the text report is written from it too.
+#[derive(Debug, Default, Serialize)]
+struct Report {
+    side_calls: SideCalls,
+    store: StoreReport,
+    /// Absent when no claude was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    claude: Option<ClaudeReport>,
+    /// Absent without `ANTHROPIC_API_KEY`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    api: Option<ApiReport>,
+    /// `claude`, `api`, or null when turns would fail.
+    turns_via: Option<&'static str>,
+    problems: Vec<String>,
+    notes: Vec<String>,
+    warnings: Vec<String>,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct SideCalls {
+    concurrency: usize,
+    /// Unknown where `/proc/locks` cannot be read.
+    slots_in_use: Option<usize>,
+    slots: String,
+}
+
+/// What could be read of the store; a field is absent when the check
+/// before it failed.
+#[derive(Debug, Default, Serialize)]
+struct StoreReport {
+    location: String,
+    engine: &'static str,
+    exists: bool,
+    /// A file's size (a server's is the server's business).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schema_version: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    integrity: Option<Integrity>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    counts: Option<store::Counts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failed_jobs: Option<FailedJobs>,
+}
+
+/// `"ok"`, or the lines the engine's check reported.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Integrity {
+    Ok(&'static str),
+    Failed(Vec<String>),
+}
+
+#[derive(Debug, Serialize)]
+struct FailedJobs {
+    count: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    newest_error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct ClaudeReport {
+    path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    supports: Option<Vec<&'static str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lacks: Option<Vec<&'static str>>,
+}
+
+#[derive(Debug, Serialize)]
+struct ApiReport {
+    base_url: String,
+    /// How many models the key may use; absent when the check failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    models: Option<usize>,
 }
 
 /// How long the API check may take.
@@ -58,17 +140,20 @@ fn flags(caps: &Capabilities) -> [(&'static str, bool, bool); 8] {
 
 /// Check the store without changing it. Returns whether it is healthy and
 /// at this build's schema (so the probe may be cached in it).
-fn check_store(location: &Location, report: &mut Value, problems: &mut Vec<Problem>) -> bool {
-    let engine = if location.file().is_some() {
-        "sqlite"
-    } else {
-        "postgresql"
+fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec<Problem>) -> bool {
+    *report = StoreReport {
+        location: location.to_string(),
+        engine: if location.file().is_some() {
+            "sqlite"
+        } else {
+            "postgresql"
+        },
+        exists: location.exists(),
+        bytes: location
+            .file()
+            .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)),
+        ..StoreReport::default()
     };
-    report["store"] =
-        json!({ "location": location.to_string(), "engine": engine, "exists": location.exists() });
-    if let Some(f) = location.file() {
-        report["store"]["bytes"] = json!(std::fs::metadata(f).map(|m| m.len()).unwrap_or(0));
-    }
     let mut problem = |line: String| {
         problems.push(Problem {
             kind: Kind::Store,
@@ -79,7 +164,7 @@ fn check_store(location: &Location, report: &mut Value, problems: &mut Vec<Probl
         Ok(Some(s)) => s,
         Ok(None) => {
             // A reachable server whose database has no schema of ours yet.
-            report["store"]["exists"] = json!(false);
+            report.exists = false;
             return false;
         }
         Err(e) => {
@@ -90,9 +175,9 @@ fn check_store(location: &Location, report: &mut Value, problems: &mut Vec<Probl
     let mut healthy = true;
     match store.schema_version() {
         Ok(v) => {
-            report["store"]["schema_version"] = json!(v);
+            report.schema_version = Some(v);
             if v < SCHEMA_VERSION {
-                report["store"]["note"] = json!(format!(
+                report.note = Some(format!(
                     "schema {v} is older than {SCHEMA_VERSION}: the next write migrates it"
                 ));
                 healthy = false;
@@ -104,9 +189,8 @@ fn check_store(location: &Location, report: &mut Value, problems: &mut Vec<Probl
         }
     }
     match store.integrity_check() {
-        Ok(lines) if lines == ["ok"] => report["store"]["integrity"] = json!("ok"),
+        Ok(lines) if lines == ["ok"] => report.integrity = Some(Integrity::Ok("ok")),
         Ok(lines) => {
-            report["store"]["integrity"] = json!(lines);
             let mut shown = lines.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
             if lines.len() > 3 {
                 shown.push_str(&format!("; and {} more", lines.len() - 3));
@@ -114,6 +198,7 @@ fn check_store(location: &Location, report: &mut Value, problems: &mut Vec<Probl
             problem(format!(
                 "store integrity check failed ({location}): {shown}"
             ));
+            report.integrity = Some(Integrity::Failed(lines));
             healthy = false;
         }
         Err(e) => {
@@ -122,12 +207,7 @@ fn check_store(location: &Location, report: &mut Value, problems: &mut Vec<Probl
         }
     }
     match store.counts() {
-        Ok(c) => {
-            report["store"]["sessions"] = json!(c.sessions);
-            report["store"]["turns"] = json!(c.turns);
-            report["store"]["facts"] = json!(c.facts);
-            report["store"]["open_jobs"] = json!(c.open_jobs);
-        }
+        Ok(c) => report.counts = Some(c),
         Err(e) => {
             problem(format!("could not count the store's rows: {e:#}"));
             healthy = false;
@@ -135,9 +215,17 @@ fn check_store(location: &Location, report: &mut Value, problems: &mut Vec<Probl
     }
     match recent_failures(&*store) {
         Ok(Some((count, newest))) => {
-            report["store"]["failed_jobs"] = json!({ "count": count, "newest_error": newest });
+            report.failed_jobs = Some(FailedJobs {
+                count,
+                newest_error: Some(newest),
+            });
         }
-        Ok(None) => report["store"]["failed_jobs"] = json!({ "count": 0 }),
+        Ok(None) => {
+            report.failed_jobs = Some(FailedJobs {
+                count: 0,
+                newest_error: None,
+            });
+        }
         Err(e) => problem(format!("could not read the side-call jobs: {e:#}")),
     }
     healthy
@@ -176,7 +264,7 @@ async fn check_claude(
     claude_path: Option<&Path>,
     location: &Location,
     cache: bool,
-    report: &mut Value,
+    report: &mut Option<ClaudeReport>,
 ) -> Vec<Problem> {
     let claude = match Claude::find(claude_path) {
         Ok(c) => c,
@@ -187,7 +275,12 @@ async fn check_claude(
             }];
         }
     };
-    report["claude"] = json!({ "path": claude.path().display().to_string() });
+    let found = report.insert(ClaudeReport {
+        path: claude.path().display().to_string(),
+        version: None,
+        supports: None,
+        lacks: None,
+    });
     let mut store = if cache {
         store::open(location).ok()
     } else {
@@ -207,15 +300,15 @@ async fn check_claude(
         }
     };
     let all = flags(&caps);
-    let named = |want: bool| -> Vec<&str> {
+    let named = |want: bool| -> Vec<&'static str> {
         all.iter()
             .filter(|(_, ok, _)| *ok == want)
             .map(|(flag, _, _)| *flag)
             .collect()
     };
-    report["claude"]["version"] = json!(caps.version);
-    report["claude"]["supports"] = json!(named(true));
-    report["claude"]["lacks"] = json!(named(false));
+    found.version = Some(caps.version.clone());
+    found.supports = Some(named(true));
+    found.lacks = Some(named(false));
     all.iter()
         .filter(|(_, ok, needed)| *needed && !ok)
         .map(|(flag, _, _)| Problem {
@@ -229,11 +322,14 @@ async fn check_claude(
 }
 
 /// Check the key and the endpoint with the cheapest call there is.
-async fn check_api(cfg: &ApiConfig, report: &mut Value) -> Option<Problem> {
-    report["api"] = json!({ "base_url": cfg.base_url });
+async fn check_api(cfg: &ApiConfig, report: &mut Option<ApiReport>) -> Option<Problem> {
+    let checked = report.insert(ApiReport {
+        base_url: cfg.base_url.clone(),
+        models: None,
+    });
     match api::list_models(cfg, API_CHECK_TIMEOUT).await {
         Ok(models) => {
-            report["api"]["models"] = json!(models.len());
+            checked.models = Some(models.len());
             None
         }
         Err(e) => Some(Problem {
@@ -243,91 +339,76 @@ async fn check_api(cfg: &ApiConfig, report: &mut Value) -> Option<Problem> {
     }
 }
 
-fn write_text(
-    out: &mut impl Write,
-    report: &Value,
-    problems: &[Problem],
-    notes: &[String],
-) -> std::io::Result<()> {
-    if let Some(c) = report.get("claude").filter(|c| c.is_object()) {
-        writeln!(
-            out,
-            "claude: {} ({})",
-            c["path"].as_str().unwrap_or("?"),
-            c["version"].as_str().unwrap_or("version unknown")
-        )?;
-        for key in ["supports", "lacks"] {
-            let names: Vec<&str> = c[key]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            if !names.is_empty() {
-                writeln!(out, "  {key} {}", names.join(" "))?;
+fn write_text(out: &mut impl Write, report: &Report, problems: &[Problem]) -> std::io::Result<()> {
+    match &report.claude {
+        Some(c) => {
+            writeln!(
+                out,
+                "claude: {} ({})",
+                c.path,
+                c.version.as_deref().unwrap_or("version unknown")
+            )?;
+            for (key, names) in [("supports", &c.supports), ("lacks", &c.lacks)] {
+                match names {
+                    Some(names) if !names.is_empty() => {
+                        writeln!(out, "  {key} {}", names.join(" "))?;
+                    }
+                    _ => {}
+                }
             }
         }
-    } else {
-        writeln!(out, "claude: not found")?;
+        None => writeln!(out, "claude: not found")?,
     }
-    match report.get("api").filter(|a| a.is_object()) {
-        Some(a) if a.get("models").is_some() => writeln!(
-            out,
-            "api: {} (key accepted, {} models)",
-            a["base_url"].as_str().unwrap_or("?"),
-            a["models"]
-        )?,
-        Some(a) => writeln!(
-            out,
-            "api: {} (check failed)",
-            a["base_url"].as_str().unwrap_or("?")
-        )?,
+    match &report.api {
+        Some(ApiReport {
+            base_url,
+            models: Some(n),
+        }) => writeln!(out, "api: {base_url} (key accepted, {n} models)")?,
+        Some(a) => writeln!(out, "api: {} (check failed)", a.base_url)?,
         None => writeln!(out, "api: not configured (ANTHROPIC_API_KEY is not set)")?,
     }
-    let s = &report["store"];
-    writeln!(out, "store: {}", s["location"].as_str().unwrap_or("?"))?;
-    if s["exists"] != true {
+    let s = &report.store;
+    writeln!(out, "store: {}", s.location)?;
+    if !s.exists {
         writeln!(out, "  not created yet (the first turn creates it)")?;
-    } else if s.get("schema_version").is_some() {
+    } else if let Some(version) = s.schema_version {
+        let c = s.counts.unwrap_or_default();
         writeln!(
             out,
-            "  schema {} · integrity {} · {} sessions, {} turns, {} facts, {} open jobs{}",
-            s["schema_version"],
-            s["integrity"].as_str().unwrap_or("failed"),
-            s["sessions"],
-            s["turns"],
-            s["facts"],
-            s["open_jobs"],
-            // A server's size is the server's business; a file's is ours.
-            s["bytes"]
-                .as_u64()
-                .map_or(String::new(), |b| format!(" · {b} bytes"))
+            "  schema {version} · integrity {} · {} sessions, {} turns, {} facts, {} open jobs{}",
+            match s.integrity {
+                Some(Integrity::Ok(_)) => "ok",
+                _ => "failed",
+            },
+            c.sessions,
+            c.turns,
+            c.facts,
+            c.open_jobs,
+            s.bytes.map_or(String::new(), |b| format!(" · {b} bytes"))
         )?;
-        if let Some(note) = s["note"].as_str() {
+        if let Some(note) = &s.note {
             writeln!(out, "  {note}")?;
         }
     }
-    let side = &report["side_calls"];
+    let side = &report.side_calls;
     writeln!(
         out,
         "side calls: at most {} at once on this host, {} running now ({})",
-        side["concurrency"],
-        side["slots_in_use"]
-            .as_u64()
+        side.concurrency,
+        side.slots_in_use
             .map_or_else(|| "unknown".to_string(), |n| n.to_string()),
-        side["slots"].as_str().unwrap_or("?")
+        side.slots
     )?;
-    for n in notes {
+    for n in &report.notes {
         writeln!(out, "note: {n}")?;
     }
-    let warnings = warnings(report);
-    for w in &warnings {
+    for w in &report.warnings {
         writeln!(out, "warning: {w}")?;
     }
     for p in problems {
         writeln!(out, "problem: {}", p.line)?;
     }
-    match (problems.is_empty(), warnings.is_empty()) {
+    match (problems.is_empty(), report.warnings.is_empty()) {
         (true, true) => writeln!(out, "all good")?,
         (true, false) => writeln!(out, "turns would work; see the warnings")?,
         _ => {}
@@ -336,16 +417,15 @@ fn write_text(
 }
 
 /// What is wrong without stopping a turn.
-fn warnings(report: &Value) -> Vec<String> {
-    let failed = &report["store"]["failed_jobs"];
-    match failed["count"].as_u64() {
-        Some(n) if n > 0 => vec![format!(
+fn warnings(store: &StoreReport) -> Vec<String> {
+    match &store.failed_jobs {
+        Some(FailedJobs {
+            count: n @ 1..,
+            newest_error,
+        }) => vec![format!(
             "{n} side call{} failed in the last 24 hours; newest: {} (duduclaw-session jobs list)",
-            if n == 1 { "" } else { "s" },
-            failed["newest_error"]
-                .as_str()
-                .unwrap_or("?")
-                .replace('\n', " ")
+            if *n == 1 { "" } else { "s" },
+            newest_error.as_deref().unwrap_or("?").replace('\n', " ")
         )],
         _ => Vec::new(),
     }
@@ -357,35 +437,37 @@ pub async fn run(
     slots: &SideSlots,
     json_out: bool,
 ) -> Result<()> {
-    let mut report = json!({});
-    report["side_calls"] = json!({
-        "concurrency": slots.limit(),
-        "slots_in_use": slots.in_use(),
-        "slots": slots.dir().display().to_string(),
-    });
+    let mut report = Report {
+        side_calls: SideCalls {
+            concurrency: slots.limit(),
+            slots_in_use: slots.in_use(),
+            slots: slots.dir().display().to_string(),
+        },
+        ..Report::default()
+    };
     let mut store_problems = Vec::new();
-    let healthy = check_store(location, &mut report, &mut store_problems);
-    let claude_problems = check_claude(claude_path, location, healthy, &mut report).await;
+    let healthy = check_store(location, &mut report.store, &mut store_problems);
+    let claude_problems = check_claude(claude_path, location, healthy, &mut report.claude).await;
     let api_cfg = ApiConfig::from_env();
     let api_problem = match &api_cfg {
-        Some(cfg) => check_api(cfg, &mut report).await,
+        Some(cfg) => check_api(cfg, &mut report.api).await,
         None => None,
     };
     let claude_ok = claude_problems.is_empty();
     let api_ok = api_cfg.is_some() && api_problem.is_none();
-    let mut notes = Vec::new();
+    let notes = &mut report.notes;
     let mut problems = Vec::new();
     // Turns need one working path: a missing claude is no problem when the
     // API works, and a failing API is no problem when claude works.
     match (claude_ok, api_ok) {
         (true, _) => {
-            report["turns_via"] = json!("claude");
+            report.turns_via = Some("claude");
             if let Some(p) = api_problem {
                 notes.push(format!("{} (turns use claude)", p.line));
             }
         }
         (false, true) => {
-            report["turns_via"] = json!("api");
+            report.turns_via = Some("api");
             notes.push(
                 "claude cannot be used: turns go to the Messages API (ANTHROPIC_API_KEY)".into(),
             );
@@ -394,7 +476,6 @@ pub async fn run(
             }
         }
         (false, false) => {
-            report["turns_via"] = Value::Null;
             // With no claude installed, a key that is set is the path the
             // user meant: its problem comes first (and sets the exit code).
             let missing = claude_problems
@@ -410,15 +491,14 @@ pub async fn run(
         }
     }
     problems.extend(store_problems);
-    report["problems"] = json!(problems.iter().map(|p| &p.line).collect::<Vec<_>>());
-    report["notes"] = json!(notes);
-    report["warnings"] = json!(warnings(&report));
+    report.problems = problems.iter().map(|p| p.line.clone()).collect();
+    report.warnings = warnings(&report.store);
 
     let mut out = std::io::stdout().lock();
     if json_out {
-        writeln!(out, "{report}")?;
+        writeln!(out, "{}", serde_json::to_string(&report)?)?;
     } else {
-        write_text(&mut out, &report, &problems, &notes)?;
+        write_text(&mut out, &report, &problems)?;
     }
     match problems.first() {
         None => Ok(()),
