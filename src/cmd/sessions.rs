@@ -3,13 +3,15 @@
 use std::io::Write;
 
 use anyhow::Result;
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use super::{address, describe, no_session, open_for_reading, summary, time};
 use crate::cli::{SessionArgs, SessionsAction};
 use crate::error::{Kind, fail};
 use crate::memory::compact;
-use crate::store::{self, JobFilter, JobSelect, Location, Role, Session, Store, TurnStatus};
+use crate::store::{
+    self, JobFilter, JobKind, JobSelect, JobStatus, Location, Role, Session, Store, TurnStatus,
+};
 
 pub fn history(
     location: &Location,
@@ -48,35 +50,73 @@ fn canonical_id(id: &str) -> Option<String> {
     uuid::Uuid::parse_str(id.trim()).ok().map(|u| u.to_string())
 }
 
-fn session_json(store: &dyn Store, s: &Session) -> Result<Value> {
+/// A session as `sessions list --json` and `sessions show --json` print it.
+#[derive(Serialize)]
+struct SessionView<'a> {
+    id: &'a str,
+    agent: &'a str,
+    channel: &'a str,
+    thread: Option<&'a str>,
+    generation: u32,
+    handle: &'a str,
+    handle_turns: i64,
+    cwd: &'a str,
+    pin: Option<&'a str>,
+    summary: Option<&'a str>,
+    summary_upto: Option<i64>,
+    turns: i64,
+    /// The live context's size, as compaction counts it.
+    estimated_tokens: usize,
+    jobs: Vec<JobView>,
+    created_at: i64,
+    updated_at: i64,
+}
+
+/// One of a session's side-call jobs.
+#[derive(Serialize)]
+struct JobView {
+    id: i64,
+    kind: JobKind,
+    status: JobStatus,
+    attempts: i64,
+    last_error: Option<String>,
+}
+
+fn session_view<'a>(store: &dyn Store, s: &'a Session, turns: i64) -> Result<SessionView<'a>> {
     let live = compact::live_turns(store, s)?;
     let filter = JobFilter {
         select: JobSelect::session(&s.id),
         finished_since: None,
     };
-    let jobs: Vec<Value> = store
+    let jobs = store
         .jobs(&filter)?
         .into_iter()
-        .map(|j| json!({"id": j.id, "kind": j.kind, "status": j.status, "attempts": j.attempts, "last_error": j.last_error}))
+        .map(|j| JobView {
+            id: j.id,
+            kind: j.kind,
+            status: j.status,
+            attempts: j.attempts,
+            last_error: j.last_error,
+        })
         .collect();
-    Ok(json!({
-        "id": s.id,
-        "agent": s.agent,
-        "channel": s.channel,
-        "thread": s.thread,
-        "generation": s.generation,
-        "handle": s.handle,
-        "handle_turns": s.handle_turns,
-        "cwd": s.cwd,
-        "pin": s.pin,
-        "summary": s.summary,
-        "summary_upto": s.summary_upto,
-        "turns": store.turn_count(&s.id)?,
-        "estimated_tokens": compact::estimate(s, &live),
-        "jobs": jobs,
-        "created_at": s.created_at,
-        "updated_at": s.updated_at,
-    }))
+    Ok(SessionView {
+        id: &s.id,
+        agent: &s.agent,
+        channel: &s.channel,
+        thread: s.thread.as_deref(),
+        generation: s.generation,
+        handle: &s.handle,
+        handle_turns: s.handle_turns,
+        cwd: &s.cwd,
+        pin: s.pin.as_deref(),
+        summary: s.summary.as_deref(),
+        summary_upto: s.summary_upto,
+        turns,
+        estimated_tokens: compact::estimate(s, &live),
+        jobs,
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+    })
 }
 
 /// `name: value`, continuation lines of a multi-line value indented under it.
@@ -90,40 +130,34 @@ fn field(out: &mut impl Write, name: &str, value: &str) -> std::io::Result<()> {
     Ok(())
 }
 
-fn show(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
-    let text = |k: &str| v[k].as_str().unwrap_or("-").to_string();
-    field(out, "id", &text("id"))?;
-    field(out, "agent", &text("agent"))?;
-    field(out, "channel", &text("channel"))?;
-    field(out, "thread", &text("thread"))?;
+fn show(out: &mut impl Write, v: &SessionView) -> std::io::Result<()> {
+    let text = |t: Option<&str>| t.unwrap_or("-").to_string();
+    field(out, "id", v.id)?;
+    field(out, "agent", v.agent)?;
+    field(out, "channel", v.channel)?;
+    field(out, "thread", &text(v.thread))?;
     field(
         out,
         "handle",
-        &format!("{} (generation {})", text("handle"), v["generation"]),
+        &format!("{} (generation {})", v.handle, v.generation),
     )?;
-    field(out, "cwd", &text("cwd"))?;
+    field(out, "cwd", v.cwd)?;
     field(
         out,
         "turns",
         &format!(
             "{} (about {} tokens in context)",
-            v["turns"], v["estimated_tokens"]
+            v.turns, v.estimated_tokens
         ),
     )?;
-    field(out, "pin", &text("pin"))?;
-    field(out, "summary", &text("summary"))?;
-    let jobs: Vec<String> = v["jobs"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    field(out, "pin", &text(v.pin))?;
+    field(out, "summary", &text(v.summary))?;
+    let jobs: Vec<String> = v
+        .jobs
+        .iter()
         .map(|j| {
-            let mut s = format!(
-                "{} {} ({} attempts)",
-                j["kind"].as_str().unwrap_or("?"),
-                j["status"].as_str().unwrap_or("?"),
-                j["attempts"]
-            );
-            if let Some(e) = j["last_error"].as_str() {
+            let mut s = format!("{} {} ({} attempts)", j.kind, j.status, j.attempts);
+            if let Some(e) = &j.last_error {
                 s.push_str(&format!(": {e}"));
             }
             s
@@ -138,12 +172,8 @@ fn show(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
             jobs.join("\n")
         },
     )?;
-    field(out, "created", &time(v["created_at"].as_i64().unwrap_or(0)))?;
-    field(
-        out,
-        "last used",
-        &time(v["updated_at"].as_i64().unwrap_or(0)),
-    )
+    field(out, "created", &time(v.created_at))?;
+    field(out, "last used", &time(v.updated_at))
 }
 
 pub fn run(location: &Location, action: &SessionsAction) -> Result<()> {
@@ -158,15 +188,11 @@ pub fn run(location: &Location, action: &SessionsAction) -> Result<()> {
             };
             let sessions = store.sessions(agent.as_deref())?;
             if *json {
-                let arr = sessions
+                let views = sessions
                     .iter()
-                    .map(|l| {
-                        let mut v = session_json(&*store, &l.session)?;
-                        v["turns"] = json!(l.turns);
-                        Ok(v)
-                    })
+                    .map(|l| session_view(&*store, &l.session, l.turns))
                     .collect::<Result<Vec<_>>>()?;
-                writeln!(out, "{}", Value::Array(arr))?;
+                writeln!(out, "{}", serde_json::to_string(&views)?)?;
                 return Ok(());
             }
             for l in sessions {
@@ -187,10 +213,9 @@ pub fn run(location: &Location, action: &SessionsAction) -> Result<()> {
             let cid = canonical_id(id).ok_or_else(|| no_session(id))?;
             let store = open_for_reading(location)?.ok_or_else(|| no_session(id))?;
             let s = store.session(&cid)?.ok_or_else(|| no_session(id))?;
-            let mut v = session_json(&*store, &s)?;
-            v["turns"] = json!(store.turn_count(&s.id)?);
+            let v = session_view(&*store, &s, store.turn_count(&s.id)?)?;
             if *json {
-                writeln!(out, "{v}")?;
+                writeln!(out, "{}", serde_json::to_string(&v)?)?;
             } else {
                 show(&mut out, &v)?;
             }
