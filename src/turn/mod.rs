@@ -310,28 +310,15 @@ async fn answer(
     out.end();
     let path = backend.path();
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    store.add_reply(
-        sid,
-        user_turn,
-        &Reply {
-            content: &outcome.text,
-            mode: attempt.mode(),
-            path,
-            handle: attempt.handle(),
-            host: (path == CallPath::Cli).then_some(host.as_str()),
-            usage: outcome.usage_json.as_ref(),
-            cost_usd: outcome.cost_usd,
-            duration_ms: i64::try_from(duration_ms).unwrap_or(i64::MAX),
-        },
-    )?;
-    record_main_call(
+    record_reply(
         store,
         &session,
         user_turn,
-        path,
-        &outcome,
+        &host,
+        (&attempt, path, &outcome),
         rendered.memory_tokens,
-    );
+        duration_ms,
+    )?;
     tracing::info!(
         session = %sid,
         handle = %attempt.handle(),
@@ -536,6 +523,35 @@ fn remember(
     if !settings.wait_side && store.has_runnable_jobs(JobSelect::session(sid))? {
         worker::spawn(&settings.worker(sid, Some(user_turn)));
     }
+    Ok(())
+}
+
+/// Store the reply (the turn answered, the handle advanced) and the main
+/// call's usage.
+fn record_reply(
+    store: &mut dyn Store,
+    session: &Session,
+    user_turn: i64,
+    host: &str,
+    (attempt, path, outcome): (&Attempt, CallPath, &Outcome),
+    memory_tokens: usize,
+    duration_ms: u64,
+) -> Result<()> {
+    store.add_reply(
+        &session.id,
+        user_turn,
+        &Reply {
+            content: &outcome.text,
+            mode: attempt.mode(),
+            path,
+            handle: attempt.handle(),
+            host: (path == CallPath::Cli).then_some(host),
+            usage: outcome.usage_json.as_ref(),
+            cost_usd: outcome.cost_usd,
+            duration_ms: i64::try_from(duration_ms).unwrap_or(i64::MAX),
+        },
+    )?;
+    record_main_call(store, session, user_turn, path, outcome, memory_tokens);
     Ok(())
 }
 
