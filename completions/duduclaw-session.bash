@@ -1533,7 +1533,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__jobs__subcmd__list)
-            opts="-v -h --agent --channel --thread --since --json --side-concurrency --db --claude --verbose --help"
+            opts="-v -h --agent --channel --thread --all --since --json --side-concurrency --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1597,7 +1597,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__jobs__subcmd__run)
-            opts="-v -h --agent --channel --thread --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --db --claude --verbose --help"
+            opts="-v -h --agent --channel --thread --all --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2301,7 +2301,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__stats)
-            opts="-v -h --agent --channel --thread --since --json --db --claude --verbose --help"
+            opts="-v -h --agent --channel --thread --all --since --json --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

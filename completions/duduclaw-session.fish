@@ -271,6 +271,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l side-concurrency -d 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l all -d 'The whole store, whatever --agent/--channel/--thread or their environment variables say'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l json -d 'Print a JSON array of job objects (with `waiting`: why a job still queued has not run)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
@@ -282,6 +283,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l side-concurrency -d 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l all -d 'The whole store, whatever --agent/--channel/--thread or their environment variables say'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l direct-api -d 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l no-direct-api -d 'Never fall back to the Messages API when claude is missing or not logged in'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
@@ -354,6 +356,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats"
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l since -d 'Only calls this recent, e.g. 7d, 12h' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l all -d 'The whole store, whatever --agent/--channel/--thread or their environment variables say'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l json -d 'Print a JSON object with the same figures'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -s h -l help -d 'Print help'

@@ -542,6 +542,7 @@ _arguments "${_arguments_options[@]}" : \
 '--side-concurrency=[Side calls that run at once on this host, counted across every worker, \`jobs run\` and \`--wait-side\` turn (1 to 64)]:N:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--all[The whole store, whatever --agent/--channel/--thread or their environment variables say]' \
 '--json[Print a JSON array of job objects (with \`waiting\`\: why a job still queued has not run)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
@@ -559,6 +560,7 @@ _arguments "${_arguments_options[@]}" : \
 '--side-concurrency=[Side calls that run at once on this host, counted across every worker, \`jobs run\` and \`--wait-side\` turn (1 to 64)]:N:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--all[The whole store, whatever --agent/--channel/--thread or their environment variables say]' \
 '(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
 '--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
@@ -742,6 +744,7 @@ _arguments "${_arguments_options[@]}" : \
 '--since=[Only calls this recent, e.g. 7d, 12h]:DURATION:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--all[The whole store, whatever --agent/--channel/--thread or their environment variables say]' \
 '--json[Print a JSON object with the same figures]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \

@@ -455,14 +455,24 @@ pub enum SessionsAction {
 #[derive(Debug, Clone, Args)]
 pub struct Scope {
     /// Only this agent's sessions
-    #[arg(long, value_name = "ID")]
+    #[arg(long, env = "DUDUCLAW_AGENT", value_name = "ID")]
     pub agent: Option<String>,
     /// With --agent: only this channel's session
-    #[arg(long, value_name = "ID", requires = "agent")]
+    #[arg(long, env = "DUDUCLAW_CHANNEL", value_name = "ID", requires = "agent")]
     pub channel: Option<String>,
     /// With --agent and --channel: only this thread's session
-    #[arg(long, value_name = "ID", requires = "channel")]
+    #[arg(long, env = "DUDUCLAW_THREAD", value_name = "ID", requires = "channel")]
     pub thread: Option<String>,
+    /// The whole store, whatever --agent/--channel/--thread or their environment variables say
+    #[arg(long)]
+    pub all: bool,
+}
+
+impl Scope {
+    /// The agent scoped to, none with --all.
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref().filter(|_| !self.all)
+    }
 }
 
 /// Where calls go and how side calls run: for turns, `jobs run`,

@@ -2128,3 +2128,60 @@ fn spinner_only_on_a_terminal_and_not_with_json() {
     let out = env.turn("a", "c", &["--no-extract"], "hi");
     assert_eq!(stderr(&out), "", "no spinner when stderr is not a terminal");
 }
+
+#[test]
+fn an_agent_whose_facts_are_all_persons_says_so_when_listed_without_user() {
+    let env = fake_env("ok");
+    add_fact(&env, "support-bot", Some("u1"), "Prefers replies in French");
+    add_fact(&env, "support-bot", Some("u2"), "Runs the on-call rota");
+    let out = run(&env, &["facts", "list", "--agent", "support-bot"]);
+    assert_ok(&out);
+    assert_eq!(stdout(&out), "", "the scope itself holds nothing");
+    assert!(
+        stderr(&out).contains("2 facts belong to persons: add --user ID"),
+        "{}",
+        stderr(&out)
+    );
+    // With the person, or with an agent-wide fact, nothing to say.
+    let out = run(
+        &env,
+        &["facts", "list", "--agent", "support-bot", "--user", "u1"],
+    );
+    assert!(stdout(&out).contains("French") && stderr(&out).is_empty());
+    add_fact(&env, "support-bot", None, "Answers within one business day");
+    let out = run(&env, &["facts", "list", "--agent", "support-bot"]);
+    assert!(stdout(&out).contains("business day") && stderr(&out).is_empty());
+}
+
+#[test]
+fn lists_have_a_header_on_a_terminal_and_rows_only_in_a_pipe() {
+    let env = fake_env("ok");
+    assert_ok(&env.turn("a", "c", &[], "We deploy the billing service with Argo CD."));
+    add_fact(&env, "a", None, "Deploys with Argo CD");
+    for (args, header) in [
+        (
+            "sessions list",
+            "ID\tAGENT\tCHANNEL\tTHREAD\tTURNS\tLAST USED",
+        ),
+        ("facts list --agent a", "ID\tUSED\tUSER\tFACT"),
+        (
+            "jobs list",
+            "ID\tKIND\tSTATUS\tATTEMPTS\tSESSION\tERROR\tWAITING",
+        ),
+    ] {
+        let screen = on_a_terminal(&env, args, true);
+        assert!(
+            screen
+                .lines()
+                .next()
+                .is_some_and(|l| l.trim_end() == header),
+            "{args}: {screen:?}"
+        );
+        let argv: Vec<&str> = args.split(' ').collect();
+        let piped = run_ok(&env, &argv);
+        assert!(
+            !piped.is_empty() && !piped.contains(header),
+            "{args}: {piped}"
+        );
+    }
+}

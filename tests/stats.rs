@@ -109,6 +109,29 @@ fn stats_add_up_to_what_the_model_answered() {
     .unwrap();
     assert_eq!(other["turns"], 0);
 
+    // The environment scopes as the flags do, as for every command; --all
+    // is the whole store whatever it says.
+    let stats = |args: &[&str], env_vars: &[(&str, &str)]| -> Value {
+        let mut c = env.cmd();
+        c.args(["stats", "--json"]).args(args);
+        for (k, v) in env_vars {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let by_env = stats(&[], &[("DUDUCLAW_AGENT", "b")]);
+    assert_eq!(by_env, other);
+    let by_env = stats(&[], &[("DUDUCLAW_AGENT", "a"), ("DUDUCLAW_CHANNEL", "c")]);
+    assert_eq!(by_env, one);
+    let all = stats(&["--all"], &[("DUDUCLAW_AGENT", "b")]);
+    assert_eq!(all, v, "--all: the whole store");
+
     // The table, in a pipe: every row and the shares.
     let table = stdout(&env.cmd().arg("stats").output().unwrap());
     for want in [

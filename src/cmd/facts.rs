@@ -50,6 +50,9 @@ fn one_line(s: &str) -> String {
 
 /// Plain text, tab-separated: id, uses, person (`-` for agent-wide), text.
 fn write_facts(out: &mut impl Write, facts: &[Fact]) -> std::io::Result<()> {
+    if !facts.is_empty() {
+        super::header(out, &["ID", "USED", "USER", "FACT"])?;
+    }
     for f in facts {
         writeln!(
             out,
@@ -117,10 +120,20 @@ pub async fn run(location: &Location, claude: Option<&Path>, action: &FactsActio
     let mut out = std::io::stdout().lock();
     match action {
         FactsAction::List { json, limit, .. } => {
-            let facts = match open_for_reading(location)? {
+            let store = open_for_reading(location)?;
+            let facts = match &store {
                 Some(store) => store.list_facts(scope, *limit)?,
                 None => Vec::new(),
             };
+            if let (true, None, Some(store)) = (facts.is_empty(), user, &store) {
+                // An empty answer that would mislead: the agent has facts,
+                // all of them a person's.
+                let persons = store.all_facts(agent, None)?.len();
+                if persons > 0 {
+                    let s = if persons == 1 { " belongs" } else { "s belong" };
+                    eprintln!("duduclaw-session: {persons} fact{s} to persons: add --user ID");
+                }
+            }
             if *json {
                 let arr: Vec<Value> = facts.iter().map(fact_json).collect();
                 writeln!(out, "{}", Value::Array(arr))?;

@@ -60,7 +60,7 @@ fn list(
             store.jobs(&JobFilter {
                 select: JobSelect {
                     session_id: sid.as_deref(),
-                    agent: scope.agent.as_deref(),
+                    agent: scope.agent(),
                     kind: None,
                 },
                 finished_since: Some(store::now().saturating_sub(age)),
@@ -80,6 +80,14 @@ fn list(
     if json {
         writeln!(out, "{}", serde_json::to_string(&listed)?)?;
         return Ok(());
+    }
+    if !listed.is_empty() {
+        super::header(
+            &mut out,
+            &[
+                "ID", "KIND", "STATUS", "ATTEMPTS", "SESSION", "ERROR", "WAITING",
+            ],
+        )?;
     }
     for Listed { job: j, waiting } in listed {
         let error = j
@@ -168,7 +176,7 @@ async fn run_now(
     let sid = scope_session(scope);
     let select = JobSelect {
         session_id: sid.as_deref(),
-        agent: scope.agent.as_deref(),
+        agent: scope.agent(),
         kind: None,
     };
     if !store.has_runnable_jobs(select)? {

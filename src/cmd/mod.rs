@@ -103,7 +103,7 @@ fn address(s: &SessionArgs) -> Result<Address> {
 
 /// The session a scope names when it names one (agent and channel given).
 fn scope_session(scope: &crate::cli::Scope) -> Option<String> {
-    let (agent, channel) = (scope.agent.clone()?, scope.channel.clone()?);
+    let (agent, channel) = (scope.agent()?.to_string(), scope.channel.clone()?);
     Some(
         Address {
             agent,
@@ -188,6 +188,16 @@ fn failed_calls(failed: usize, what: &str) -> Result<()> {
         Kind::ClaudeFailed,
         format!("{failed} {what} failed: see `jobs list` for their errors; run again to retry"),
     ))
+}
+
+/// The column names of a tab-separated list, for a person at a terminal;
+/// piped output stays rows only, as scripts read it.
+fn header(out: &mut impl std::io::Write, columns: &[&str]) -> std::io::Result<()> {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        writeln!(out, "{}", columns.join("\t"))?;
+    }
+    Ok(())
 }
 
 /// A summary of what a command did: stderr, without the error prefix.

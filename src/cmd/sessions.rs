@@ -195,6 +195,12 @@ pub fn run(location: &Location, action: &SessionsAction) -> Result<()> {
                 writeln!(out, "{}", serde_json::to_string(&views)?)?;
                 return Ok(());
             }
+            if !sessions.is_empty() {
+                super::header(
+                    &mut out,
+                    &["ID", "AGENT", "CHANNEL", "THREAD", "TURNS", "LAST USED"],
+                )?;
+            }
             for l in sessions {
                 let s = &l.session;
                 writeln!(

@@ -134,7 +134,7 @@ pub fn run(location: &Location, scope: &Scope, since: Option<Duration>, json: bo
         since.map(|d| store::now().saturating_sub(i64::try_from(d.as_secs()).unwrap_or(i64::MAX)));
     let calls = match open_for_reading(location)? {
         Some(store) => store.calls(&CallFilter {
-            agent: scope.agent.as_deref(),
+            agent: scope.agent(),
             session_id: sid.as_deref(),
             since,
         })?,
