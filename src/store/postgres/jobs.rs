@@ -2,8 +2,10 @@
 //! skip rows another host is claiming (`FOR UPDATE SKIP LOCKED`), so two
 //! workers never run one job, and neither waits for the other.
 
-use postgres::types::ToSql;
-use postgres::{GenericClient, Row};
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use super::conn::Queries;
 
 use super::{nul_free, text};
 use crate::memory::jobs::{MAX_ATTEMPTS, RETRY_DELAY_SECS};
@@ -24,7 +26,7 @@ const RUNNABLE: &str = "attempts < $4 AND ((status = $5 AND lease_until <= $7) O
            AND (COALESCE(o.turn_id, 0), o.id) < (COALESCE(jobs.turn_id, 0), jobs.id)))";
 
 pub fn enqueue(
-    c: &mut impl GenericClient,
+    c: &impl Queries,
     kind: JobKind,
     agent: &str,
     session_id: Option<&str>,
@@ -52,7 +54,7 @@ fn select_params<'a>(s: &'a JobSelect<'a>) -> [Option<&'a str>; 3] {
     [s.session_id, s.agent, s.kind.map(TextEnum::as_str)]
 }
 
-pub fn has_open(c: &mut impl GenericClient, s: JobSelect) -> Result<bool> {
+pub fn has_open(c: &impl Queries, s: JobSelect) -> Result<bool> {
     let [session, agent, kind] = select_params(&s);
     Ok(c.query_one(
         &format!(
@@ -70,7 +72,7 @@ pub fn has_open(c: &mut impl GenericClient, s: JobSelect) -> Result<bool> {
     .try_get(0)?)
 }
 
-pub fn has_runnable(c: &mut impl GenericClient, s: JobSelect) -> Result<bool> {
+pub fn has_runnable(c: &impl Queries, s: JobSelect) -> Result<bool> {
     let [session, agent, kind] = select_params(&s);
     let t = now();
     Ok(c.query_one(
@@ -88,7 +90,7 @@ pub fn has_runnable(c: &mut impl GenericClient, s: JobSelect) -> Result<bool> {
     .try_get(0)?)
 }
 
-pub fn next_at(c: &mut impl GenericClient, s: JobSelect) -> Result<Option<i64>> {
+pub fn next_at(c: &impl Queries, s: JobSelect) -> Result<Option<i64>> {
     let [session, agent, kind] = select_params(&s);
     Ok(c.query_one(
         &format!(
@@ -122,12 +124,7 @@ fn job_from_row(r: &Row) -> Result<Job> {
 /// sessions (see the SQLite engine). The ranking reads without locks; the
 /// rows it picks are then locked and checked again, and a row another host
 /// is claiming is skipped, so two hosts never take one job.
-pub fn claim(
-    c: &mut impl GenericClient,
-    s: JobSelect,
-    lease_secs: i64,
-    limit: usize,
-) -> Result<Vec<Job>> {
+pub fn claim(c: &impl Queries, s: JobSelect, lease_secs: i64, limit: usize) -> Result<Vec<Job>> {
     let [session, agent, kind] = select_params(&s);
     let t = now();
     let lease = t.saturating_add(lease_secs);
@@ -164,7 +161,7 @@ pub fn claim(
     Ok(jobs)
 }
 
-pub fn finish(c: &mut impl GenericClient, id: i64) -> Result<()> {
+pub fn finish(c: &impl Queries, id: i64) -> Result<()> {
     c.execute(
         "UPDATE jobs SET status = $2, last_error = NULL, lease_until = 0, updated_at = $3 WHERE id = $1",
         &[&id, &JobStatus::Done.as_str(), &now()],
@@ -172,7 +169,7 @@ pub fn finish(c: &mut impl GenericClient, id: i64) -> Result<()> {
     Ok(())
 }
 
-pub fn fail(c: &mut impl GenericClient, id: i64, error: &str) -> Result<()> {
+pub fn fail(c: &impl Queries, id: i64, error: &str) -> Result<()> {
     c.execute(
         "UPDATE jobs SET status = CASE WHEN attempts >= $3 THEN $4 ELSE $5 END,
                 last_error = $2, lease_until = $6 + $7 * attempts, updated_at = $6 WHERE id = $1",
@@ -189,7 +186,7 @@ pub fn fail(c: &mut impl GenericClient, id: i64, error: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn retry(c: &mut impl GenericClient, id: i64) -> Result<bool> {
+pub fn retry(c: &impl Queries, id: i64) -> Result<bool> {
     let n = c.execute(
         "UPDATE jobs SET status = $2, attempts = 0, lease_until = 0, updated_at = $3 WHERE id = $1",
         &[&id, &JobStatus::Pending.as_str(), &now()],
@@ -197,7 +194,7 @@ pub fn retry(c: &mut impl GenericClient, id: i64) -> Result<bool> {
     Ok(n > 0)
 }
 
-pub fn list(c: &mut impl GenericClient, filter: &JobFilter) -> Result<Vec<JobRow>> {
+pub fn list(c: &impl Queries, filter: &JobFilter) -> Result<Vec<JobRow>> {
     let [session, agent, kind] = select_params(&filter.select);
     let rows = c.query(
         "SELECT j.id, j.kind, j.status, j.agent, j.session_id, s.channel, s.thread, j.turn_id,
@@ -236,7 +233,7 @@ pub fn list(c: &mut impl GenericClient, filter: &JobFilter) -> Result<Vec<JobRow
         .collect()
 }
 
-pub fn of_session(c: &mut impl GenericClient, session_id: &str) -> Result<Vec<Job>> {
+pub fn of_session(c: &impl Queries, session_id: &str) -> Result<Vec<Job>> {
     let rows = c.query(
         "SELECT id, kind, agent, session_id, turn_id, input, attempts FROM jobs WHERE session_id = $1 ORDER BY id",
         &[&session_id],
@@ -244,11 +241,7 @@ pub fn of_session(c: &mut impl GenericClient, session_id: &str) -> Result<Vec<Jo
     rows.iter().map(job_from_row).collect()
 }
 
-pub fn health(
-    c: &mut impl GenericClient,
-    session_id: &str,
-    failed_since: i64,
-) -> Result<JobHealth> {
+pub fn health(c: &impl Queries, session_id: &str, failed_since: i64) -> Result<JobHealth> {
     let r = c.query_one(
         "SELECT COUNT(*) FILTER (WHERE status IN ($2, $3) AND attempts < $4),
                 COUNT(*) FILTER (WHERE status <> $5 AND last_error IS NOT NULL AND updated_at >= $6)

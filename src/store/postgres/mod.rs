@@ -6,24 +6,31 @@
 //! session-level advisory lock on the store's connection, so the server
 //! releases it the moment the process holding it dies.
 //!
-//! The driver is the synchronous `postgres` crate. It runs a small runtime
-//! of its own, which tokio refuses to start on a thread already inside a
-//! runtime; so every call made from async code runs on a scoped helper
-//! thread ([`off_runtime`]), borrowing the connection for that one call.
+//! The [`Store`] trait is synchronous and is called from async code (the
+//! turn) as well as from plain threads. The synchronous `postgres` crate
+//! cannot serve the first: it blocks on a runtime of its own, which tokio
+//! refuses to start on a thread already inside one, so each call had to
+//! hop to a fresh helper thread (about 21 a turn). Instead the driver is
+//! `tokio_postgres` ([`conn`]): each connection's I/O runs on one thread
+//! of its own, started at connect, and a store call polls the client's
+//! future on the caller's own thread with a tiny executor that is not
+//! tokio's. The client reaches the connection only through channels, so
+//! this works inside a runtime or outside one, with no thread per call.
 
+mod conn;
 mod facts;
 mod jobs;
 pub mod url;
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
-use postgres::config::SslMode;
-use postgres::error::SqlState;
-use postgres::types::ToSql;
-use postgres::{Client, GenericClient, Row};
 use sha2::{Digest, Sha256};
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use conn::{Conn, Queries, Tx, connect};
 
 use super::{
     CallFilter, CallRecord, CallRow, Counts, Erasure, Fact, FactQuery, FactScope, Job, JobFilter,
@@ -199,65 +206,14 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
 pub struct PgStore {
     /// Shared with the turn locks taken on it, which unlock through it.
-    client: Arc<Mutex<Option<Client>>>,
+    client: Arc<Mutex<Option<Conn>>>,
     url: ServerUrl,
 }
 
-impl From<postgres::Error> for StoreError {
-    fn from(e: postgres::Error) -> Self {
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> Self {
         StoreError::from(anyhow::Error::new(e).context("the session store failed"))
     }
-}
-
-/// Run `f` where the synchronous driver may block: on this thread outside
-/// a runtime, else on a scoped helper thread.
-fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    if tokio::runtime::Handle::try_current().is_err() {
-        return f();
-    }
-    std::thread::scope(|s| match s.spawn(f).join() {
-        Ok(v) => v,
-        Err(panic) => std::panic::resume_unwind(panic),
-    })
-}
-
-/// Open a connection, waiting up to `wait` while the server is full or
-/// starting. Errors name the store (never its password).
-fn connect(url: &ServerUrl, wait: Duration) -> anyhow::Result<Client> {
-    let (config, tls) = url.config()?;
-    // No TLS setup at all when the URL says sslmode=disable.
-    let tls = match config.get_ssl_mode() {
-        SslMode::Disable => None,
-        _ => Some(tls.connector()?),
-    };
-    let start = Instant::now();
-    off_runtime(|| {
-        loop {
-            let tried = match &tls {
-                Some(tls) => config.connect(tls.clone()),
-                None => config.connect(postgres::NoTls),
-            };
-            match tried {
-                Ok(c) => return Ok(c),
-                Err(e) => {
-                    let busy = e.code().is_some_and(|c| {
-                        *c == SqlState::TOO_MANY_CONNECTIONS || *c == SqlState::CANNOT_CONNECT_NOW
-                    });
-                    if busy && start.elapsed() < wait {
-                        std::thread::sleep(Duration::from_millis(200));
-                        continue;
-                    }
-                    let why = if busy {
-                        format!(" (still full after waiting {}s)", wait.as_secs())
-                    } else {
-                        String::new()
-                    };
-                    return Err(anyhow::Error::new(e)
-                        .context(format!("could not connect to session store {url}{why}")));
-                }
-            }
-        }
-    })
 }
 
 impl PgStore {
@@ -288,23 +244,20 @@ impl PgStore {
         })
     }
 
-    /// Run `f` with the connection, off the runtime.
-    fn with<T: Send>(&self, f: impl FnOnce(&mut Client) -> Result<T> + Send) -> Result<T> {
+    /// Run `f` with the connection.
+    fn with<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
         let mut guard = self.client.lock().unwrap_or_else(PoisonError::into_inner);
         let client = guard
             .as_mut()
             .ok_or_else(|| anyhow::anyhow!("the store connection is closed"))?;
-        off_runtime(|| f(client))
+        f(client)
     }
 
     /// Run `f` in one transaction.
-    fn tx<T: Send>(
-        &self,
-        f: impl FnOnce(&mut postgres::Transaction) -> Result<T> + Send,
-    ) -> Result<T> {
+    fn tx<T>(&self, f: impl FnOnce(&Tx) -> Result<T>) -> Result<T> {
         self.with(|c| {
-            let mut tx = c.transaction()?;
-            let out = f(&mut tx)?;
+            let tx = c.transaction()?;
+            let out = f(&tx)?;
             tx.commit()?;
             Ok(out)
         })
@@ -324,7 +277,7 @@ impl PgStore {
 
     /// The schema version, 0 for a database without our schema.
     fn version(&self) -> anyhow::Result<i64> {
-        Ok(self.with(read_version)?)
+        Ok(self.with(|c| read_version(c))?)
     }
 
     fn migrate(&self) -> anyhow::Result<()> {
@@ -359,15 +312,17 @@ impl PgStore {
     }
 }
 
-fn read_version(c: &mut impl GenericClient) -> Result<i64> {
+fn read_version(c: &impl Queries) -> Result<i64> {
     let exists: bool = c
         .query_one("SELECT to_regclass('schema_version') IS NOT NULL", &[])?
-        .get(0);
+        .try_get(0)?;
     if !exists {
         return Ok(0);
     }
     Ok(c.query_opt("SELECT version FROM schema_version", &[])?
-        .map_or(0, |r| r.get(0)))
+        .map(|r| r.try_get(0))
+        .transpose()?
+        .unwrap_or(0))
 }
 
 fn check_version(version: i64) -> anyhow::Result<()> {
@@ -381,15 +336,14 @@ fn check_version(version: i64) -> anyhow::Result<()> {
 
 impl Drop for PgStore {
     fn drop(&mut self) {
-        // The driver's close blocks on its runtime: keep that off ours.
-        let client = self
+        // The connection closes with the store, not with the last turn
+        // lock taken on it: a lock outliving its store unlocks nothing.
+        let conn = self
             .client
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        if let Some(client) = client {
-            off_runtime(move || drop(client));
-        }
+        drop(conn);
     }
 }
 
@@ -475,7 +429,7 @@ fn rows<T>(rows: Vec<Row>, f: impl Fn(&Row) -> Result<T>) -> Result<Vec<T>> {
 /// pin is still that. The row lock the update takes orders concurrent
 /// writers, so revision numbers never collide. Whether it was written.
 fn write_pin(
-    tx: &mut postgres::Transaction,
+    tx: &Tx,
     session_id: &str,
     expected: Option<Option<&str>>,
     pin: Option<&str>,
@@ -552,7 +506,7 @@ fn lock_key(session_id: &str) -> i64 {
 /// connection. Dropping it unlocks; if the process dies or its connection
 /// drops first, the server releases it with the connection.
 struct AdvisoryLock {
-    client: Arc<Mutex<Option<Client>>>,
+    client: Arc<Mutex<Option<Conn>>>,
     key: i64,
 }
 
@@ -562,7 +516,7 @@ impl Drop for AdvisoryLock {
         if let Some(client) = guard.as_mut() {
             let key = self.key;
             // An error means the connection is gone, and the lock with it.
-            let _ = off_runtime(|| client.execute("SELECT pg_advisory_unlock($1)", &[&key]));
+            let _ = client.execute("SELECT pg_advisory_unlock($1)", &[&key]);
         }
     }
 }
@@ -638,7 +592,7 @@ impl Store for PgStore {
                         &user.map(nul_free),
                     ],
                 )?
-                .get(0);
+                .try_get(0)?;
             tx.execute(
                 "UPDATE sessions SET updated_at = $2 WHERE id = $1",
                 &[&session_id, &t],
@@ -683,7 +637,7 @@ impl Store for PgStore {
                         &t,
                     ],
                 )?
-                .get(0);
+                .try_get(0)?;
             tx.execute(
                 "UPDATE turns SET status = $2, mode = $3, handle = $4, error = NULL WHERE id = $1",
                 &[
@@ -1127,7 +1081,7 @@ impl Store for PgStore {
     }
 
     fn schema_version(&self) -> Result<i64> {
-        self.with(read_version)
+        self.with(|c| read_version(c))
     }
 
     fn integrity_check(&self) -> Result<Vec<String>> {
@@ -1212,7 +1166,7 @@ pub mod testing {
             now()
         );
         let url = ServerUrl::parse(&admin).expect("DUDUCLAW_TEST_PG_URL");
-        let mut c = connect(&url, DEFAULT_WAIT).expect("the test server is reachable");
+        let c = connect(&url, DEFAULT_WAIT).expect("the test server is reachable");
         c.batch_execute(&format!("CREATE DATABASE {name}"))
             .expect("CREATE DATABASE");
         let base = admin.split('?').next().unwrap_or(&admin);
@@ -1331,21 +1285,59 @@ mod tests {
         assert_eq!(facts[0].content, "uses \u{FFFD} bytes in logs");
     }
 
+    /// Queries, transactions and the turn lock, from inside a runtime of
+    /// either kind (where tokio would refuse a nested one), and outside.
     #[test]
     fn store_calls_work_inside_the_runtime() {
         let url = testing::fresh_database();
-        let rt = tokio::runtime::Builder::new_current_thread()
+        let calls = |url: &ServerUrl, session: &str| {
+            let mut s = PgStore::open(url, DEFAULT_WAIT).unwrap();
+            let other = PgStore::open(url, DEFAULT_WAIT).unwrap();
+            s.set_meta("k", "v").unwrap();
+            assert_eq!(s.meta("k").unwrap().as_deref(), Some("v"));
+            let key = SessionKey {
+                agent: "a",
+                channel: "c",
+                thread: None,
+            };
+            s.ensure_session(session, &key, "/").unwrap();
+            // Transactions: a turn and a fact, each with its index rows.
+            let turn = s.add_user_turn(session, "hi", None).unwrap();
+            assert_eq!(s.turns(session, None).unwrap()[0].id, turn);
+            s.add_facts(&[NewFact::new("a", None, "likes tea")])
+                .unwrap();
+            assert_eq!(s.integrity_check().unwrap(), ["ok"]);
+            // The turn lock is held by this connection, seen by another,
+            // and gone when dropped.
+            let lock = s.try_lock_session(session, true).unwrap();
+            assert!(lock.is_some());
+            assert!(other.try_lock_session(session, true).unwrap().is_none());
+            drop(lock);
+            let again = other.try_lock_session(session, true).unwrap();
+            assert!(again.is_some());
+            drop(again);
+            // A dropped store's connection releases what it held (once
+            // the server has ended that backend, a moment later).
+            let held = s.try_lock_session(session, true).unwrap();
+            drop(s);
+            drop(held);
+            let start = std::time::Instant::now();
+            while other.try_lock_session(session, true).unwrap().is_none() {
+                assert!(start.elapsed() < Duration::from_secs(10), "never released");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        let current = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        rt.block_on(async {
-            let mut s = PgStore::open(&url, DEFAULT_WAIT).unwrap();
-            s.set_meta("k", "v").unwrap();
-            assert_eq!(s.meta("k").unwrap().as_deref(), Some("v"));
-            let lock = s.try_lock_session("x", true).unwrap();
-            assert!(lock.is_some());
-            drop(lock);
-            drop(s);
-        });
+        current.block_on(async { calls(&url, "in-current") });
+        let multi = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        multi.block_on(async { calls(&url, "in-multi") });
+        calls(&url, "outside");
     }
 }
