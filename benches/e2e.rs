@@ -1309,7 +1309,7 @@ fn server_database(admin: &str, name: &str) -> String {
 /// 9. The PostgreSQL store next to the SQLite file, same machine, same
 ///    run: a resumed turn's wall time on each (and the bare claude call,
 ///    and with `DUDUCLAW_BIN_BEFORE` an earlier build on the server),
-///    interleaved; `facts import` of 100k facts into the server; `facts
+///    interleaved, then the same against a claude that answers at once; `facts import` of 100k facts into the server; `facts
 ///    search` at 100k facts on each.
 fn server_store(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
     println!("## 9. PostgreSQL store vs SQLite file\n");
@@ -1413,6 +1413,15 @@ fn server_store(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
         ));
     }
 
+    instant_turns(
+        b,
+        runs,
+        file,
+        server,
+        before.as_deref().zip(before_url.as_deref()),
+        rows,
+    );
+
     let big = b.dir.path().join("big-server.jsonl");
     std::fs::write(&big, common::jsonl(&common::facts(FACTS_BIG, 100))).unwrap();
     let facts_url = server_database(&admin, "duduclaw_bench_facts");
@@ -1471,6 +1480,72 @@ fn server_store(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
             format!("{:.2}x", ms_ / mf),
             "≤ 3x",
             ms_ / mf <= 3.0,
+        ));
+    }
+}
+
+/// A claude that answers at once, whatever it is asked.
+const INSTANT_CLAUDE: &str = r#"#!/bin/sh
+cat >/dev/null
+echo '{"type":"system","subtype":"init","session_id":"x"}'
+echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"x","usage":{"input_tokens":1}}'
+"#;
+
+/// Part 9, the store's own share of a turn, which claude's few hundred ms
+/// hide: resumed turns against a claude that answers at once, on the file,
+/// on the server, and on the server with the earlier build when given,
+/// rotated, five times as many as `runs`.
+fn instant_turns(
+    b: &Bench,
+    runs: usize,
+    file: &std::ffi::OsStr,
+    server: &std::ffi::OsStr,
+    before: Option<(&Path, &str)>,
+    rows: &mut Vec<Row>,
+) {
+    use std::os::unix::fs::PermissionsExt;
+    let claude = b.dir.path().join("instant-claude");
+    std::fs::write(&claude, INSTANT_CLAUDE).unwrap();
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let msg = "Summarize the last step in one sentence.";
+    let turn = |bin: &Path, db: &std::ffi::OsStr| {
+        let mut c = b.turn_with(bin, "instant", &["--no-extract"]);
+        c.env("DUDUCLAW_DB", db).env("DUDUCLAW_CLAUDE", &claude);
+        ms(timed(&mut c, msg).total)
+    };
+    let mut targets = vec![(b.bin.as_path(), file), (b.bin.as_path(), server)];
+    if let Some((bin, url)) = before {
+        targets.push((bin, std::ffi::OsStr::new(url)));
+    }
+    let mut times = vec![Vec::new(); targets.len()];
+    for (bin, db) in &targets {
+        turn(bin, db);
+    }
+    for i in 0..runs * 5 {
+        for k in 0..targets.len() {
+            let j = (i + k) % targets.len();
+            times[j].push(turn(targets[j].0, targets[j].1));
+        }
+    }
+    let medians: Vec<f64> = times.iter().map(|t| median(t)).collect();
+    let shown_old = medians
+        .get(2)
+        .map(|o| format!(", server (build before) {o:.1} ms"))
+        .unwrap_or_default();
+    println!(
+        "resumed turn with a claude that answers at once, medians of {}: file {:.1} ms, server {:.1} ms{shown_old}\n",
+        runs * 5,
+        medians[0],
+        medians[1]
+    );
+    if let Some(old) = medians.get(2) {
+        rows.push(row(
+            "resumed turn on PostgreSQL, claude answering at once: this build vs the build before",
+            format!("{:.1} ms", medians[1]),
+            format!("{old:.1} ms"),
+            format!("{:.3}", medians[1] / old),
+            "no slower",
+            medians[1] / old <= 1.02,
         ));
     }
 }
