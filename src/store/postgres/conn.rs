@@ -17,7 +17,7 @@ use anyhow::Context;
 use tokio_postgres::config::SslMode;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::tls::MakeTlsConnect;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{FromSqlOwned, ToSql};
 use tokio_postgres::{Client, Config, Error, GenericClient, NoTls, Row, Socket, Transaction};
 
 use super::ServerUrl;
@@ -50,6 +50,38 @@ pub trait Queries {
 
     fn batch_execute(&self, sql: &str) -> Result<(), Error> {
         pollster::block_on(self.client().batch_execute(sql))
+    }
+
+    /// The first column of the one row `sql` returns.
+    fn value<T: FromSqlOwned>(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<T, Error> {
+        self.query_one(sql, params)?.try_get(0)
+    }
+
+    /// The first column of the row `sql` returns, if it returns one.
+    fn value_opt<T: FromSqlOwned>(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<T>, Error> {
+        self.query_opt(sql, params)?
+            .map(|r| r.try_get(0))
+            .transpose()
+    }
+
+    /// The first column of every row `sql` returns.
+    fn values<T: FromSqlOwned>(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<T>, Error> {
+        self.query(sql, params)?
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect()
     }
 }
 

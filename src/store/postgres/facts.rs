@@ -15,7 +15,7 @@ use tokio_postgres::Row;
 
 use super::conn::{Queries, Tx};
 
-use super::{count, nul_free};
+use super::{count, nul_free, rows};
 use crate::memory::facts::{keyword_index_text, normalize, stemmed_terms};
 use crate::store::{Fact, FactQuery, FactScope, NewFact, Result, now};
 
@@ -39,10 +39,6 @@ fn fact_from_row(r: &Row) -> Result<Fact> {
         last_used_at: r.try_get(6)?,
         source_turn: r.try_get(7)?,
     })
-}
-
-fn facts(rows: &[Row]) -> Result<Vec<Fact>> {
-    rows.iter().map(fact_from_row).collect()
 }
 
 /// A field's distinct terms with their counts, and its length in terms.
@@ -285,32 +281,35 @@ pub fn set_keywords(tx: &Tx, id: i64, keywords: &[String]) -> Result<bool> {
 }
 
 pub fn without_keywords(c: &impl Queries, agent: Option<&str>, limit: usize) -> Result<Vec<Fact>> {
-    facts(&c.query(
+    rows(c.query(
         &format!(
             "SELECT {FACT_COLS} FROM facts f WHERE ($1::text IS NULL OR f.agent = $1) AND f.keywords = '[]'
              ORDER BY f.id LIMIT $2"
         ),
         &[&agent, &count(limit)],
-    )?)
+    )?, fact_from_row)
 }
 
 pub fn list(c: &impl Queries, scope: FactScope, limit: Option<usize>) -> Result<Vec<Fact>> {
-    facts(&c.query(
-        &format!(
-            "SELECT {FACT_COLS} FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2)
+    rows(
+        c.query(
+            &format!(
+                "SELECT {FACT_COLS} FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2)
              ORDER BY f.access_count DESC, f.id LIMIT $3"
-        ),
-        &[&scope.agent, &scope.user.unwrap_or(""), &limit.map(count)],
-    )?)
+            ),
+            &[&scope.agent, &scope.user.unwrap_or(""), &limit.map(count)],
+        )?,
+        fact_from_row,
+    )
 }
 
 pub fn all(c: &impl Queries, agent: &str, only_user: Option<&str>) -> Result<Vec<Fact>> {
-    facts(&c.query(
+    rows(c.query(
         &format!(
             "SELECT {FACT_COLS} FROM facts f WHERE f.agent = $1 AND ($2::text IS NULL OR f.user_id = $2) ORDER BY f.id"
         ),
         &[&agent, &only_user],
-    )?)
+    )?, fact_from_row)
 }
 
 pub fn count_matches(c: &impl Queries, query: &FactQuery, cap: i64) -> Result<i64> {
@@ -320,10 +319,8 @@ pub fn count_matches(c: &impl Queries, query: &FactQuery, cap: i64) -> Result<i6
     }
     if terms.len() == 1 {
         // One term: how many facts hold it is kept.
-        let df: Option<i64> = c
-            .query_opt("SELECT df FROM term_df WHERE term = $1", &[&terms[0]])?
-            .map(|r| r.try_get(0))
-            .transpose()?;
+        let df: Option<i64> =
+            c.value_opt("SELECT df FROM term_df WHERE term = $1", &[&terms[0]])?;
         return Ok(df.unwrap_or(0).clamp(0, cap));
     }
     let holds = if query.all {
@@ -376,7 +373,7 @@ pub fn rank(
          SELECT {FACT_COLS}, sc.score FROM scored sc JOIN facts f ON f.id = sc.fact_id
          ORDER BY sc.score DESC, f.id LIMIT $4"
     );
-    let rows = c.query(
+    let found = c.query(
         &sql,
         &[
             &terms,
@@ -386,9 +383,7 @@ pub fn rank(
             &query.keyword_weight,
         ],
     )?;
-    rows.iter()
-        .map(|r| Ok((fact_from_row(r)?, r.try_get::<_, f64>(9)?)))
-        .collect()
+    rows(found, |r| Ok((fact_from_row(r)?, r.try_get::<_, f64>(9)?)))
 }
 
 pub fn forget(tx: &Tx, agent: &str, ids: &[i64]) -> Result<usize> {

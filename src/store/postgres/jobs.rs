@@ -7,7 +7,7 @@ use tokio_postgres::types::ToSql;
 
 use super::conn::Queries;
 
-use super::{nul_free, text};
+use super::{nul_free, rows, text};
 use crate::memory::jobs::{MAX_ATTEMPTS, RETRY_DELAY_SECS};
 use crate::store::{
     Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, JobStatus, Result, TextEnum, now,
@@ -34,7 +34,7 @@ pub fn enqueue(
     input: &serde_json::Value,
 ) -> Result<i64> {
     let t = now();
-    Ok(c.query_one(
+    Ok(c.value(
         "INSERT INTO jobs (kind, agent, session_id, turn_id, input, status, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id",
         &[
@@ -46,8 +46,7 @@ pub fn enqueue(
             &JobStatus::Pending.as_str(),
             &t,
         ],
-    )?
-    .try_get(0)?)
+    )?)
 }
 
 fn select_params<'a>(s: &'a JobSelect<'a>) -> [Option<&'a str>; 3] {
@@ -56,7 +55,7 @@ fn select_params<'a>(s: &'a JobSelect<'a>) -> [Option<&'a str>; 3] {
 
 pub fn has_open(c: &impl Queries, s: JobSelect) -> Result<bool> {
     let [session, agent, kind] = select_params(&s);
-    Ok(c.query_one(
+    Ok(c.value(
         &format!(
             "SELECT EXISTS (SELECT 1 FROM jobs WHERE {SELECT} AND status IN ($4, $5) AND attempts < $6)"
         ),
@@ -68,14 +67,13 @@ pub fn has_open(c: &impl Queries, s: JobSelect) -> Result<bool> {
             &JobStatus::Running.as_str(),
             &MAX_ATTEMPTS,
         ],
-    )?
-    .try_get(0)?)
+    )?)
 }
 
 pub fn has_runnable(c: &impl Queries, s: JobSelect) -> Result<bool> {
     let [session, agent, kind] = select_params(&s);
     let t = now();
-    Ok(c.query_one(
+    Ok(c.value(
         &format!("SELECT EXISTS (SELECT 1 FROM jobs WHERE {SELECT} AND {RUNNABLE})"),
         &[
             &session,
@@ -86,13 +84,12 @@ pub fn has_runnable(c: &impl Queries, s: JobSelect) -> Result<bool> {
             &JobStatus::Running.as_str(),
             &t,
         ],
-    )?
-    .try_get(0)?)
+    )?)
 }
 
 pub fn next_at(c: &impl Queries, s: JobSelect) -> Result<Option<i64>> {
     let [session, agent, kind] = select_params(&s);
-    Ok(c.query_one(
+    Ok(c.value(
         &format!(
             "SELECT MIN(lease_until) FROM jobs WHERE {SELECT} AND status = $4 AND attempts < $5"
         ),
@@ -103,8 +100,7 @@ pub fn next_at(c: &impl Queries, s: JobSelect) -> Result<Option<i64>> {
             &JobStatus::Pending.as_str(),
             &MAX_ATTEMPTS,
         ],
-    )?
-    .try_get(0)?)
+    )?)
 }
 
 fn job_from_row(r: &Row) -> Result<Job> {
@@ -140,7 +136,7 @@ pub fn claim(c: &impl Queries, s: JobSelect, lease_secs: i64, limit: usize) -> R
         &lease,
         &limit,
     ];
-    let rows = c.query(
+    let found = c.query(
         &format!(
             "UPDATE jobs SET status = $6, attempts = attempts + 1, lease_until = $8, updated_at = $7
              WHERE id IN (
@@ -156,7 +152,7 @@ pub fn claim(c: &impl Queries, s: JobSelect, lease_secs: i64, limit: usize) -> R
         ),
         &params,
     )?;
-    let mut jobs = rows.iter().map(job_from_row).collect::<Result<Vec<_>>>()?;
+    let mut jobs = rows(found, job_from_row)?;
     jobs.sort_by_key(|j| j.id);
     Ok(jobs)
 }
@@ -196,7 +192,7 @@ pub fn retry(c: &impl Queries, id: i64) -> Result<bool> {
 
 pub fn list(c: &impl Queries, filter: &JobFilter) -> Result<Vec<JobRow>> {
     let [session, agent, kind] = select_params(&filter.select);
-    let rows = c.query(
+    let found = c.query(
         "SELECT j.id, j.kind, j.status, j.agent, j.session_id, s.channel, s.thread, j.turn_id,
                 j.attempts, j.last_error, j.created_at, j.updated_at, j.lease_until
          FROM jobs j LEFT JOIN sessions s ON s.id = j.session_id
@@ -212,33 +208,31 @@ pub fn list(c: &impl Queries, filter: &JobFilter) -> Result<Vec<JobRow>> {
             &JobStatus::Running.as_str(),
         ],
     )?;
-    rows.iter()
-        .map(|r| {
-            Ok(JobRow {
-                id: r.try_get(0)?,
-                kind: text(r, 1)?,
-                status: text(r, 2)?,
-                agent: r.try_get(3)?,
-                session_id: r.try_get(4)?,
-                channel: r.try_get(5)?,
-                thread: r.try_get(6)?,
-                turn_id: r.try_get(7)?,
-                attempts: r.try_get(8)?,
-                last_error: r.try_get(9)?,
-                created_at: r.try_get(10)?,
-                updated_at: r.try_get(11)?,
-                lease_until: r.try_get(12)?,
-            })
+    rows(found, |r| {
+        Ok(JobRow {
+            id: r.try_get(0)?,
+            kind: text(r, 1)?,
+            status: text(r, 2)?,
+            agent: r.try_get(3)?,
+            session_id: r.try_get(4)?,
+            channel: r.try_get(5)?,
+            thread: r.try_get(6)?,
+            turn_id: r.try_get(7)?,
+            attempts: r.try_get(8)?,
+            last_error: r.try_get(9)?,
+            created_at: r.try_get(10)?,
+            updated_at: r.try_get(11)?,
+            lease_until: r.try_get(12)?,
         })
-        .collect()
+    })
 }
 
 pub fn of_session(c: &impl Queries, session_id: &str) -> Result<Vec<Job>> {
-    let rows = c.query(
+    let found = c.query(
         "SELECT id, kind, agent, session_id, turn_id, input, attempts FROM jobs WHERE session_id = $1 ORDER BY id",
         &[&session_id],
     )?;
-    rows.iter().map(job_from_row).collect()
+    rows(found, job_from_row)
 }
 
 pub fn health(c: &impl Queries, session_id: &str, failed_since: i64) -> Result<JobHealth> {
