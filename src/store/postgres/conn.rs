@@ -86,8 +86,8 @@ pub trait Queries {
 }
 
 /// One open connection. Dropping it closes the connection and waits for
-/// its thread, so the server has seen the goodbye (and released this
-/// session's advisory locks) by the time the drop returns.
+/// its thread, so the goodbye has been sent by the time the drop returns;
+/// the server then ends the backend, and its advisory locks with it.
 pub struct Conn {
     // Declared before the driver, so it is dropped first: the connection
     // ends once its last client is gone, and only then can the join end.
@@ -109,7 +109,9 @@ impl Conn {
     }
 }
 
-/// A transaction: rolled back when dropped without `commit`.
+/// A transaction: rolled back when dropped without `commit` (the ROLLBACK
+/// is queued, not waited for; the connection sends it before anything
+/// asked after it).
 pub struct Tx<'a>(Transaction<'a>);
 
 impl<'a> Queries for Tx<'a> {
