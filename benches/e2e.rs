@@ -10,6 +10,7 @@
 //! DUDUCLAW_BIN=target/release/duduclaw-session cargo bench --bench e2e
 //! BENCH_ONLY=1,5 BENCH_DUMP=/tmp/reqs cargo bench --bench e2e  # parts 1 and 5, keep the requests
 //! DUDUCLAW_BENCH_PG_URL=$(scripts/pg.sh start /tmp/pg) BENCH_ONLY=9 cargo bench --bench e2e
+//! ... DUDUCLAW_BIN_BEFORE=path/to/an/older/build BENCH_ONLY=9 ...  # and that build on the server too
 //! BENCH_ONLY=10 DUDUCLAW_BIN_BEFORE=path/to/an/older/build cargo bench --bench e2e  # bursts, side by side
 //! ```
 //!
@@ -1306,8 +1307,9 @@ fn server_database(admin: &str, name: &str) -> String {
 }
 
 /// 9. The PostgreSQL store next to the SQLite file, same machine, same
-///    run: a resumed turn's wall time on each (and the bare claude call),
-///    interleaved; `facts import` of 100k facts into the server; `facts
+///    run: a resumed turn's wall time on each (and the bare claude call,
+///    and with `DUDUCLAW_BIN_BEFORE` an earlier build on the server),
+///    interleaved, then the same against a claude that answers at once; `facts import` of 100k facts into the server; `facts
 ///    search` at 100k facts on each.
 fn server_store(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
     println!("## 9. PostgreSQL store vs SQLite file\n");
@@ -1319,11 +1321,23 @@ fn server_store(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
         return;
     };
     let url = server_database(&admin, "duduclaw_bench_turns");
+    // The earlier build, when given, on a database of its own (its own
+    // session), timed in the same rotation.
+    let before = std::env::var_os("DUDUCLAW_BIN_BEFORE").map(PathBuf::from);
+    let before_url = before
+        .as_ref()
+        .map(|_| server_database(&admin, "duduclaw_bench_turns_before"));
     let msg = "Summarize the last step in one sentence.";
     let on = |db: &std::ffi::OsStr| {
         let mut c = b.turn("engines", &["--no-extract", "--json"]);
         c.env("DUDUCLAW_DB", db);
         c
+    };
+    let on_before = || {
+        let (bin, url) = before.as_deref().zip(before_url.as_deref())?;
+        let mut c = b.turn_with(bin, "engines", &["--no-extract", "--json"]);
+        c.env("DUDUCLAW_DB", url);
+        Some(c)
     };
     let file = b.dir.path().join("engines.db");
     let (file, server) = (file.as_os_str(), std::ffi::OsStr::new(&url));
@@ -1338,18 +1352,33 @@ fn server_store(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
     timed(&mut on(file), msg);
     timed(&mut on(server), msg);
     timed(&mut b.bare(&hf), msg);
-    let (mut f, mut sv, mut bare) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..2 {
+        if let Some(mut c) = on_before() {
+            timed(&mut c, msg);
+        }
+    }
+    let slots = if before.is_some() { 4 } else { 3 };
+    let (mut f, mut sv, mut bare, mut old) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for i in 0..runs {
-        // Rotate the order so no engine always runs first.
-        for k in 0..3 {
-            match (i + k) % 3 {
+        // Rotate the order so no engine (or build) always runs first.
+        for k in 0..slots {
+            match (i + k) % slots {
                 0 => f.push(ms(timed(&mut on(file), msg).total)),
                 1 => sv.push(ms(timed(&mut on(server), msg).total)),
-                _ => bare.push(ms(timed(&mut b.bare(&hf), msg).total)),
+                2 => bare.push(ms(timed(&mut b.bare(&hf), msg).total)),
+                _ => {
+                    if let Some(mut c) = on_before() {
+                        old.push(ms(timed(&mut c, msg).total));
+                    }
+                }
             }
         }
+        let shown_old = old
+            .get(i)
+            .map(|o| format!(", server (build before) {o:.0} ms"))
+            .unwrap_or_default();
         println!(
-            "run {i}: file {:.0} ms, server {:.0} ms, bare claude {:.0} ms",
+            "run {i}: file {:.0} ms, server {:.0} ms{shown_old}, bare claude {:.0} ms",
             f[i], sv[i], bare[i]
         );
     }
@@ -1367,6 +1396,31 @@ fn server_store(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
         "ratio ≤ 1.05",
         ms_ / mb <= 1.05,
     ));
+    if !old.is_empty() {
+        let mo = median(&old);
+        println!(
+            "server, build before: {mo:.0} ms; this build/before {:.3}, before/bare {:.3}\n",
+            ms_ / mo,
+            mo / mb
+        );
+        rows.push(row(
+            "wall time, resumed turn on PostgreSQL: this build vs the build before",
+            format!("{ms_:.0} ms"),
+            format!("{mo:.0} ms"),
+            format!("{:.3}", ms_ / mo),
+            "no slower",
+            ms_ / mo <= 1.02,
+        ));
+    }
+
+    instant_turns(
+        b,
+        runs,
+        file,
+        server,
+        before.as_deref().zip(before_url.as_deref()),
+        rows,
+    );
 
     let big = b.dir.path().join("big-server.jsonl");
     std::fs::write(&big, common::jsonl(&common::facts(FACTS_BIG, 100))).unwrap();
@@ -1426,6 +1480,72 @@ fn server_store(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
             format!("{:.2}x", ms_ / mf),
             "≤ 3x",
             ms_ / mf <= 3.0,
+        ));
+    }
+}
+
+/// A claude that answers at once, whatever it is asked.
+const INSTANT_CLAUDE: &str = r#"#!/bin/sh
+cat >/dev/null
+echo '{"type":"system","subtype":"init","session_id":"x"}'
+echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"x","usage":{"input_tokens":1}}'
+"#;
+
+/// Part 9, the store's own share of a turn, which claude's few hundred ms
+/// hide: resumed turns against a claude that answers at once, on the file,
+/// on the server, and on the server with the earlier build when given,
+/// rotated, five times as many as `runs`.
+fn instant_turns(
+    b: &Bench,
+    runs: usize,
+    file: &std::ffi::OsStr,
+    server: &std::ffi::OsStr,
+    before: Option<(&Path, &str)>,
+    rows: &mut Vec<Row>,
+) {
+    use std::os::unix::fs::PermissionsExt;
+    let claude = b.dir.path().join("instant-claude");
+    std::fs::write(&claude, INSTANT_CLAUDE).unwrap();
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let msg = "Summarize the last step in one sentence.";
+    let turn = |bin: &Path, db: &std::ffi::OsStr| {
+        let mut c = b.turn_with(bin, "instant", &["--no-extract"]);
+        c.env("DUDUCLAW_DB", db).env("DUDUCLAW_CLAUDE", &claude);
+        ms(timed(&mut c, msg).total)
+    };
+    let mut targets = vec![(b.bin.as_path(), file), (b.bin.as_path(), server)];
+    if let Some((bin, url)) = before {
+        targets.push((bin, std::ffi::OsStr::new(url)));
+    }
+    let mut times = vec![Vec::new(); targets.len()];
+    for (bin, db) in &targets {
+        turn(bin, db);
+    }
+    for i in 0..runs * 5 {
+        for k in 0..targets.len() {
+            let j = (i + k) % targets.len();
+            times[j].push(turn(targets[j].0, targets[j].1));
+        }
+    }
+    let medians: Vec<f64> = times.iter().map(|t| median(t)).collect();
+    let shown_old = medians
+        .get(2)
+        .map(|o| format!(", server (build before) {o:.1} ms"))
+        .unwrap_or_default();
+    println!(
+        "resumed turn with a claude that answers at once, medians of {}: file {:.1} ms, server {:.1} ms{shown_old}\n",
+        runs * 5,
+        medians[0],
+        medians[1]
+    );
+    if let Some(old) = medians.get(2) {
+        rows.push(row(
+            "resumed turn on PostgreSQL, claude answering at once: this build vs the build before",
+            format!("{:.1} ms", medians[1]),
+            format!("{old:.1} ms"),
+            format!("{:.3}", medians[1] / old),
+            "no slower",
+            medians[1] / old <= 1.02,
         ));
     }
 }

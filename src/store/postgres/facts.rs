@@ -11,9 +11,10 @@
 
 use std::collections::HashMap;
 
-use postgres::{GenericClient, Row, Transaction};
+use tokio_postgres::Row;
 
-use super::{count, nul_free};
+use super::conn::{Queries, Tx};
+use super::{count, nul_free, rows};
 use crate::store::{Fact, FactQuery, FactScope, NewFact, Result, now};
 use crate::text::terms::{keyword_index_text, normalize, stemmed_terms};
 
@@ -37,10 +38,6 @@ fn fact_from_row(r: &Row) -> Result<Fact> {
         last_used_at: r.try_get(6)?,
         source_turn: r.try_get(7)?,
     })
-}
-
-fn facts(rows: &[Row]) -> Result<Vec<Fact>> {
-    rows.iter().map(fact_from_row).collect()
 }
 
 /// A field's distinct terms with their counts, and its length in terms.
@@ -103,7 +100,7 @@ impl TermRows {
         }
     }
 
-    fn insert(&self, tx: &mut Transaction) -> Result<()> {
+    fn insert(&self, tx: &Tx) -> Result<()> {
         if self.fact.is_empty() {
             return Ok(());
         }
@@ -119,7 +116,7 @@ impl TermRows {
 /// Add `delta` to how many facts hold each term. Terms go in sorted order,
 /// so two hosts adding facts at once lock the shared rows in one order and
 /// never deadlock.
-fn change_df(tx: &mut Transaction, delta: &HashMap<String, i64>) -> Result<()> {
+fn change_df(tx: &Tx, delta: &HashMap<String, i64>) -> Result<()> {
     let mut rows: Vec<(&String, &i64)> = delta.iter().filter(|(_, d)| **d != 0).collect();
     if rows.is_empty() {
         return Ok(());
@@ -149,7 +146,7 @@ fn index_terms(query: &FactQuery) -> Vec<String> {
 /// for a batch instead of a few per fact (an import of 100k facts).
 pub const BATCH: usize = 1_000;
 
-pub fn add(tx: &mut Transaction, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
+pub fn add(tx: &Tx, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
     let t = now();
     let mut out = Vec::with_capacity(new.len());
     for chunk in new.chunks(BATCH) {
@@ -158,12 +155,7 @@ pub fn add(tx: &mut Transaction, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
     Ok(out)
 }
 
-fn add_batch(
-    tx: &mut Transaction,
-    new: &[NewFact],
-    t: i64,
-    out: &mut Vec<Option<i64>>,
-) -> Result<()> {
+fn add_batch(tx: &Tx, new: &[NewFact], t: i64, out: &mut Vec<Option<i64>>) -> Result<()> {
     let norms: Vec<String> = new.iter().map(|f| normalize(f.content)).collect();
     let indexed: Vec<Indexed> = new
         .iter()
@@ -210,8 +202,8 @@ fn add_batch(
     // the batch is skipped, as a fact already stored is).
     let mut ids: HashMap<(String, String, String), i64> = inserted
         .iter()
-        .map(|r| ((r.get(1), r.get(2), r.get(3)), r.get(0)))
-        .collect();
+        .map(|r| Ok(((r.try_get(1)?, r.try_get(2)?, r.try_get(3)?), r.try_get(0)?)))
+        .collect::<Result<_>>()?;
     let (mut rows, mut tokens) = (0i64, 0i64);
     let mut term_rows = TermRows::default();
     let mut df: HashMap<String, i64> = HashMap::new();
@@ -249,7 +241,7 @@ fn add_batch(
     Ok(())
 }
 
-pub fn set_keywords(tx: &mut Transaction, id: i64, keywords: &[String]) -> Result<bool> {
+pub fn set_keywords(tx: &Tx, id: i64, keywords: &[String]) -> Result<bool> {
     let Some(row) = tx.query_opt(
         "SELECT content, keys_len, terms FROM facts WHERE id = $1 FOR UPDATE",
         &[&id],
@@ -287,53 +279,47 @@ pub fn set_keywords(tx: &mut Transaction, id: i64, keywords: &[String]) -> Resul
     Ok(true)
 }
 
-pub fn without_keywords(
-    c: &mut impl GenericClient,
-    agent: Option<&str>,
-    limit: usize,
-) -> Result<Vec<Fact>> {
-    facts(&c.query(
+pub fn without_keywords(c: &impl Queries, agent: Option<&str>, limit: usize) -> Result<Vec<Fact>> {
+    rows(c.query(
         &format!(
             "SELECT {FACT_COLS} FROM facts f WHERE ($1::text IS NULL OR f.agent = $1) AND f.keywords = '[]'
              ORDER BY f.id LIMIT $2"
         ),
         &[&agent, &count(limit)],
-    )?)
+    )?, fact_from_row)
 }
 
-pub fn list(
-    c: &mut impl GenericClient,
-    scope: FactScope,
-    limit: Option<usize>,
-) -> Result<Vec<Fact>> {
-    facts(&c.query(
-        &format!(
-            "SELECT {FACT_COLS} FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2)
+pub fn list(c: &impl Queries, scope: FactScope, limit: Option<usize>) -> Result<Vec<Fact>> {
+    rows(
+        c.query(
+            &format!(
+                "SELECT {FACT_COLS} FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2)
              ORDER BY f.access_count DESC, f.id LIMIT $3"
-        ),
-        &[&scope.agent, &scope.user.unwrap_or(""), &limit.map(count)],
-    )?)
+            ),
+            &[&scope.agent, &scope.user.unwrap_or(""), &limit.map(count)],
+        )?,
+        fact_from_row,
+    )
 }
 
-pub fn all(c: &mut impl GenericClient, agent: &str, only_user: Option<&str>) -> Result<Vec<Fact>> {
-    facts(&c.query(
+pub fn all(c: &impl Queries, agent: &str, only_user: Option<&str>) -> Result<Vec<Fact>> {
+    rows(c.query(
         &format!(
             "SELECT {FACT_COLS} FROM facts f WHERE f.agent = $1 AND ($2::text IS NULL OR f.user_id = $2) ORDER BY f.id"
         ),
         &[&agent, &only_user],
-    )?)
+    )?, fact_from_row)
 }
 
-pub fn count_matches(c: &mut impl GenericClient, query: &FactQuery, cap: i64) -> Result<i64> {
+pub fn count_matches(c: &impl Queries, query: &FactQuery, cap: i64) -> Result<i64> {
     let terms = index_terms(query);
     if terms.is_empty() {
         return Ok(0);
     }
     if terms.len() == 1 {
         // One term: how many facts hold it is kept.
-        let df: Option<i64> = c
-            .query_opt("SELECT df FROM term_df WHERE term = $1", &[&terms[0]])?
-            .map(|r| r.get(0));
+        let df: Option<i64> =
+            c.value_opt("SELECT df FROM term_df WHERE term = $1", &[&terms[0]])?;
         return Ok(df.unwrap_or(0).clamp(0, cap));
     }
     let holds = if query.all {
@@ -349,7 +335,7 @@ pub fn count_matches(c: &mut impl GenericClient, query: &FactQuery, cap: i64) ->
 }
 
 pub fn rank(
-    c: &mut impl GenericClient,
+    c: &impl Queries,
     query: &FactQuery,
     scope: FactScope,
     want: usize,
@@ -386,7 +372,7 @@ pub fn rank(
          SELECT {FACT_COLS}, sc.score FROM scored sc JOIN facts f ON f.id = sc.fact_id
          ORDER BY sc.score DESC, f.id LIMIT $4"
     );
-    let rows = c.query(
+    let found = c.query(
         &sql,
         &[
             &terms,
@@ -396,12 +382,10 @@ pub fn rank(
             &query.keyword_weight,
         ],
     )?;
-    rows.iter()
-        .map(|r| Ok((fact_from_row(r)?, r.try_get::<_, f64>(9)?)))
-        .collect()
+    rows(found, |r| Ok((fact_from_row(r)?, r.try_get::<_, f64>(9)?)))
 }
 
-pub fn forget(tx: &mut Transaction, agent: &str, ids: &[i64]) -> Result<usize> {
+pub fn forget(tx: &Tx, agent: &str, ids: &[i64]) -> Result<usize> {
     // The term rows go with the facts (ON DELETE CASCADE); the counts of
     // their terms and the index's size shrink by what went.
     let gone = tx.query(
@@ -411,8 +395,8 @@ pub fn forget(tx: &mut Transaction, agent: &str, ids: &[i64]) -> Result<usize> {
     let mut tokens = 0i64;
     let mut df: HashMap<String, i64> = HashMap::new();
     for r in &gone {
-        tokens += r.get::<_, i64>(0);
-        for t in r.get::<_, Vec<String>>(1) {
+        tokens += r.try_get::<_, i64>(0)?;
+        for t in r.try_get::<_, Vec<String>>(1)? {
             *df.entry(t).or_default() -= 1;
         }
     }

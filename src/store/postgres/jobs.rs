@@ -2,10 +2,11 @@
 //! skip rows another host is claiming (`FOR UPDATE SKIP LOCKED`), so two
 //! workers never run one job, and neither waits for the other.
 
-use postgres::types::ToSql;
-use postgres::{GenericClient, Row};
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
-use super::{nul_free, text};
+use super::conn::Queries;
+use super::{nul_free, rows, text};
 use crate::store::{JOB_MAX_ATTEMPTS as MAX_ATTEMPTS, JOB_RETRY_DELAY_SECS as RETRY_DELAY_SECS};
 use crate::store::{
     Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, JobStatus, Result, TextEnum, now,
@@ -24,7 +25,7 @@ const RUNNABLE: &str = "attempts < $4 AND ((status = $5 AND lease_until <= $7) O
            AND (COALESCE(o.turn_id, 0), o.id) < (COALESCE(jobs.turn_id, 0), jobs.id)))";
 
 pub fn enqueue(
-    c: &mut impl GenericClient,
+    c: &impl Queries,
     kind: JobKind,
     agent: &str,
     session_id: Option<&str>,
@@ -32,7 +33,7 @@ pub fn enqueue(
     input: &serde_json::Value,
 ) -> Result<i64> {
     let t = now();
-    Ok(c.query_one(
+    Ok(c.value(
         "INSERT INTO jobs (kind, agent, session_id, turn_id, input, status, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id",
         &[
@@ -44,17 +45,16 @@ pub fn enqueue(
             &JobStatus::Pending.as_str(),
             &t,
         ],
-    )?
-    .try_get(0)?)
+    )?)
 }
 
 fn select_params<'a>(s: &'a JobSelect<'a>) -> [Option<&'a str>; 3] {
     [s.session_id, s.agent, s.kind.map(TextEnum::as_str)]
 }
 
-pub fn has_open(c: &mut impl GenericClient, s: JobSelect) -> Result<bool> {
+pub fn has_open(c: &impl Queries, s: JobSelect) -> Result<bool> {
     let [session, agent, kind] = select_params(&s);
-    Ok(c.query_one(
+    Ok(c.value(
         &format!(
             "SELECT EXISTS (SELECT 1 FROM jobs WHERE {SELECT} AND status IN ($4, $5) AND attempts < $6)"
         ),
@@ -66,14 +66,13 @@ pub fn has_open(c: &mut impl GenericClient, s: JobSelect) -> Result<bool> {
             &JobStatus::Running.as_str(),
             &MAX_ATTEMPTS,
         ],
-    )?
-    .try_get(0)?)
+    )?)
 }
 
-pub fn has_runnable(c: &mut impl GenericClient, s: JobSelect) -> Result<bool> {
+pub fn has_runnable(c: &impl Queries, s: JobSelect) -> Result<bool> {
     let [session, agent, kind] = select_params(&s);
     let t = now();
-    Ok(c.query_one(
+    Ok(c.value(
         &format!("SELECT EXISTS (SELECT 1 FROM jobs WHERE {SELECT} AND {RUNNABLE})"),
         &[
             &session,
@@ -84,13 +83,12 @@ pub fn has_runnable(c: &mut impl GenericClient, s: JobSelect) -> Result<bool> {
             &JobStatus::Running.as_str(),
             &t,
         ],
-    )?
-    .try_get(0)?)
+    )?)
 }
 
-pub fn next_at(c: &mut impl GenericClient, s: JobSelect) -> Result<Option<i64>> {
+pub fn next_at(c: &impl Queries, s: JobSelect) -> Result<Option<i64>> {
     let [session, agent, kind] = select_params(&s);
-    Ok(c.query_one(
+    Ok(c.value(
         &format!(
             "SELECT MIN(lease_until) FROM jobs WHERE {SELECT} AND status = $4 AND attempts < $5"
         ),
@@ -101,8 +99,7 @@ pub fn next_at(c: &mut impl GenericClient, s: JobSelect) -> Result<Option<i64>> 
             &JobStatus::Pending.as_str(),
             &MAX_ATTEMPTS,
         ],
-    )?
-    .try_get(0)?)
+    )?)
 }
 
 fn job_from_row(r: &Row) -> Result<Job> {
@@ -122,12 +119,7 @@ fn job_from_row(r: &Row) -> Result<Job> {
 /// sessions (see the SQLite engine). The ranking reads without locks; the
 /// rows it picks are then locked and checked again, and a row another host
 /// is claiming is skipped, so two hosts never take one job.
-pub fn claim(
-    c: &mut impl GenericClient,
-    s: JobSelect,
-    lease_secs: i64,
-    limit: usize,
-) -> Result<Vec<Job>> {
+pub fn claim(c: &impl Queries, s: JobSelect, lease_secs: i64, limit: usize) -> Result<Vec<Job>> {
     let [session, agent, kind] = select_params(&s);
     let t = now();
     let lease = t.saturating_add(lease_secs);
@@ -143,7 +135,7 @@ pub fn claim(
         &lease,
         &limit,
     ];
-    let rows = c.query(
+    let found = c.query(
         &format!(
             "UPDATE jobs SET status = $6, attempts = attempts + 1, lease_until = $8, updated_at = $7
              WHERE id IN (
@@ -159,12 +151,12 @@ pub fn claim(
         ),
         &params,
     )?;
-    let mut jobs = rows.iter().map(job_from_row).collect::<Result<Vec<_>>>()?;
+    let mut jobs = rows(found, job_from_row)?;
     jobs.sort_by_key(|j| j.id);
     Ok(jobs)
 }
 
-pub fn finish(c: &mut impl GenericClient, id: i64) -> Result<()> {
+pub fn finish(c: &impl Queries, id: i64) -> Result<()> {
     c.execute(
         "UPDATE jobs SET status = $2, last_error = NULL, lease_until = 0, updated_at = $3 WHERE id = $1",
         &[&id, &JobStatus::Done.as_str(), &now()],
@@ -172,7 +164,7 @@ pub fn finish(c: &mut impl GenericClient, id: i64) -> Result<()> {
     Ok(())
 }
 
-pub fn fail(c: &mut impl GenericClient, id: i64, error: &str) -> Result<()> {
+pub fn fail(c: &impl Queries, id: i64, error: &str) -> Result<()> {
     c.execute(
         "UPDATE jobs SET status = CASE WHEN attempts >= $3 THEN $4 ELSE $5 END,
                 last_error = $2, lease_until = $6 + $7 * attempts, updated_at = $6 WHERE id = $1",
@@ -189,7 +181,7 @@ pub fn fail(c: &mut impl GenericClient, id: i64, error: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn retry(c: &mut impl GenericClient, id: i64) -> Result<bool> {
+pub fn retry(c: &impl Queries, id: i64) -> Result<bool> {
     let n = c.execute(
         "UPDATE jobs SET status = $2, attempts = 0, lease_until = 0, updated_at = $3 WHERE id = $1",
         &[&id, &JobStatus::Pending.as_str(), &now()],
@@ -197,9 +189,9 @@ pub fn retry(c: &mut impl GenericClient, id: i64) -> Result<bool> {
     Ok(n > 0)
 }
 
-pub fn list(c: &mut impl GenericClient, filter: &JobFilter) -> Result<Vec<JobRow>> {
+pub fn list(c: &impl Queries, filter: &JobFilter) -> Result<Vec<JobRow>> {
     let [session, agent, kind] = select_params(&filter.select);
-    let rows = c.query(
+    let found = c.query(
         "SELECT j.id, j.kind, j.status, j.agent, j.session_id, s.channel, s.thread, j.turn_id,
                 j.attempts, j.last_error, j.created_at, j.updated_at, j.lease_until
          FROM jobs j LEFT JOIN sessions s ON s.id = j.session_id
@@ -215,40 +207,34 @@ pub fn list(c: &mut impl GenericClient, filter: &JobFilter) -> Result<Vec<JobRow
             &JobStatus::Running.as_str(),
         ],
     )?;
-    rows.iter()
-        .map(|r| {
-            Ok(JobRow {
-                id: r.try_get(0)?,
-                kind: text(r, 1)?,
-                status: text(r, 2)?,
-                agent: r.try_get(3)?,
-                session_id: r.try_get(4)?,
-                channel: r.try_get(5)?,
-                thread: r.try_get(6)?,
-                turn_id: r.try_get(7)?,
-                attempts: r.try_get(8)?,
-                last_error: r.try_get(9)?,
-                created_at: r.try_get(10)?,
-                updated_at: r.try_get(11)?,
-                lease_until: r.try_get(12)?,
-            })
+    rows(found, |r| {
+        Ok(JobRow {
+            id: r.try_get(0)?,
+            kind: text(r, 1)?,
+            status: text(r, 2)?,
+            agent: r.try_get(3)?,
+            session_id: r.try_get(4)?,
+            channel: r.try_get(5)?,
+            thread: r.try_get(6)?,
+            turn_id: r.try_get(7)?,
+            attempts: r.try_get(8)?,
+            last_error: r.try_get(9)?,
+            created_at: r.try_get(10)?,
+            updated_at: r.try_get(11)?,
+            lease_until: r.try_get(12)?,
         })
-        .collect()
+    })
 }
 
-pub fn of_session(c: &mut impl GenericClient, session_id: &str) -> Result<Vec<Job>> {
-    let rows = c.query(
+pub fn of_session(c: &impl Queries, session_id: &str) -> Result<Vec<Job>> {
+    let found = c.query(
         "SELECT id, kind, agent, session_id, turn_id, input, attempts FROM jobs WHERE session_id = $1 ORDER BY id",
         &[&session_id],
     )?;
-    rows.iter().map(job_from_row).collect()
+    rows(found, job_from_row)
 }
 
-pub fn health(
-    c: &mut impl GenericClient,
-    session_id: &str,
-    failed_since: i64,
-) -> Result<JobHealth> {
+pub fn health(c: &impl Queries, session_id: &str, failed_since: i64) -> Result<JobHealth> {
     let r = c.query_one(
         "SELECT COUNT(*) FILTER (WHERE status IN ($2, $3) AND attempts < $4),
                 COUNT(*) FILTER (WHERE status <> $5 AND last_error IS NOT NULL AND updated_at >= $6)

@@ -6,191 +6,42 @@
 //! session-level advisory lock on the store's connection, so the server
 //! releases it the moment the process holding it dies.
 //!
-//! The driver is the synchronous `postgres` crate. It runs a small runtime
-//! of its own, which tokio refuses to start on a thread already inside a
-//! runtime; so every call made from async code runs on a scoped helper
-//! thread ([`off_runtime`]), borrowing the connection for that one call.
+//! The [`Store`] trait is synchronous and is called from async code (the
+//! turn) as well as from plain threads. The synchronous `postgres` crate
+//! cannot serve the first: it blocks on a runtime of its own, which tokio
+//! refuses to start on a thread already inside one, so each call had to
+//! hop to a fresh helper thread (about 21 a turn). Instead the driver is
+//! `tokio_postgres` ([`conn`]): each connection's I/O runs on one thread
+//! of its own, started at connect, and a store call polls the client's
+//! future on the caller's own thread with a tiny executor that is not
+//! tokio's. The client reaches the connection only through channels, so
+//! this works inside a runtime or outside one, with no thread per call.
 
+mod conn;
 mod facts;
 mod jobs;
+mod pins;
+mod schema;
+mod sessions;
 pub mod url;
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::Context;
-use postgres::config::SslMode;
-use postgres::error::SqlState;
-use postgres::types::ToSql;
-use postgres::{Client, GenericClient, Row};
 use sha2::{Digest, Sha256};
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use conn::{Conn, Queries, Tx, connect};
 
 use super::{
     CallFilter, CallRecord, CallRow, Counts, Erasure, Fact, FactQuery, FactScope, Job, JobFilter,
-    JobHealth, JobKind, JobRow, JobSelect, NewFact, PIN_REVISIONS_KEPT, PinChange, PinRevision,
-    Reply, Result, Roll, Session, SessionListing, SessionLock, Store, StoreError, TextEnum, Turn,
-    Usage, now,
+    JobHealth, JobKind, JobRow, JobSelect, NewFact, PinChange, PinRevision, Reply, Result, Roll,
+    Session, SessionListing, SessionLock, Store, StoreError, TextEnum, Turn, Usage, now,
 };
 use crate::session::SessionKey;
+pub use schema::SCHEMA_VERSION;
 pub use url::ServerUrl;
-
-/// Append-only: entry N moves the schema from version N to N+1. The
-/// versions match the SQLite engine's, so `doctor` reads alike on both.
-const MIGRATIONS: &[&str] = &[
-    r"
-CREATE TABLE sessions (
-    id           TEXT PRIMARY KEY,
-    agent        TEXT NOT NULL,
-    channel      TEXT NOT NULL,
-    thread       TEXT,
-    generation   BIGINT NOT NULL DEFAULT 0,
-    handle       TEXT NOT NULL,
-    handle_turns BIGINT NOT NULL DEFAULT 0,
-    cwd          TEXT NOT NULL,
-    pin          TEXT,
-    summary      TEXT,
-    summary_upto BIGINT,
-    created_at   BIGINT NOT NULL,
-    updated_at   BIGINT NOT NULL
-);
-CREATE INDEX sessions_agent ON sessions(agent, updated_at);
-CREATE TABLE turns (
-    id          BIGSERIAL PRIMARY KEY,
-    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    role        TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
-    content     TEXT NOT NULL,
-    status      TEXT NOT NULL,
-    mode        TEXT,
-    handle      TEXT,
-    usage       TEXT,
-    cost_usd    DOUBLE PRECISION,
-    duration_ms BIGINT,
-    error       TEXT,
-    created_at  BIGINT NOT NULL
-);
-CREATE INDEX turns_session ON turns(session_id, id);
-CREATE TABLE facts (
-    id           BIGSERIAL PRIMARY KEY,
-    agent        TEXT NOT NULL,
-    user_id      TEXT NOT NULL DEFAULT '',
-    content      TEXT NOT NULL,
-    norm         TEXT NOT NULL,
-    access_count BIGINT NOT NULL DEFAULT 0,
-    created_at   BIGINT NOT NULL,
-    last_used_at BIGINT,
-    source_turn  BIGINT,
-    UNIQUE (agent, user_id, norm)
-);
-CREATE TABLE jobs (
-    id          BIGSERIAL PRIMARY KEY,
-    kind        TEXT NOT NULL,
-    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    turn_id     BIGINT,
-    input       TEXT NOT NULL,
-    status      TEXT NOT NULL DEFAULT 'pending',
-    attempts    BIGINT NOT NULL DEFAULT 0,
-    lease_until BIGINT NOT NULL DEFAULT 0,
-    last_error  TEXT,
-    created_at  BIGINT NOT NULL,
-    updated_at  BIGINT NOT NULL
-);
-CREATE INDEX jobs_open ON jobs(session_id, status);
-CREATE TABLE meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-",
-    // 2: as on SQLite (paths, hosts, calls, keywords, session-less jobs),
-    // plus the search index: BM25 computed in SQL over the terms we cut
-    // (stemmed words, CJK bigrams), since PostgreSQL's own parser keeps a
-    // run of Chinese as one token.
-    r"
-ALTER TABLE turns ADD COLUMN path TEXT;
-ALTER TABLE sessions ADD COLUMN handle_host TEXT;
-CREATE TABLE calls (
-    id                          BIGSERIAL PRIMARY KEY,
-    session_id                  TEXT REFERENCES sessions(id) ON DELETE CASCADE,
-    agent                       TEXT NOT NULL,
-    turn_id                     BIGINT,
-    kind                        TEXT NOT NULL,
-    path                        TEXT NOT NULL,
-    model                       TEXT,
-    input_tokens                BIGINT NOT NULL,
-    cache_creation_input_tokens BIGINT NOT NULL,
-    cache_read_input_tokens     BIGINT NOT NULL,
-    output_tokens               BIGINT NOT NULL,
-    cost_usd                    DOUBLE PRECISION,
-    duration_ms                 BIGINT NOT NULL,
-    memory_tokens               BIGINT NOT NULL DEFAULT 0,
-    created_at                  BIGINT NOT NULL
-);
-CREATE INDEX calls_time ON calls(created_at);
-CREATE INDEX calls_session ON calls(session_id);
-ALTER TABLE facts ADD COLUMN keywords TEXT NOT NULL DEFAULT '[]';
--- the search index: each fact's lengths in terms and its distinct terms
--- (GIN: which facts hold any or all of a query's terms), the count of each
--- term in the text (field 0) and the keywords (field 1), how many facts
--- hold each term (its IDF), and the index's size, all kept with every change
-ALTER TABLE facts ADD COLUMN body_len BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE facts ADD COLUMN keys_len BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE facts ADD COLUMN terms TEXT[] NOT NULL DEFAULT '{}';
-CREATE INDEX facts_terms ON facts USING GIN (terms);
-CREATE TABLE fact_terms (
-    fact_id BIGINT NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
-    term    TEXT NOT NULL,
-    field   SMALLINT NOT NULL,
-    tf      INTEGER NOT NULL,
-    PRIMARY KEY (fact_id, term, field)
-);
-CREATE TABLE term_df (
-    term TEXT PRIMARY KEY,
-    df   BIGINT NOT NULL
-);
-CREATE TABLE fact_stats (
-    one    BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one),
-    rows   BIGINT NOT NULL,
-    tokens BIGINT NOT NULL
-);
-INSERT INTO fact_stats (rows, tokens) VALUES (0, 0);
-ALTER TABLE jobs ADD COLUMN agent TEXT NOT NULL DEFAULT '';
-UPDATE jobs j SET agent = s.agent FROM sessions s WHERE s.id = j.session_id;
-ALTER TABLE jobs ALTER COLUMN session_id DROP NOT NULL;
-CREATE INDEX jobs_runnable ON jobs(status, lease_until);
-CREATE INDEX jobs_agent ON jobs(agent, kind, status);
-",
-    // 3: as on SQLite: every state of every pin, with what changed it.
-    r"
-CREATE TABLE pin_revisions (
-    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    rev        BIGINT NOT NULL,
-    pin        TEXT,
-    source     TEXT NOT NULL,
-    turn_id    BIGINT,
-    from_rev   BIGINT,
-    created_at BIGINT NOT NULL,
-    PRIMARY KEY (session_id, rev)
-);
-INSERT INTO pin_revisions (session_id, rev, pin, source, created_at)
-SELECT id, 1, pin, 'earlier', updated_at FROM sessions WHERE pin IS NOT NULL;
-",
-    // 4: as on SQLite: the sender of each user turn, handles of erased sessions.
-    r"
-ALTER TABLE turns ADD COLUMN user_id TEXT;
-CREATE INDEX turns_user ON turns(user_id) WHERE user_id IS NOT NULL;
-CREATE TABLE erased_handles (
-    id        BIGSERIAL PRIMARY KEY,
-    handle    TEXT NOT NULL,
-    erased_at BIGINT NOT NULL
-);
-CREATE INDEX erased_handles_time ON erased_handles(erased_at);
-",
-];
-
-/// The schema version this build writes (the same as SQLite's).
-pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
-
-/// Keys of the advisory locks this program takes outside sessions.
-const MIGRATION_LOCK: i64 = 0x6475_6475_636c_6177; // "duduclaw"
 
 /// How long opening waits for a server that is full (too many connections)
 /// or still starting, before saying so. A server that refuses outright or
@@ -199,65 +50,14 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
 pub struct PgStore {
     /// Shared with the turn locks taken on it, which unlock through it.
-    client: Arc<Mutex<Option<Client>>>,
+    client: Arc<Mutex<Option<Conn>>>,
     url: ServerUrl,
 }
 
-impl From<postgres::Error> for StoreError {
-    fn from(e: postgres::Error) -> Self {
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> Self {
         StoreError::from(anyhow::Error::new(e).context("the session store failed"))
     }
-}
-
-/// Run `f` where the synchronous driver may block: on this thread outside
-/// a runtime, else on a scoped helper thread.
-fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    if tokio::runtime::Handle::try_current().is_err() {
-        return f();
-    }
-    std::thread::scope(|s| match s.spawn(f).join() {
-        Ok(v) => v,
-        Err(panic) => std::panic::resume_unwind(panic),
-    })
-}
-
-/// Open a connection, waiting up to `wait` while the server is full or
-/// starting. Errors name the store (never its password).
-fn connect(url: &ServerUrl, wait: Duration) -> anyhow::Result<Client> {
-    let (config, tls) = url.config()?;
-    // No TLS setup at all when the URL says sslmode=disable.
-    let tls = match config.get_ssl_mode() {
-        SslMode::Disable => None,
-        _ => Some(tls.connector()?),
-    };
-    let start = Instant::now();
-    off_runtime(|| {
-        loop {
-            let tried = match &tls {
-                Some(tls) => config.connect(tls.clone()),
-                None => config.connect(postgres::NoTls),
-            };
-            match tried {
-                Ok(c) => return Ok(c),
-                Err(e) => {
-                    let busy = e.code().is_some_and(|c| {
-                        *c == SqlState::TOO_MANY_CONNECTIONS || *c == SqlState::CANNOT_CONNECT_NOW
-                    });
-                    if busy && start.elapsed() < wait {
-                        std::thread::sleep(Duration::from_millis(200));
-                        continue;
-                    }
-                    let why = if busy {
-                        format!(" (still full after waiting {}s)", wait.as_secs())
-                    } else {
-                        String::new()
-                    };
-                    return Err(anyhow::Error::new(e)
-                        .context(format!("could not connect to session store {url}{why}")));
-                }
-            }
-        }
-    })
 }
 
 impl PgStore {
@@ -276,7 +76,7 @@ impl PgStore {
         if version == 0 {
             return Ok(None);
         }
-        check_version(version)?;
+        schema::check_version(version)?;
         Ok(Some(store))
     }
 
@@ -288,23 +88,20 @@ impl PgStore {
         })
     }
 
-    /// Run `f` with the connection, off the runtime.
-    fn with<T: Send>(&self, f: impl FnOnce(&mut Client) -> Result<T> + Send) -> Result<T> {
+    /// Run `f` with the connection.
+    fn with<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
         let mut guard = self.client.lock().unwrap_or_else(PoisonError::into_inner);
         let client = guard
             .as_mut()
             .ok_or_else(|| anyhow::anyhow!("the store connection is closed"))?;
-        off_runtime(|| f(client))
+        f(client)
     }
 
     /// Run `f` in one transaction.
-    fn tx<T: Send>(
-        &self,
-        f: impl FnOnce(&mut postgres::Transaction) -> Result<T> + Send,
-    ) -> Result<T> {
+    fn tx<T>(&self, f: impl FnOnce(&Tx) -> Result<T>) -> Result<T> {
         self.with(|c| {
-            let mut tx = c.transaction()?;
-            let out = f(&mut tx)?;
+            let tx = c.transaction()?;
+            let out = f(&tx)?;
             tx.commit()?;
             Ok(out)
         })
@@ -324,72 +121,30 @@ impl PgStore {
 
     /// The schema version, 0 for a database without our schema.
     fn version(&self) -> anyhow::Result<i64> {
-        Ok(self.with(read_version)?)
+        Ok(self.with(|c| schema::read_version(c))?)
     }
 
     fn migrate(&self) -> anyhow::Result<()> {
         let version = self.version()?;
-        check_version(version)?;
+        schema::check_version(version)?;
         if version == SCHEMA_VERSION {
             return Ok(());
         }
-        self.tx(|tx| {
-            // One host migrates; the others wait here, then find it done.
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
-            tx.batch_execute(
-                "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL);
-                 INSERT INTO schema_version SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM schema_version)",
-            )?;
-            let current = read_version(tx)?;
-            for (i, sql) in MIGRATIONS
-                .iter()
-                .enumerate()
-                .skip(usize::try_from(current).unwrap_or(0))
-            {
-                tx.batch_execute(sql)
-                    .with_context(|| format!("migration to schema version {} failed", i + 1))?;
-            }
-            tx.execute(
-                "UPDATE schema_version SET version = $1",
-                &[&SCHEMA_VERSION],
-            )?;
-            Ok(())
-        })?;
+        self.with(schema::migrate)?;
         Ok(())
     }
 }
 
-fn read_version(c: &mut impl GenericClient) -> Result<i64> {
-    let exists: bool = c
-        .query_one("SELECT to_regclass('schema_version') IS NOT NULL", &[])?
-        .get(0);
-    if !exists {
-        return Ok(0);
-    }
-    Ok(c.query_opt("SELECT version FROM schema_version", &[])?
-        .map_or(0, |r| r.get(0)))
-}
-
-fn check_version(version: i64) -> anyhow::Result<()> {
-    if version > SCHEMA_VERSION {
-        anyhow::bail!(StoreError::from(anyhow::anyhow!(
-            "the store has schema version {version}, newer than this program's {SCHEMA_VERSION}: upgrade duduclaw-session"
-        )));
-    }
-    Ok(())
-}
-
 impl Drop for PgStore {
     fn drop(&mut self) {
-        // The driver's close blocks on its runtime: keep that off ours.
-        let client = self
+        // The connection closes with the store, not with the last turn
+        // lock taken on it: a lock outliving its store unlocks nothing.
+        let conn = self
             .client
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        if let Some(client) = client {
-            off_runtime(move || drop(client));
-        }
+        drop(conn);
     }
 }
 
@@ -425,107 +180,8 @@ fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-const SESSION_COLS: &str = "id, agent, channel, thread, generation, handle, handle_turns, handle_host, cwd, pin, summary, summary_upto, created_at, updated_at";
-
-fn session_from_row(r: &Row) -> Result<Session> {
-    Ok(Session {
-        id: r.try_get(0)?,
-        agent: r.try_get(1)?,
-        channel: r.try_get(2)?,
-        thread: r.try_get(3)?,
-        generation: u32::try_from(r.try_get::<_, i64>(4)?).unwrap_or(u32::MAX),
-        handle: r.try_get(5)?,
-        handle_turns: r.try_get(6)?,
-        handle_host: r.try_get(7)?,
-        cwd: r.try_get(8)?,
-        pin: r.try_get(9)?,
-        summary: r.try_get(10)?,
-        summary_upto: r.try_get(11)?,
-        created_at: r.try_get(12)?,
-        updated_at: r.try_get(13)?,
-    })
-}
-
-const TURN_COLS: &str = "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id";
-
-fn turn_from_row(r: &Row) -> Result<Turn> {
-    let usage: Option<String> = r.try_get(6)?;
-    Ok(Turn {
-        id: r.try_get(0)?,
-        role: text(r, 1)?,
-        content: r.try_get(2)?,
-        status: text(r, 3)?,
-        mode: opt_text(r, 4)?,
-        path: opt_text(r, 5)?,
-        usage: usage.and_then(|u| serde_json::from_str(&u).ok()),
-        cost_usd: r.try_get(7)?,
-        duration_ms: r.try_get(8)?,
-        error: r.try_get(9)?,
-        created_at: r.try_get(10)?,
-        user: r.try_get(11)?,
-    })
-}
-
 fn rows<T>(rows: Vec<Row>, f: impl Fn(&Row) -> Result<T>) -> Result<Vec<T>> {
     rows.iter().map(f).collect()
-}
-
-/// Write a session's pin and record the revision (see the SQLite engine):
-/// nothing when it already holds the value; with `expected`, only if the
-/// pin is still that. The row lock the update takes orders concurrent
-/// writers, so revision numbers never collide. Whether it was written.
-fn write_pin(
-    tx: &mut postgres::Transaction,
-    session_id: &str,
-    expected: Option<Option<&str>>,
-    pin: Option<&str>,
-    change: PinChange,
-) -> Result<bool> {
-    let t = now();
-    let pin = pin.map(nul_free);
-    let pin = pin.as_deref();
-    let n = match expected {
-        None => tx.execute(
-            "UPDATE sessions SET pin = $2, updated_at = $3 WHERE id = $1 AND pin IS DISTINCT FROM $2",
-            &[&session_id, &pin, &t],
-        )?,
-        Some(expected) => tx.execute(
-            "UPDATE sessions SET pin = $2, updated_at = $3
-             WHERE id = $1 AND pin IS NOT DISTINCT FROM $4 AND pin IS DISTINCT FROM $2",
-            &[&session_id, &pin, &t, &expected.map(nul_free)],
-        )?,
-    };
-    if n == 0 {
-        let same: bool = tx
-            .query_opt(
-                "SELECT pin IS NOT DISTINCT FROM $2 FROM sessions WHERE id = $1",
-                &[&session_id, &pin],
-            )?
-            .map(|r| r.try_get(0))
-            .transpose()?
-            .unwrap_or(false);
-        return Ok(same && expected.is_none_or(|e| e.map(nul_free).as_deref() == pin));
-    }
-    let rev: i64 = tx
-        .query_one(
-            "INSERT INTO pin_revisions (session_id, rev, pin, source, turn_id, from_rev, created_at)
-             SELECT $1, COALESCE(MAX(rev), 0) + 1, $2, $3, $4, $5, $6 FROM pin_revisions WHERE session_id = $1
-             RETURNING rev",
-            &[
-                &session_id,
-                &pin,
-                &change.source.as_str(),
-                &change.turn_id,
-                &change.from_rev,
-                &t,
-            ],
-        )?
-        .try_get(0)?;
-    tx.execute(
-        "DELETE FROM pin_revisions WHERE session_id = $1 AND rev <= $2",
-        &[&session_id, &(rev - PIN_REVISIONS_KEPT)],
-    )?;
-    Ok(true)
 }
 
 /// The tables that hold what a person says or what is said about them:
@@ -552,7 +208,7 @@ fn lock_key(session_id: &str) -> i64 {
 /// connection. Dropping it unlocks; if the process dies or its connection
 /// drops first, the server releases it with the connection.
 struct AdvisoryLock {
-    client: Arc<Mutex<Option<Client>>>,
+    client: Arc<Mutex<Option<Conn>>>,
     key: i64,
 }
 
@@ -562,7 +218,7 @@ impl Drop for AdvisoryLock {
         if let Some(client) = guard.as_mut() {
             let key = self.key;
             // An error means the connection is gone, and the lock with it.
-            let _ = off_runtime(|| client.execute("SELECT pg_advisory_unlock($1)", &[&key]));
+            let _ = client.execute("SELECT pg_advisory_unlock($1)", &[&key]);
         }
     }
 }
@@ -573,48 +229,23 @@ impl Store for PgStore {
     }
 
     fn session(&self, id: &str) -> Result<Option<Session>> {
-        let sql = format!("SELECT {SESSION_COLS} FROM sessions WHERE id = $1");
-        self.query(&sql, &[&id])?
-            .first()
-            .map(session_from_row)
-            .transpose()
+        self.with(|c| sessions::get(c, id))
     }
 
     fn ensure_session(&mut self, id: &str, key: &SessionKey, cwd: &str) -> Result<Session> {
-        let t = now();
-        self.execute(
-            "INSERT INTO sessions (id, agent, channel, thread, handle, cwd, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $1, $5, $6, $6) ON CONFLICT (id) DO NOTHING",
-            &[&id, &key.agent, &key.channel, &key.thread, &cwd, &t],
-        )?;
-        self.session(id)?.ok_or_else(|| {
-            anyhow::anyhow!("session {id} vanished right after it was created (deleted meanwhile?)")
-                .into()
-        })
+        self.with(|c| sessions::ensure(c, id, key, cwd))
     }
 
     fn sessions(&self, agent: Option<&str>) -> Result<Vec<SessionListing>> {
-        let sql = format!(
-            "SELECT {SESSION_COLS}, (SELECT COUNT(*) FROM turns t WHERE t.session_id = sessions.id)
-             FROM sessions WHERE $1::text IS NULL OR agent = $1 ORDER BY updated_at DESC, id"
-        );
-        rows(self.query(&sql, &[&agent])?, |r| {
-            Ok(SessionListing {
-                session: session_from_row(r)?,
-                turns: r.try_get(14)?,
-            })
-        })
+        self.with(|c| sessions::list(c, agent))
     }
 
     fn stale_sessions(&self, before: i64) -> Result<Vec<Session>> {
-        let sql = format!(
-            "SELECT {SESSION_COLS} FROM sessions WHERE updated_at < $1 ORDER BY updated_at"
-        );
-        rows(self.query(&sql, &[&before])?, session_from_row)
+        self.with(|c| sessions::stale(c, before))
     }
 
     fn delete_session(&mut self, id: &str) -> Result<bool> {
-        Ok(self.execute("DELETE FROM sessions WHERE id = $1", &[&id])? > 0)
+        self.with(|c| sessions::delete(c, id))
     }
 
     fn add_user_turn(
@@ -623,157 +254,47 @@ impl Store for PgStore {
         content: &str,
         user: Option<&str>,
     ) -> Result<i64> {
-        let t = now();
-        self.tx(|tx| {
-            let id: i64 = tx
-                .query_one(
-                    "INSERT INTO turns (session_id, role, content, status, created_at, user_id)
-                     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-                    &[
-                        &session_id,
-                        &super::Role::User.as_str(),
-                        &nul_free(content),
-                        &super::TurnStatus::Pending.as_str(),
-                        &t,
-                        &user.map(nul_free),
-                    ],
-                )?
-                .get(0);
-            tx.execute(
-                "UPDATE sessions SET updated_at = $2 WHERE id = $1",
-                &[&session_id, &t],
-            )?;
-            Ok(id)
-        })
+        self.tx(|tx| sessions::add_user_turn(tx, session_id, content, user))
     }
 
     fn reopen_user_turn(&mut self, turn_id: i64) -> Result<()> {
-        self.execute(
-            "UPDATE turns SET status = $2, error = NULL WHERE id = $1 AND role = $3",
-            &[
-                &turn_id,
-                &super::TurnStatus::Pending.as_str(),
-                &super::Role::User.as_str(),
-            ],
-        )?;
-        Ok(())
+        self.with(|c| sessions::reopen_user_turn(c, turn_id))
     }
 
     fn add_reply(&mut self, session_id: &str, user_turn: i64, reply: &Reply) -> Result<i64> {
-        let t = now();
-        let usage = reply.usage.map(|u| nul_free(&u.to_string()).into_owned());
-        let (mode, path) = (reply.mode.as_str(), reply.path.as_str());
-        let content = nul_free(reply.content);
-        self.tx(|tx| {
-            let id: i64 = tx
-                .query_one(
-                    "INSERT INTO turns (session_id, role, content, status, mode, path, handle, usage, cost_usd, duration_ms, created_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
-                    &[
-                        &session_id,
-                        &super::Role::Assistant.as_str(),
-                        &content,
-                        &super::TurnStatus::Reply.as_str(),
-                        &mode,
-                        &path,
-                        &reply.handle,
-                        &usage,
-                        &reply.cost_usd,
-                        &reply.duration_ms,
-                        &t,
-                    ],
-                )?
-                .get(0);
-            tx.execute(
-                "UPDATE turns SET status = $2, mode = $3, handle = $4, error = NULL WHERE id = $1",
-                &[
-                    &user_turn,
-                    &super::TurnStatus::Answered.as_str(),
-                    &mode,
-                    &reply.handle,
-                ],
-            )?;
-            tx.execute(
-                "UPDATE sessions SET handle_turns = handle_turns + 1, handle_host = COALESCE($4, handle_host), updated_at = $2
-                 WHERE id = $1 AND handle = $3",
-                &[&session_id, &t, &reply.handle, &reply.host],
-            )?;
-            Ok(id)
-        })
+        self.tx(|tx| sessions::add_reply(tx, session_id, user_turn, reply))
     }
 
     fn fail_user_turn(&mut self, user_turn: i64, error: &str) -> Result<()> {
-        self.execute(
-            "UPDATE turns SET status = $2, error = $3 WHERE id = $1",
-            &[
-                &user_turn,
-                &super::TurnStatus::Failed.as_str(),
-                &nul_free(error),
-            ],
-        )?;
-        Ok(())
+        self.with(|c| sessions::fail_user_turn(c, user_turn, error))
     }
 
     fn turns(&self, session_id: &str, limit: Option<usize>) -> Result<Vec<Turn>> {
-        let limit = limit.map(count);
-        let sql = format!(
-            "SELECT * FROM (SELECT {TURN_COLS} FROM turns WHERE session_id = $1 ORDER BY id DESC LIMIT $2) t ORDER BY id"
-        );
-        rows(self.query(&sql, &[&session_id, &limit])?, turn_from_row)
+        self.with(|c| sessions::turns(c, session_id, limit))
     }
 
     fn turns_after(&self, session_id: &str, after: i64) -> Result<Vec<Turn>> {
-        let sql =
-            format!("SELECT {TURN_COLS} FROM turns WHERE session_id = $1 AND id > $2 ORDER BY id");
-        rows(self.query(&sql, &[&session_id, &after])?, turn_from_row)
+        self.with(|c| sessions::turns_after(c, session_id, after))
     }
 
     fn chars_after(&self, session_id: &str, after: i64) -> Result<u64> {
-        let n: i64 = self
-            .query_one(
-                "SELECT COALESCE(SUM(length(content)), 0)::bigint FROM turns WHERE session_id = $1 AND id > $2",
-                &[&session_id, &after],
-            )?
-            .try_get(0)?;
-        Ok(u64::try_from(n).unwrap_or(0))
+        self.with(|c| sessions::chars_after(c, session_id, after))
     }
 
     fn turn_count(&self, session_id: &str) -> Result<i64> {
-        Ok(self
-            .query_one(
-                "SELECT COUNT(*) FROM turns WHERE session_id = $1",
-                &[&session_id],
-            )?
-            .try_get(0)?)
+        self.with(|c| sessions::turn_count(c, session_id))
     }
 
     fn mark_handle_started(&mut self, session_id: &str, handle: &str, host: &str) -> Result<()> {
-        self.execute(
-            "UPDATE sessions SET handle_turns = GREATEST(handle_turns, 1), handle_host = $3 WHERE id = $1 AND handle = $2",
-            &[&session_id, &handle, &host],
-        )?;
-        Ok(())
+        self.with(|c| sessions::mark_handle_started(c, session_id, handle, host))
     }
 
     fn roll_handle(&mut self, session_id: &str, roll: &Roll) -> Result<bool> {
-        let (from, to) = (i64::from(roll.from), i64::from(roll.to));
-        let n = match roll.summary {
-            None => self.execute(
-                "UPDATE sessions SET generation = $3, handle = $4, handle_turns = 0, handle_host = NULL, updated_at = $5
-                 WHERE id = $1 AND generation = $2",
-                &[&session_id, &from, &to, &roll.handle, &now()],
-            )?,
-            Some((summary, upto)) => self.execute(
-                "UPDATE sessions SET generation = $3, handle = $4, handle_turns = 0, handle_host = NULL, summary = $5, summary_upto = $6
-                 WHERE id = $1 AND generation = $2",
-                &[&session_id, &from, &to, &roll.handle, &nul_free(summary), &upto],
-            )?,
-        };
-        Ok(n > 0)
+        self.with(|c| sessions::roll_handle(c, session_id, roll))
     }
 
     fn set_pin(&mut self, session_id: &str, pin: Option<&str>, change: PinChange) -> Result<()> {
-        self.tx(|tx| write_pin(tx, session_id, None, pin, change))?;
+        self.tx(|tx| pins::write(tx, session_id, None, pin, change))?;
         Ok(())
     }
 
@@ -784,25 +305,11 @@ impl Store for PgStore {
         pin: &str,
         change: PinChange,
     ) -> Result<bool> {
-        self.tx(|tx| write_pin(tx, session_id, Some(expected), Some(pin), change))
+        self.tx(|tx| pins::write(tx, session_id, Some(expected), Some(pin), change))
     }
 
     fn pin_history(&self, session_id: &str) -> Result<Vec<PinRevision>> {
-        let found = self.query(
-            "SELECT rev, pin, source, turn_id, from_rev, created_at FROM pin_revisions
-             WHERE session_id = $1 ORDER BY rev",
-            &[&session_id],
-        )?;
-        rows(found, |r| {
-            Ok(PinRevision {
-                rev: r.try_get(0)?,
-                pin: r.try_get(1)?,
-                source: text(r, 2)?,
-                turn_id: r.try_get(3)?,
-                from_rev: r.try_get(4)?,
-                created_at: r.try_get(5)?,
-            })
-        })
+        self.with(|c| pins::history(c, session_id))
     }
 
     fn add_facts(&mut self, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
@@ -962,10 +469,7 @@ impl Store for PgStore {
     }
 
     fn meta(&self, key: &str) -> Result<Option<String>> {
-        self.query("SELECT value FROM meta WHERE key = $1", &[&key])?
-            .first()
-            .map(|r| Ok(r.try_get(0)?))
-            .transpose()
+        self.with(|c| Ok(c.value_opt("SELECT value FROM meta WHERE key = $1", &[&key])?))
     }
 
     fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
@@ -977,88 +481,31 @@ impl Store for PgStore {
     }
 
     fn agents(&self) -> Result<Vec<String>> {
-        rows(
-            self.query(
+        self.with(|c| {
+            Ok(c.values(
                 "SELECT agent FROM sessions UNION SELECT agent FROM facts ORDER BY 1",
                 &[],
-            )?,
-            |r| Ok(r.try_get(0)?),
-        )
+            )?)
+        })
     }
 
     fn import_session(&mut self, s: &Session, turns: &[Turn]) -> Result<bool> {
-        self.tx(|tx| {
-            let n = tx.execute(
-                &format!(
-                    "INSERT INTO sessions ({SESSION_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, $12, $13)
-                     ON CONFLICT (id) DO NOTHING"
-                ),
-                &[
-                    &s.id,
-                    &s.agent,
-                    &s.channel,
-                    &s.thread,
-                    &i64::from(s.generation),
-                    &s.handle,
-                    &s.handle_turns,
-                    &s.handle_host,
-                    &s.cwd,
-                    &s.pin,
-                    &s.summary,
-                    &s.created_at,
-                    &s.updated_at,
-                ],
-            )?;
-            if n == 0 {
-                return Ok(false);
-            }
-            let mut ids = Vec::with_capacity(turns.len());
-            for t in turns {
-                let id: i64 = tx
-                    .query_one(
-                        "INSERT INTO turns (session_id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
-                        &[
-                            &s.id,
-                            &t.role.as_str(),
-                            &t.content,
-                            &t.status.as_str(),
-                            &t.mode.map(TextEnum::as_str),
-                            &t.path.map(TextEnum::as_str),
-                            &t.usage.as_ref().map(ToString::to_string),
-                            &t.cost_usd,
-                            &t.duration_ms,
-                            &t.error,
-                            &t.created_at,
-                            &t.user,
-                        ],
-                    )?
-                    .try_get(0)?;
-                ids.push((t.id, id));
-            }
-            tx.execute(
-                "UPDATE sessions SET summary_upto = $2 WHERE id = $1",
-                &[&s.id, &super::moved_bound(&ids, s.summary_upto)],
-            )?;
-            Ok(true)
-        })
+        self.tx(|tx| sessions::import(tx, s, turns))
     }
 
     fn erase(&mut self) -> Result<String> {
         // Deleted rows stay in the table files until VACUUM removes them;
         // only an owner of a table may vacuum it.
         let tables = ERASED_TABLES.map(str::to_string).to_vec();
-        let foreign: Vec<String> = self
-            .query(
+        let foreign: Vec<String> = self.with(|c| {
+            Ok(c.values(
                 "SELECT c.relname FROM pg_class c
                  WHERE c.relname = ANY($1) AND c.relkind = 'r'
                    AND c.relnamespace = current_schema()::regnamespace
                    AND NOT pg_has_role(c.relowner, 'MEMBER')",
                 &[&tables],
-            )?
-            .iter()
-            .map(|r| r.try_get(0))
-            .collect::<std::result::Result<_, _>>()?;
+            )?)
+        })?;
         if !foreign.is_empty() {
             return Ok(format!(
                 "deleted; this role does not own {} and cannot VACUUM them: until an owner runs \
@@ -1075,13 +522,7 @@ impl Store for PgStore {
     }
 
     fn person_turns(&self, user: &str, agent: Option<&str>) -> Result<Vec<(String, i64)>> {
-        let found = self.query(
-            "SELECT t.session_id, t.id FROM turns t JOIN sessions s ON s.id = t.session_id
-             WHERE t.user_id = $1 AND t.role = 'user' AND ($2::text IS NULL OR s.agent = $2)
-             ORDER BY t.id",
-            &[&user, &agent],
-        )?;
-        rows(found, |r| Ok((r.try_get(0)?, r.try_get(1)?)))
+        self.with(|c| sessions::person_turns(c, user, agent))
     }
 
     fn session_jobs(&self, session_id: &str) -> Result<Vec<Job>> {
@@ -1089,45 +530,19 @@ impl Store for PgStore {
     }
 
     fn erase_rows(&mut self, e: &Erasure) -> Result<()> {
-        let (sessions, froms): (Vec<String>, Vec<i64>) = e.revisions_from.iter().cloned().unzip();
-        self.tx(|tx| {
-            tx.execute(
-                "UPDATE turns SET content = $2, error = NULL WHERE id = ANY($1)",
-                &[&e.turns, &e.tombstone],
-            )?;
-            tx.execute(
-                "DELETE FROM pin_revisions p USING unnest($1::text[], $2::bigint[]) AS f(session_id, rev)
-                 WHERE p.session_id = f.session_id AND p.rev >= f.rev",
-                &[&sessions, &froms],
-            )?;
-            tx.execute("DELETE FROM jobs WHERE id = ANY($1)", &[&e.jobs])?;
-            tx.execute(
-                "UPDATE sessions SET summary = NULL, summary_upto = NULL WHERE id = ANY($1)",
-                &[&e.summaries],
-            )?;
-            Ok(())
-        })
+        self.tx(|tx| sessions::erase_rows(tx, e))
     }
 
     fn record_erased_handles(&mut self, handles: &[String]) -> Result<()> {
-        let t = now();
-        self.execute(
-            "INSERT INTO erased_handles (handle, erased_at) SELECT h, $2 FROM unnest($1::text[]) AS h",
-            &[&handles, &t],
-        )?;
-        Ok(())
+        self.with(|c| sessions::record_erased_handles(c, handles))
     }
 
     fn erased_handles(&self, after: i64, since: i64) -> Result<Vec<(i64, String)>> {
-        let found = self.query(
-            "SELECT id, handle FROM erased_handles WHERE id > $1 OR erased_at >= $2 ORDER BY id",
-            &[&after, &since],
-        )?;
-        rows(found, |r| Ok((r.try_get(0)?, r.try_get(1)?)))
+        self.with(|c| sessions::erased_handles(c, after, since))
     }
 
     fn schema_version(&self) -> Result<i64> {
-        self.with(read_version)
+        self.with(|c| schema::read_version(c))
     }
 
     fn integrity_check(&self) -> Result<Vec<String>> {
@@ -1175,10 +590,7 @@ impl Store for PgStore {
         // On the store's connection, which lives as long as the turn: one
         // connection per turn, and the lock goes when it does.
         let key = lock_key(session_id);
-        let got: bool = self.with(|c| {
-            Ok(c.query_one("SELECT pg_try_advisory_lock($1)", &[&key])?
-                .try_get(0)?)
-        })?;
+        let got: bool = self.with(|c| Ok(c.value("SELECT pg_try_advisory_lock($1)", &[&key])?))?;
         Ok(got.then(|| {
             SessionLock::new(AdvisoryLock {
                 client: Arc::clone(&self.client),
@@ -1212,7 +624,7 @@ pub mod testing {
             now()
         );
         let url = ServerUrl::parse(&admin).expect("DUDUCLAW_TEST_PG_URL");
-        let mut c = connect(&url, DEFAULT_WAIT).expect("the test server is reachable");
+        let c = connect(&url, DEFAULT_WAIT).expect("the test server is reachable");
         c.batch_execute(&format!("CREATE DATABASE {name}"))
             .expect("CREATE DATABASE");
         let base = admin.split('?').next().unwrap_or(&admin);
@@ -1331,21 +743,59 @@ mod tests {
         assert_eq!(facts[0].content, "uses \u{FFFD} bytes in logs");
     }
 
+    /// Queries, transactions and the turn lock, from inside a runtime of
+    /// either kind (where tokio would refuse a nested one), and outside.
     #[test]
     fn store_calls_work_inside_the_runtime() {
         let url = testing::fresh_database();
-        let rt = tokio::runtime::Builder::new_current_thread()
+        let calls = |url: &ServerUrl, session: &str| {
+            let mut s = PgStore::open(url, DEFAULT_WAIT).unwrap();
+            let other = PgStore::open(url, DEFAULT_WAIT).unwrap();
+            s.set_meta("k", "v").unwrap();
+            assert_eq!(s.meta("k").unwrap().as_deref(), Some("v"));
+            let key = SessionKey {
+                agent: "a",
+                channel: "c",
+                thread: None,
+            };
+            s.ensure_session(session, &key, "/").unwrap();
+            // Transactions: a turn and a fact, each with its index rows.
+            let turn = s.add_user_turn(session, "hi", None).unwrap();
+            assert_eq!(s.turns(session, None).unwrap()[0].id, turn);
+            s.add_facts(&[NewFact::new("a", None, "likes tea")])
+                .unwrap();
+            assert_eq!(s.integrity_check().unwrap(), ["ok"]);
+            // The turn lock is held by this connection, seen by another,
+            // and gone when dropped.
+            let lock = s.try_lock_session(session, true).unwrap();
+            assert!(lock.is_some());
+            assert!(other.try_lock_session(session, true).unwrap().is_none());
+            drop(lock);
+            let again = other.try_lock_session(session, true).unwrap();
+            assert!(again.is_some());
+            drop(again);
+            // A dropped store's connection releases what it held (once
+            // the server has ended that backend, a moment later).
+            let held = s.try_lock_session(session, true).unwrap();
+            drop(s);
+            drop(held);
+            let start = std::time::Instant::now();
+            while other.try_lock_session(session, true).unwrap().is_none() {
+                assert!(start.elapsed() < Duration::from_secs(10), "never released");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        let current = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        rt.block_on(async {
-            let mut s = PgStore::open(&url, DEFAULT_WAIT).unwrap();
-            s.set_meta("k", "v").unwrap();
-            assert_eq!(s.meta("k").unwrap().as_deref(), Some("v"));
-            let lock = s.try_lock_session("x", true).unwrap();
-            assert!(lock.is_some());
-            drop(lock);
-            drop(s);
-        });
+        current.block_on(async { calls(&url, "in-current") });
+        let multi = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        multi.block_on(async { calls(&url, "in-multi") });
+        calls(&url, "outside");
     }
 }

@@ -55,7 +55,7 @@ impl ServerUrl {
     /// | `require` | always | no; against `sslrootcert` when given (as libpq) |
     /// | `verify-ca` | always | chain, against `sslrootcert` or the system's roots |
     /// | `verify-full` | always | chain and host name |
-    pub fn config(&self) -> anyhow::Result<(postgres::Config, Tls)> {
+    pub fn config(&self) -> anyhow::Result<(tokio_postgres::Config, Tls)> {
         let (base, query) = match self.raw.split_once('?') {
             Some((b, q)) => (b, q),
             None => (self.raw.as_str(), ""),
@@ -84,7 +84,7 @@ impl ServerUrl {
         };
         kept.push(format!("sslmode={driver_mode}"));
         let cleaned = format!("{base}?{}", kept.join("&"));
-        let mut config: postgres::Config = cleaned
+        let mut config: tokio_postgres::Config = cleaned
             .parse()
             .with_context(|| format!("{self} is not a PostgreSQL URL libpq would accept"))?;
         if config.get_hosts().is_empty() {
@@ -319,7 +319,7 @@ mod tests {
 
     #[test]
     fn libpq_verify_modes_and_root_certs_are_understood() {
-        use postgres::config::SslMode;
+        use tokio_postgres::config::SslMode;
         let cases = [
             ("", SslMode::Prefer, Check::Nothing),
             ("?sslmode=disable", SslMode::Disable, Check::Nothing),

@@ -1,0 +1,207 @@
+//! The schema: its migrations, and the version a database is at.
+
+use anyhow::Context;
+
+use super::conn::{Conn, Queries};
+use crate::store::{Result, StoreError};
+
+/// Append-only: entry N moves the schema from version N to N+1. The
+/// versions match the SQLite engine's, so `doctor` reads alike on both.
+const MIGRATIONS: &[&str] = &[
+    r"
+CREATE TABLE sessions (
+    id           TEXT PRIMARY KEY,
+    agent        TEXT NOT NULL,
+    channel      TEXT NOT NULL,
+    thread       TEXT,
+    generation   BIGINT NOT NULL DEFAULT 0,
+    handle       TEXT NOT NULL,
+    handle_turns BIGINT NOT NULL DEFAULT 0,
+    cwd          TEXT NOT NULL,
+    pin          TEXT,
+    summary      TEXT,
+    summary_upto BIGINT,
+    created_at   BIGINT NOT NULL,
+    updated_at   BIGINT NOT NULL
+);
+CREATE INDEX sessions_agent ON sessions(agent, updated_at);
+CREATE TABLE turns (
+    id          BIGSERIAL PRIMARY KEY,
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    role        TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+    content     TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    mode        TEXT,
+    handle      TEXT,
+    usage       TEXT,
+    cost_usd    DOUBLE PRECISION,
+    duration_ms BIGINT,
+    error       TEXT,
+    created_at  BIGINT NOT NULL
+);
+CREATE INDEX turns_session ON turns(session_id, id);
+CREATE TABLE facts (
+    id           BIGSERIAL PRIMARY KEY,
+    agent        TEXT NOT NULL,
+    user_id      TEXT NOT NULL DEFAULT '',
+    content      TEXT NOT NULL,
+    norm         TEXT NOT NULL,
+    access_count BIGINT NOT NULL DEFAULT 0,
+    created_at   BIGINT NOT NULL,
+    last_used_at BIGINT,
+    source_turn  BIGINT,
+    UNIQUE (agent, user_id, norm)
+);
+CREATE TABLE jobs (
+    id          BIGSERIAL PRIMARY KEY,
+    kind        TEXT NOT NULL,
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    turn_id     BIGINT,
+    input       TEXT NOT NULL,
+    status      TEXT NOT NULL DEFAULT 'pending',
+    attempts    BIGINT NOT NULL DEFAULT 0,
+    lease_until BIGINT NOT NULL DEFAULT 0,
+    last_error  TEXT,
+    created_at  BIGINT NOT NULL,
+    updated_at  BIGINT NOT NULL
+);
+CREATE INDEX jobs_open ON jobs(session_id, status);
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+",
+    // 2: as on SQLite (paths, hosts, calls, keywords, session-less jobs),
+    // plus the search index: BM25 computed in SQL over the terms we cut
+    // (stemmed words, CJK bigrams), since PostgreSQL's own parser keeps a
+    // run of Chinese as one token.
+    r"
+ALTER TABLE turns ADD COLUMN path TEXT;
+ALTER TABLE sessions ADD COLUMN handle_host TEXT;
+CREATE TABLE calls (
+    id                          BIGSERIAL PRIMARY KEY,
+    session_id                  TEXT REFERENCES sessions(id) ON DELETE CASCADE,
+    agent                       TEXT NOT NULL,
+    turn_id                     BIGINT,
+    kind                        TEXT NOT NULL,
+    path                        TEXT NOT NULL,
+    model                       TEXT,
+    input_tokens                BIGINT NOT NULL,
+    cache_creation_input_tokens BIGINT NOT NULL,
+    cache_read_input_tokens     BIGINT NOT NULL,
+    output_tokens               BIGINT NOT NULL,
+    cost_usd                    DOUBLE PRECISION,
+    duration_ms                 BIGINT NOT NULL,
+    memory_tokens               BIGINT NOT NULL DEFAULT 0,
+    created_at                  BIGINT NOT NULL
+);
+CREATE INDEX calls_time ON calls(created_at);
+CREATE INDEX calls_session ON calls(session_id);
+ALTER TABLE facts ADD COLUMN keywords TEXT NOT NULL DEFAULT '[]';
+-- the search index: each fact's lengths in terms and its distinct terms
+-- (GIN: which facts hold any or all of a query's terms), the count of each
+-- term in the text (field 0) and the keywords (field 1), how many facts
+-- hold each term (its IDF), and the index's size, all kept with every change
+ALTER TABLE facts ADD COLUMN body_len BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE facts ADD COLUMN keys_len BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE facts ADD COLUMN terms TEXT[] NOT NULL DEFAULT '{}';
+CREATE INDEX facts_terms ON facts USING GIN (terms);
+CREATE TABLE fact_terms (
+    fact_id BIGINT NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
+    term    TEXT NOT NULL,
+    field   SMALLINT NOT NULL,
+    tf      INTEGER NOT NULL,
+    PRIMARY KEY (fact_id, term, field)
+);
+CREATE TABLE term_df (
+    term TEXT PRIMARY KEY,
+    df   BIGINT NOT NULL
+);
+CREATE TABLE fact_stats (
+    one    BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one),
+    rows   BIGINT NOT NULL,
+    tokens BIGINT NOT NULL
+);
+INSERT INTO fact_stats (rows, tokens) VALUES (0, 0);
+ALTER TABLE jobs ADD COLUMN agent TEXT NOT NULL DEFAULT '';
+UPDATE jobs j SET agent = s.agent FROM sessions s WHERE s.id = j.session_id;
+ALTER TABLE jobs ALTER COLUMN session_id DROP NOT NULL;
+CREATE INDEX jobs_runnable ON jobs(status, lease_until);
+CREATE INDEX jobs_agent ON jobs(agent, kind, status);
+",
+    // 3: as on SQLite: every state of every pin, with what changed it.
+    r"
+CREATE TABLE pin_revisions (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    rev        BIGINT NOT NULL,
+    pin        TEXT,
+    source     TEXT NOT NULL,
+    turn_id    BIGINT,
+    from_rev   BIGINT,
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (session_id, rev)
+);
+INSERT INTO pin_revisions (session_id, rev, pin, source, created_at)
+SELECT id, 1, pin, 'earlier', updated_at FROM sessions WHERE pin IS NOT NULL;
+",
+    // 4: as on SQLite: the sender of each user turn, handles of erased sessions.
+    r"
+ALTER TABLE turns ADD COLUMN user_id TEXT;
+CREATE INDEX turns_user ON turns(user_id) WHERE user_id IS NOT NULL;
+CREATE TABLE erased_handles (
+    id        BIGSERIAL PRIMARY KEY,
+    handle    TEXT NOT NULL,
+    erased_at BIGINT NOT NULL
+);
+CREATE INDEX erased_handles_time ON erased_handles(erased_at);
+",
+];
+
+/// The schema version this build writes (the same as SQLite's).
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Keys of the advisory locks this program takes outside sessions.
+const MIGRATION_LOCK: i64 = 0x6475_6475_636c_6177; // "duduclaw"
+
+/// Bring the database to [`SCHEMA_VERSION`] in one transaction.
+pub fn migrate(c: &mut Conn) -> Result<()> {
+    let tx = c.transaction()?;
+    // One host migrates; the others wait here, then find it done.
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL);
+         INSERT INTO schema_version SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM schema_version)",
+    )?;
+    let current = read_version(&tx)?;
+    for (i, sql) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .skip(usize::try_from(current).unwrap_or(0))
+    {
+        tx.batch_execute(sql)
+            .with_context(|| format!("migration to schema version {} failed", i + 1))?;
+    }
+    tx.execute("UPDATE schema_version SET version = $1", &[&SCHEMA_VERSION])?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// The schema version, 0 for a database without our schema.
+pub fn read_version(c: &impl Queries) -> Result<i64> {
+    let exists: bool = c.value("SELECT to_regclass('schema_version') IS NOT NULL", &[])?;
+    if !exists {
+        return Ok(0);
+    }
+    Ok(c.value_opt("SELECT version FROM schema_version", &[])?
+        .unwrap_or(0))
+}
+
+/// Refuse a store written by a newer build.
+pub fn check_version(version: i64) -> anyhow::Result<()> {
+    if version > SCHEMA_VERSION {
+        anyhow::bail!(StoreError::from(anyhow::anyhow!(
+            "the store has schema version {version}, newer than this program's {SCHEMA_VERSION}: upgrade duduclaw-session"
+        )));
+    }
+    Ok(())
+}
