@@ -119,9 +119,6 @@ pub trait Store: Send {
     fn turns(&self, session_id: &str, limit: Option<usize>) -> Result<Vec<Turn>>;
     /// The turns after turn `after`, oldest first.
     fn turns_after(&self, session_id: &str, after: i64) -> Result<Vec<Turn>>;
-    /// Characters of the turns after turn `after` (an upper bound of the live
-    /// context, for the cheap compaction check).
-    fn chars_after(&self, session_id: &str, after: i64) -> Result<u64>;
     fn turn_count(&self, session_id: &str) -> Result<i64>;
 
     // The handle and the pin.

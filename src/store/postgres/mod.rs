@@ -277,10 +277,6 @@ impl Store for PgStore {
         self.with(|c| sessions::turns_after(c, session_id, after))
     }
 
-    fn chars_after(&self, session_id: &str, after: i64) -> Result<u64> {
-        self.with(|c| sessions::chars_after(c, session_id, after))
-    }
-
     fn turn_count(&self, session_id: &str) -> Result<i64> {
         self.with(|c| sessions::turn_count(c, session_id))
     }

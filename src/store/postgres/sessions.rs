@@ -198,15 +198,6 @@ pub fn turns_after(c: &impl Queries, session_id: &str, after: i64) -> Result<Vec
     rows(c.query(&sql, &[&session_id, &after])?, turn_from_row)
 }
 
-pub fn chars_after(c: &impl Queries, session_id: &str, after: i64) -> Result<u64> {
-    let n: i64 = c
-        .value(
-            "SELECT COALESCE(SUM(length(content)), 0)::bigint FROM turns WHERE session_id = $1 AND id > $2",
-            &[&session_id, &after],
-        )?;
-    Ok(u64::try_from(n).unwrap_or(0))
-}
-
 pub fn turn_count(c: &impl Queries, session_id: &str) -> Result<i64> {
     Ok(c.value(
         "SELECT COUNT(*) FROM turns WHERE session_id = $1",

@@ -442,10 +442,6 @@ impl Store for SqliteStore {
         sessions::turns_after(&self.conn, session_id, after)
     }
 
-    fn chars_after(&self, session_id: &str, after: i64) -> Result<u64> {
-        sessions::chars_after(&self.conn, session_id, after)
-    }
-
     fn turn_count(&self, session_id: &str) -> Result<i64> {
         Ok(self.conn.query_row(
             "SELECT COUNT(*) FROM turns WHERE session_id = ?1",

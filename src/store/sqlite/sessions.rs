@@ -185,15 +185,6 @@ pub fn turns_after(conn: &Connection, session_id: &str, after: i64) -> Result<Ve
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-pub fn chars_after(conn: &Connection, session_id: &str, after: i64) -> Result<u64> {
-    let n: i64 = conn.query_row(
-        "SELECT COALESCE(SUM(length(content)), 0) FROM turns WHERE session_id = ?1 AND id > ?2",
-        params![session_id, after],
-        |r| r.get(0),
-    )?;
-    Ok(u64::try_from(n).unwrap_or(0))
-}
-
 pub fn roll_handle(conn: &Connection, session_id: &str, roll: &Roll) -> Result<bool> {
     let n = match roll.summary {
         None => conn.execute(
