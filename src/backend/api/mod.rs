@@ -22,6 +22,10 @@ use tokio::time::Instant;
 use super::HistoryTurn;
 use super::{CallError, Outcome, Problem, SideRequest};
 
+pub mod wire;
+
+use wire::{ErrorBody, Message, ModelList, StreamEvent, UsageMap};
+
 /// Where requests go without `ANTHROPIC_BASE_URL`.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The `anthropic-version` header.
@@ -110,7 +114,7 @@ pub async fn list_models(cfg: &ApiConfig, timeout: Duration) -> Result<Vec<Model
     let url = format!("{}?limit=1000", cfg.models_url());
     let attempt = async {
         let resp = send_checked(client.get(&url), cfg, &url).await?;
-        read_json(resp).await
+        read_json::<ModelList>(resp).await
     };
     let list = match tokio::time::timeout(timeout, attempt).await {
         Err(_) => return Err(timed_out(timeout, false)),
@@ -122,19 +126,16 @@ pub async fn list_models(cfg: &ApiConfig, timeout: Duration) -> Result<Vec<Model
         }
         Ok(Ok(v)) => v,
     };
-    let models = list["data"]
-        .as_array()
-        .map(|data| {
-            data.iter()
-                .filter_map(|m| {
-                    Some(ModelInfo {
-                        id: m["id"].as_str()?.to_string(),
-                        created_at: m["created_at"].as_str().unwrap_or("").to_string(),
-                    })
-                })
-                .collect()
+    let models = list
+        .data
+        .into_iter()
+        .filter_map(|m| {
+            Some(ModelInfo {
+                id: m.id?,
+                created_at: m.created_at.unwrap_or_default(),
+            })
         })
-        .unwrap_or_default();
+        .collect();
     Ok(models)
 }
 
@@ -304,17 +305,15 @@ pub async fn side_call(
     loop {
         let attempt = async {
             let resp = post(&client, cfg, &body).await?;
-            read_json(resp).await
+            read_json::<Message>(resp).await
         };
         let failed = match tokio::time::timeout_at(retry.deadline, attempt).await {
             Err(_) => return Err(timed_out(timeout, false)),
             Ok(Ok(message)) => {
-                let usage = message["usage"].as_object().cloned().unwrap_or_default();
-                let model = message["model"].as_str().map(str::to_string);
                 return Ok(outcome(
-                    message_text(&message),
-                    usage,
-                    model,
+                    message.text(),
+                    message.usage.unwrap_or_default(),
+                    message.model,
                     &body,
                     started,
                     false,
@@ -328,7 +327,7 @@ pub async fn side_call(
 
 fn outcome(
     text: String,
-    usage: Map<String, Value>,
+    usage: UsageMap,
     model: Option<String>,
     body: &Value,
     started: std::time::Instant,
@@ -523,21 +522,47 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 /// The API's `{"type":"error","error":{"type":..,"message":..}}` as
 /// (type, "type: message"); a body that is not one, cut to a line.
 fn error_detail(body: &str) -> (String, String) {
-    let parsed = serde_json::from_str::<Value>(body).ok();
-    let err = parsed.as_ref().map(|v| &v["error"]);
-    let kind = err
-        .and_then(|e| e["type"].as_str())
-        .unwrap_or("")
-        .to_string();
-    let message = err.and_then(|e| e["message"].as_str()).unwrap_or("");
-    let detail = match (kind.as_str(), message) {
-        ("", "") if parsed.is_some() || body.trim().is_empty() => "no error message".to_string(),
-        ("", "") => body.to_string(),
+    let parsed = serde_json::from_str::<ErrorBody>(body);
+    // JSON of another shape says no more than an empty body; anything else
+    // (an HTML page from a proxy) is the message.
+    let is_json = parsed.is_ok() || serde_json::from_str::<serde::de::IgnoredAny>(body).is_ok();
+    let err = parsed.ok().and_then(|b| b.error).unwrap_or_default();
+    let fallback = if is_json { "" } else { body };
+    (
+        err.kind.clone().unwrap_or_default(),
+        describe(&err, fallback),
+    )
+}
+
+/// "type: message", either alone, else `fallback`, else "no error
+/// message"; cut to a line.
+fn describe(err: &wire::ErrorDetail, fallback: &str) -> String {
+    let kind = err.kind.as_deref().unwrap_or("");
+    let message = err.message.as_deref().unwrap_or("");
+    let detail = match (kind, message) {
+        ("", "") if fallback.trim().is_empty() => "no error message".to_string(),
+        ("", "") => fallback.to_string(),
         (k, "") => k.to_string(),
         ("", m) => m.to_string(),
         (k, m) => format!("{k}: {m}"),
     };
-    (kind, crate::text::shorten(&detail, DETAIL_MAX))
+    crate::text::shorten(&detail, DETAIL_MAX)
+}
+
+/// An event's data as its type, which the data names; the event's name
+/// stands in where the data leaves it out, as SSE allows either to carry it.
+fn parse_event(name: &str, data: &str) -> serde_json::Result<StreamEvent> {
+    let typed = serde_json::from_str::<StreamEvent>(data);
+    let Err(e) = typed else {
+        return typed;
+    };
+    match serde_json::from_str::<Map<String, Value>>(data) {
+        Ok(mut fields) if !fields.contains_key("type") && !name.is_empty() => {
+            fields.insert("type".into(), Value::String(name.to_string()));
+            serde_json::from_value(Value::Object(fields))
+        }
+        _ => Err(e),
+    }
 }
 
 /// Classify an error answer.
@@ -592,43 +617,38 @@ fn http_failure(
 }
 
 /// Read a whole JSON answer.
-async fn read_json(resp: reqwest::Response) -> Result<Value, Failed> {
+async fn read_json<T: serde::de::DeserializeOwned>(resp: reqwest::Response) -> Result<T, Failed> {
     let bytes = resp.bytes().await.map_err(|e| {
         Failed::transient(
             Problem::Other,
             format!("the API answer broke off: {}", chain(&e)),
         )
     })?;
-    serde_json::from_slice(&bytes).map_err(|_| {
+    parse_answer(&bytes)
+}
+
+fn parse_answer<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Failed> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        let what = if e.is_syntax() || e.is_eof() {
+            "something that is not JSON".to_string()
+        } else {
+            format!("JSON this program cannot read ({e})")
+        };
         Failed::fatal(
             Problem::Other,
             format!(
-                "the API answered with something that is not JSON: {}",
-                crate::text::shorten(&String::from_utf8_lossy(&bytes), 120)
+                "the API answered with {what}: {}",
+                crate::text::shorten(&String::from_utf8_lossy(bytes), 120)
             ),
         )
     })
-}
-
-/// The text blocks of a message, joined.
-fn message_text(message: &Value) -> String {
-    message["content"]
-        .as_array()
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter(|b| b["type"] == "text")
-                .filter_map(|b| b["text"].as_str())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// A streamed reply, put together.
 #[derive(Debug, Default)]
 struct Streamed {
     text: String,
-    usage: Map<String, Value>,
+    usage: UsageMap,
     model: Option<String>,
     stop_reason: Option<String>,
     /// `message_stop` arrived.
@@ -636,12 +656,10 @@ struct Streamed {
 }
 
 impl Streamed {
-    fn merge_usage(&mut self, usage: &Value) {
-        if let Some(u) = usage.as_object() {
-            for (k, v) in u {
-                if !v.is_null() {
-                    self.usage.insert(k.clone(), v.clone());
-                }
+    fn merge_usage(&mut self, usage: Option<UsageMap>) {
+        for (k, v) in usage.into_iter().flatten() {
+            if !v.is_null() {
+                self.usage.insert(k, v);
             }
         }
     }
@@ -653,42 +671,51 @@ impl Streamed {
         data: &str,
         on_text: &mut impl FnMut(&str),
     ) -> Result<(), Failed> {
-        let Ok(v) = serde_json::from_str::<Value>(data) else {
-            if name == "error" {
+        let event = match parse_event(name, data) {
+            Ok(event) => event,
+            Err(e) if e.is_syntax() || e.is_eof() => {
+                if name == "error" {
+                    return Err(Failed::fatal(
+                        Problem::Other,
+                        format!(
+                            "the API stream failed: {}",
+                            crate::text::shorten(data, DETAIL_MAX)
+                        ),
+                    ));
+                }
+                tracing::debug!(event = name, "skipping an event that is not JSON");
+                return Ok(());
+            }
+            // A known event of the wrong shape would lose text silently.
+            Err(e) => {
                 return Err(Failed::fatal(
                     Problem::Other,
-                    format!(
-                        "the API stream failed: {}",
-                        crate::text::shorten(data, DETAIL_MAX)
-                    ),
+                    format!("the API sent a {name} event this program cannot read: {e}"),
                 ));
             }
-            tracing::debug!(event = name, "skipping an unreadable event");
-            return Ok(());
         };
-        match v["type"].as_str().unwrap_or(name) {
-            "message_start" => {
-                self.merge_usage(&v["message"]["usage"]);
-                self.model = v["message"]["model"].as_str().map(str::to_string);
+        match event {
+            StreamEvent::MessageStart { message } => {
+                self.merge_usage(message.usage);
+                self.model = message.model;
             }
-            "content_block_delta" if v["delta"]["type"] == "text_delta" => {
-                if let Some(text) = v["delta"]["text"].as_str().filter(|t| !t.is_empty()) {
-                    self.text.push_str(text);
-                    on_text(text);
+            StreamEvent::ContentBlockDelta {
+                delta: wire::Delta::TextDelta { text },
+                ..
+            } if !text.is_empty() => {
+                self.text.push_str(&text);
+                on_text(&text);
+            }
+            StreamEvent::MessageDelta { delta, usage } => {
+                self.merge_usage(usage);
+                if let Some(r) = delta.stop_reason {
+                    self.stop_reason = Some(r);
                 }
             }
-            "message_delta" => {
-                self.merge_usage(&v["usage"]);
-                if let Some(r) = v["delta"]["stop_reason"].as_str() {
-                    self.stop_reason = Some(r.to_string());
-                }
-            }
-            "message_stop" => self.complete = true,
-            "error" => {
-                let (kind, detail) = error_detail(data);
-                let message = format!("the API stream failed: {detail}");
-                let load = kind == "overloaded_error" || kind == "rate_limit_error";
-                let kind = if load {
+            StreamEvent::MessageStop => self.complete = true,
+            StreamEvent::Error { error } => {
+                let message = format!("the API stream failed: {}", describe(&error, ""));
+                let kind = if error.is_load() {
                     Problem::RateLimited
                 } else {
                     Problem::Other
@@ -700,7 +727,11 @@ impl Streamed {
                     Failed::fatal(kind, message)
                 });
             }
-            _ => {}
+            StreamEvent::ContentBlockStart { .. }
+            | StreamEvent::ContentBlockDelta { .. }
+            | StreamEvent::ContentBlockStop { .. }
+            | StreamEvent::Ping
+            | StreamEvent::Other => {}
         }
         Ok(())
     }
@@ -737,14 +768,14 @@ async fn stream_once(
         .is_some_and(|t| t.trim_start().starts_with("text/event-stream"));
     if !is_sse {
         // A proxy that does not stream: take the whole message.
-        let message = read_json(resp).await?;
+        let message: Message = read_json(resp).await?;
         let mut reply = Streamed {
-            text: message_text(&message),
-            stop_reason: message["stop_reason"].as_str().map(str::to_string),
+            text: message.text(),
+            stop_reason: message.stop_reason,
             complete: true,
             ..Streamed::default()
         };
-        reply.merge_usage(&message["usage"]);
+        reply.merge_usage(message.usage);
         if !reply.text.is_empty() {
             on_text(&reply.text);
         }
@@ -1118,6 +1149,53 @@ mod tests {
             panic!("{r:?}")
         };
         assert!(e.to_string().contains("before the reply was complete"));
+    }
+
+    #[test]
+    fn unknown_events_pass_and_malformed_ones_fail_clearly() {
+        let (reply, seen) = run_events(&[
+            (
+                "content_block_telepathy",
+                json!({"type": "content_block_telepathy", "index": 0}),
+            ),
+            // The name stands in for a type the data leaves out.
+            (
+                "content_block_delta",
+                json!({"index": 0, "delta": {"type": "text_delta", "text": "a"}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "x"}}),
+            ),
+            (
+                "message_stop",
+                json!({"type": "message_stop", "amazing_new_field": 1}),
+            ),
+        ]);
+        assert_eq!(reply.unwrap().text, "a");
+        assert_eq!(seen, ["a"]);
+
+        let (r, _) = run_events(&[(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "delta": {"type": "text_delta", "text": ["a"]}}),
+        )]);
+        let Err(Failed::Fatal(e)) = r else {
+            panic!("{r:?}")
+        };
+        assert!(
+            e.message.starts_with(
+                "the API sent a content_block_delta event this program cannot read: invalid type"
+            ),
+            "{e}"
+        );
+        // Data that is not JSON at all is skipped, as before, but for an error.
+        let mut reply = Streamed::default();
+        assert!(reply.event("ping", "not json", &mut |_| {}).is_ok());
+        let r = reply.event("error", "<html>bad gateway</html>", &mut |_| {});
+        assert!(
+            matches!(r, Err(Failed::Fatal(ref e)) if e.message.contains("bad gateway")),
+            "{r:?}"
+        );
     }
 
     fn kind_of(f: Failed) -> (Problem, String, bool) {
