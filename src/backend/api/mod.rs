@@ -16,15 +16,17 @@ use std::fmt;
 use std::time::Duration;
 
 use anyhow::Result;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::HistoryTurn;
 use super::{CallError, Outcome, Problem, SideRequest};
 
+mod stream;
 pub mod wire;
 
-use wire::{ErrorBody, Message, ModelList, StreamEvent, UsageMap};
+use stream::Streamed;
+use wire::{ErrorBody, Message, ModelList, UsageMap};
 
 /// Where requests go without `ANTHROPIC_BASE_URL`.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -549,22 +551,6 @@ fn describe(err: &wire::ErrorDetail, fallback: &str) -> String {
     crate::text::shorten(&detail, DETAIL_MAX)
 }
 
-/// An event's data as its type, which the data names; the event's name
-/// stands in where the data leaves it out, as SSE allows either to carry it.
-fn parse_event(name: &str, data: &str) -> serde_json::Result<StreamEvent> {
-    let typed = serde_json::from_str::<StreamEvent>(data);
-    let Err(e) = typed else {
-        return typed;
-    };
-    match serde_json::from_str::<Map<String, Value>>(data) {
-        Ok(mut fields) if !fields.contains_key("type") && !name.is_empty() => {
-            fields.insert("type".into(), Value::String(name.to_string()));
-            serde_json::from_value(Value::Object(fields))
-        }
-        _ => Err(e),
-    }
-}
-
 /// Classify an error answer.
 fn http_failure(
     status: u16,
@@ -644,115 +630,6 @@ fn parse_answer<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Faile
     })
 }
 
-/// A streamed reply, put together.
-#[derive(Debug, Default)]
-struct Streamed {
-    text: String,
-    usage: UsageMap,
-    model: Option<String>,
-    stop_reason: Option<String>,
-    /// `message_stop` arrived.
-    complete: bool,
-}
-
-impl Streamed {
-    fn merge_usage(&mut self, usage: Option<UsageMap>) {
-        for (k, v) in usage.into_iter().flatten() {
-            if !v.is_null() {
-                self.usage.insert(k, v);
-            }
-        }
-    }
-
-    /// Take one server-sent event.
-    fn event(
-        &mut self,
-        name: &str,
-        data: &str,
-        on_text: &mut impl FnMut(&str),
-    ) -> Result<(), Failed> {
-        let event = match parse_event(name, data) {
-            Ok(event) => event,
-            Err(e) if e.is_syntax() || e.is_eof() => {
-                if name == "error" {
-                    return Err(Failed::fatal(
-                        Problem::Other,
-                        format!(
-                            "the API stream failed: {}",
-                            crate::text::shorten(data, DETAIL_MAX)
-                        ),
-                    ));
-                }
-                tracing::debug!(event = name, "skipping an event that is not JSON");
-                return Ok(());
-            }
-            // A known event of the wrong shape would lose text silently.
-            Err(e) => {
-                return Err(Failed::fatal(
-                    Problem::Other,
-                    format!("the API sent a {name} event this program cannot read: {e}"),
-                ));
-            }
-        };
-        match event {
-            StreamEvent::MessageStart { message } => {
-                self.merge_usage(message.usage);
-                self.model = message.model;
-            }
-            StreamEvent::ContentBlockDelta {
-                delta: wire::Delta::TextDelta { text },
-                ..
-            } if !text.is_empty() => {
-                self.text.push_str(&text);
-                on_text(&text);
-            }
-            StreamEvent::MessageDelta { delta, usage } => {
-                self.merge_usage(usage);
-                if let Some(r) = delta.stop_reason {
-                    self.stop_reason = Some(r);
-                }
-            }
-            StreamEvent::MessageStop => self.complete = true,
-            StreamEvent::Error { error } => {
-                let message = format!("the API stream failed: {}", describe(&error, ""));
-                let kind = if error.is_load() {
-                    Problem::RateLimited
-                } else {
-                    Problem::Other
-                };
-                // Before any text a retry is invisible to the reader.
-                return Err(if self.text.is_empty() {
-                    Failed::transient(kind, message)
-                } else {
-                    Failed::fatal(kind, message)
-                });
-            }
-            StreamEvent::ContentBlockStart { .. }
-            | StreamEvent::ContentBlockDelta { .. }
-            | StreamEvent::ContentBlockStop { .. }
-            | StreamEvent::Ping
-            | StreamEvent::Other => {}
-        }
-        Ok(())
-    }
-
-    /// The stream ended (or broke off with `broke`).
-    fn finish(self, broke: Option<String>) -> Result<Streamed, Failed> {
-        if self.complete {
-            return Ok(self);
-        }
-        let message = match broke {
-            Some(e) => format!("the API stream broke off: {e}"),
-            None => "the API stream ended before the reply was complete".to_string(),
-        };
-        Err(if self.text.is_empty() {
-            Failed::transient(Problem::Other, message)
-        } else {
-            Failed::fatal(Problem::Other, message)
-        })
-    }
-}
-
 /// One streamed attempt.
 async fn stream_once(
     client: &reqwest::Client,
@@ -760,7 +637,7 @@ async fn stream_once(
     body: &Value,
     on_text: &mut impl FnMut(&str),
 ) -> Result<Streamed, Failed> {
-    let mut resp = post(client, cfg, body).await?;
+    let resp = post(client, cfg, body).await?;
     let is_sse = resp
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
@@ -768,110 +645,13 @@ async fn stream_once(
         .is_some_and(|t| t.trim_start().starts_with("text/event-stream"));
     if !is_sse {
         // A proxy that does not stream: take the whole message.
-        let message: Message = read_json(resp).await?;
-        let mut reply = Streamed {
-            text: message.text(),
-            stop_reason: message.stop_reason,
-            complete: true,
-            ..Streamed::default()
-        };
-        reply.merge_usage(message.usage);
+        let reply = Streamed::whole(read_json(resp).await?);
         if !reply.text.is_empty() {
             on_text(&reply.text);
         }
         return Ok(reply);
     }
-    let mut sse = Sse::default();
-    let mut reply = Streamed::default();
-    let mut events = Vec::new();
-    loop {
-        let chunk = match resp.chunk().await {
-            Ok(chunk) => chunk,
-            Err(e) => return reply.finish(Some(chain(&e))),
-        };
-        let done = chunk.is_none();
-        match chunk {
-            Some(bytes) => sse.feed(&bytes, &mut events),
-            None => sse.finish(&mut events),
-        }
-        for (name, data) in events.drain(..) {
-            reply.event(&name, &data, on_text)?;
-        }
-        if done || reply.complete {
-            return reply.finish(None);
-        }
-    }
-}
-
-/// A minimal server-sent events reader: `event:` and `data:` fields, events
-/// ending at a blank line, `:` comments ignored, LF or CRLF line ends.
-#[derive(Debug, Default)]
-struct Sse {
-    buf: Vec<u8>,
-    event: String,
-    data: String,
-    has_data: bool,
-}
-
-impl Sse {
-    /// Feed bytes; complete events are pushed to `out` as (event, data).
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<(String, String)>) {
-        self.buf.extend_from_slice(bytes);
-        let mut start = 0;
-        while let Some(nl) = self.buf[start..].iter().position(|&b| b == b'\n') {
-            let end = start + nl;
-            let mut line = &self.buf[start..end];
-            if line.last() == Some(&b'\r') {
-                line = &line[..line.len() - 1];
-            }
-            let line = String::from_utf8_lossy(line).into_owned();
-            self.line(&line, out);
-            start = end + 1;
-        }
-        self.buf.drain(..start);
-    }
-
-    /// The stream ended: take a last line and event without their ends.
-    fn finish(&mut self, out: &mut Vec<(String, String)>) {
-        if !self.buf.is_empty() {
-            let line = String::from_utf8_lossy(&self.buf).into_owned();
-            self.buf.clear();
-            self.line(line.trim_end_matches('\r'), out);
-        }
-        self.line("", out);
-    }
-
-    fn line(&mut self, line: &str, out: &mut Vec<(String, String)>) {
-        if line.is_empty() {
-            if self.has_data {
-                out.push((
-                    std::mem::take(&mut self.event),
-                    std::mem::take(&mut self.data),
-                ));
-            }
-            self.event.clear();
-            self.has_data = false;
-            return;
-        }
-        if line.starts_with(':') {
-            return;
-        }
-        let (field, value) = match line.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (line, ""),
-        };
-        match field {
-            "event" => self.event = value.to_string(),
-            "data" => {
-                if self.has_data {
-                    self.data.push('\n');
-                }
-                self.data.push_str(value);
-                self.has_data = true;
-            }
-            _ => {}
-        }
-    }
+    stream::read(resp.bytes_stream(), on_text).await
 }
 
 /// An error and its sources on one line, repeats left out.
@@ -1050,31 +830,6 @@ mod tests {
         let c = ApiConfig::from_vars(Some("k".into()), Some("http://127.0.0.1:9/".into())).unwrap();
         assert_eq!(c.messages_url(), "http://127.0.0.1:9/v1/messages");
         assert!(!format!("{c:?}").contains("\"k\""));
-    }
-
-    #[test]
-    fn sse_survives_any_split() {
-        let stream = "event: message_start\r\ndata: {\"a\":1}\r\n\r\n: ping comment\n\
-                      event: content_block_delta\ndata: {\"t\":\"h\u{e9}llo\"}\n\n\
-                      data: line1\ndata: line2\n\nevent: message_stop\ndata: {}";
-        let bytes = stream.as_bytes();
-        let mut want = None;
-        for step in [1, 2, 3, 7, bytes.len()] {
-            let mut sse = Sse::default();
-            let mut out = Vec::new();
-            for chunk in bytes.chunks(step) {
-                sse.feed(chunk, &mut out);
-            }
-            sse.finish(&mut out);
-            assert_eq!(out.len(), 4, "step {step}: {out:?}");
-            assert_eq!(out[1].1, "{\"t\":\"h\u{e9}llo\"}");
-            assert_eq!(out[2], (String::new(), "line1\nline2".to_string()));
-            assert_eq!(out[3].0, "message_stop");
-            match &want {
-                None => want = Some(out),
-                Some(w) => assert_eq!(w, &out),
-            }
-        }
     }
 
     fn run_events(events: &[(&str, Value)]) -> (Result<Streamed, Failed>, Vec<String>) {
