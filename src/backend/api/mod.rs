@@ -11,11 +11,13 @@
 //! [`Problem::RateLimited`], the timeout is [`Problem::Timeout`], everything
 //! else [`Problem::Other`].
 
+use std::cell::{Cell, RefCell};
 use std::error::Error as StdError;
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
+use backon::{ExponentialBuilder, Retryable};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -260,37 +262,32 @@ pub async fn send(
     cfg: &ApiConfig,
     body: &Value,
     timeout: Duration,
-    mut on_text: impl FnMut(&str),
+    on_text: impl FnMut(&str),
 ) -> Result<Outcome, CallError> {
     let started = std::time::Instant::now();
-    let client = client()?;
-    let mut retry = Retry::new(timeout);
-    let shown = std::cell::Cell::new(false);
-    let mut emit = |t: &str| {
+    let client = &client()?;
+    let on_text = RefCell::new(on_text);
+    let shown = Cell::new(false);
+    let emit = &|t: &str| {
         shown.set(true);
-        on_text(t);
+        (on_text.borrow_mut())(t);
     };
-    loop {
-        let attempt = stream_once(&client, cfg, body, &mut emit);
-        let failed = match tokio::time::timeout_at(retry.deadline, attempt).await {
-            Err(_) => return Err(timed_out(timeout, shown.get())),
-            Ok(Ok(reply)) => {
-                if reply.stop_reason.as_deref() == Some("max_tokens") {
-                    tracing::warn!("the reply stopped at max_tokens ({})", body["max_tokens"]);
-                }
-                return Ok(outcome(
-                    reply.text,
-                    reply.usage,
-                    reply.model,
-                    body,
-                    started,
-                    true,
-                ));
-            }
-            Ok(Err(failed)) => failed,
-        };
-        retry.wait(failed).await?;
+    let attempt = move || stream_once(client, cfg, body, emit);
+    let reply = match retrying(deadline(timeout), attempt).await {
+        None => return Err(timed_out(timeout, shown.get())),
+        Some(reply) => reply?,
+    };
+    if reply.stop_reason.as_deref() == Some("max_tokens") {
+        tracing::warn!("the reply stopped at max_tokens ({})", body["max_tokens"]);
     }
+    Ok(outcome(
+        reply.text,
+        reply.usage,
+        reply.model,
+        body,
+        started,
+        true,
+    ))
 }
 
 /// One non-streaming call with its own system prompt and one user message
@@ -301,30 +298,24 @@ pub async fn side_call(
     timeout: Duration,
 ) -> Result<Outcome, CallError> {
     let started = std::time::Instant::now();
-    let body = side_body(request.model, request.system, request.input);
-    let client = client()?;
-    let mut retry = Retry::new(timeout);
-    loop {
-        let attempt = async {
-            let resp = post(&client, cfg, &body).await?;
-            read_json::<Message>(resp).await
-        };
-        let failed = match tokio::time::timeout_at(retry.deadline, attempt).await {
-            Err(_) => return Err(timed_out(timeout, false)),
-            Ok(Ok(message)) => {
-                return Ok(outcome(
-                    message.text(),
-                    message.usage.unwrap_or_default(),
-                    message.model,
-                    &body,
-                    started,
-                    false,
-                ));
-            }
-            Ok(Err(failed)) => failed,
-        };
-        retry.wait(failed).await?;
-    }
+    let body = &side_body(request.model, request.system, request.input);
+    let client = &client()?;
+    let attempt = move || async move {
+        let resp = post(client, cfg, body).await?;
+        read_json::<Message>(resp).await
+    };
+    let message = match retrying(deadline(timeout), attempt).await {
+        None => return Err(timed_out(timeout, false)),
+        Some(message) => message?,
+    };
+    Ok(outcome(
+        message.text(),
+        message.usage.unwrap_or_default(),
+        message.model,
+        body,
+        started,
+        false,
+    ))
 }
 
 fn outcome(
@@ -372,60 +363,75 @@ impl Failed {
     }
 }
 
-/// The deadline of a call and its retries so far.
-struct Retry {
-    deadline: Instant,
-    attempts: u32,
+/// `timeout` from now; one past what a clock can hold is no deadline.
+fn deadline(timeout: Duration) -> Instant {
+    Instant::now()
+        .checked_add(timeout)
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365))
 }
 
-impl Retry {
-    fn new(timeout: Duration) -> Retry {
-        Retry {
-            // A deadline past what a clock can hold is no deadline.
-            deadline: Instant::now()
-                .checked_add(timeout)
-                .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365)),
-            attempts: 0,
-        }
-    }
+/// The pauses between attempts: 0.5s, doubled each time up to 8s, without
+/// jitter (one client, one call at a time), for as long as the deadline
+/// allows rather than a number of times.
+fn backoff() -> ExponentialBuilder {
+    ExponentialBuilder::new()
+        .with_min_delay(BACKOFF_FIRST)
+        .with_max_delay(BACKOFF_MAX)
+        .with_factor(2.0)
+        .without_max_times()
+}
 
-    /// Sleep before the next attempt, or give up when `failed` is fatal or
-    /// the pause would end past the deadline.
-    async fn wait(&mut self, failed: Failed) -> Result<(), CallError> {
-        let (problem, message, retry_after) = match failed {
-            Failed::Fatal(e) => return Err(e),
-            Failed::Transient {
-                problem,
-                message,
-                retry_after,
-            } => (problem, message, retry_after),
-        };
-        self.attempts += 1;
-        let pause = backoff(self.attempts).max(retry_after.unwrap_or_default());
-        if Instant::now() + pause >= self.deadline {
-            let tries = match self.attempts {
+/// Run `attempt` again after each transient failure, pausing the back-off
+/// or the `retry-after` the API asked for, whichever is longer.
+///
+/// `None` when `deadline` passed first. A pause that would end past it is
+/// not taken: the call gives up at once with what the API said (the turn
+/// learns it was rate limited, not that it timed out, and never overruns).
+async fn retrying<T, Fut>(
+    deadline: Instant,
+    attempt: impl FnMut() -> Fut,
+) -> Option<Result<T, CallError>>
+where
+    Fut: Future<Output = Result<T, Failed>>,
+{
+    let mut attempts = 0u32;
+    let counted = &mut attempts;
+    let retried = attempt
+        .retry(backoff())
+        .sleep(tokio::time::sleep)
+        .when(|failed| matches!(failed, Failed::Transient { .. }))
+        .adjust(|failed, next| {
+            *counted += 1;
+            let Failed::Transient { retry_after, .. } = failed else {
+                return None;
+            };
+            let pause = next?.max(retry_after.unwrap_or_default());
+            Instant::now()
+                .checked_add(pause)
+                .is_some_and(|end| end < deadline)
+                .then_some(pause)
+        })
+        .notify(|failed, pause| {
+            if let Failed::Transient { message, .. } = failed {
+                tracing::info!(
+                    "{message}; retrying in {}",
+                    humantime::format_duration(pause)
+                );
+            }
+        });
+    let result = tokio::time::timeout_at(deadline, retried).await.ok()?;
+    Some(result.map_err(|failed| match failed {
+        Failed::Fatal(e) => e,
+        Failed::Transient {
+            problem, message, ..
+        } => {
+            let tries = match attempts {
                 1 => "1 attempt".to_string(),
                 n => format!("{n} attempts"),
             };
-            return Err(CallError::new(
-                problem,
-                format!("{message} (gave up after {tries})"),
-            ));
+            CallError::new(problem, format!("{message} (gave up after {tries})"))
         }
-        tracing::info!(
-            "{message}; retrying in {}",
-            humantime::format_duration(pause)
-        );
-        tokio::time::sleep(pause).await;
-        Ok(())
-    }
-}
-
-/// The pause after the `n`th failed attempt (n >= 1): 0.5s, 1s, 2s, ... 8s.
-fn backoff(n: u32) -> Duration {
-    BACKOFF_FIRST
-        .saturating_mul(1 << n.saturating_sub(1).min(16))
-        .min(BACKOFF_MAX)
+    }))
 }
 
 fn timed_out(timeout: Duration, shown: bool) -> CallError {
@@ -507,18 +513,36 @@ async fn send_checked(
     ))
 }
 
-/// `retry-after-ms`, else `retry-after` in seconds (an HTTP date is ignored).
+/// `retry-after-ms`, else `retry-after` in seconds or as an HTTP date.
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let num = |name: &str| {
+    retry_after_at(headers, SystemTime::now())
+}
+
+/// [`retry_after`] with the clock given: a date is the pause from `now`
+/// until then, none once it has passed.
+fn retry_after_at(headers: &reqwest::header::HeaderMap, now: SystemTime) -> Option<Duration> {
+    let header = |name: &str| {
         headers
             .get(name)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|n| n.is_finite() && *n >= 0.0)
+            .map(str::trim)
     };
-    num("retry-after-ms")
-        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
-        .or_else(|| num("retry-after").map(Duration::from_secs_f64))
+    // Too long for a Duration is as good as forever: the deadline decides.
+    let secs = |v: &str| {
+        v.parse::<f64>()
+            .ok()
+            .filter(|n| n.is_finite() && *n >= 0.0)
+            .map(|n| Duration::try_from_secs_f64(n).unwrap_or(Duration::MAX))
+    };
+    header("retry-after-ms")
+        .and_then(|v| secs(v).map(|d| d / 1000))
+        .or_else(|| {
+            let v = header("retry-after")?;
+            secs(v).or_else(|| {
+                let at = httpdate::parse_http_date(v).ok()?;
+                Some(at.duration_since(now).unwrap_or_default())
+            })
+        })
 }
 
 /// The API's `{"type":"error","error":{"type":..,"message":..}}` as
@@ -635,7 +659,7 @@ async fn stream_once(
     client: &reqwest::Client,
     cfg: &ApiConfig,
     body: &Value,
-    on_text: &mut impl FnMut(&str),
+    on_text: &impl Fn(&str),
 ) -> Result<Streamed, Failed> {
     let resp = post(client, cfg, body).await?;
     let is_sse = resp
@@ -651,7 +675,7 @@ async fn stream_once(
         }
         return Ok(reply);
     }
-    stream::read(resp.bytes_stream(), on_text).await
+    stream::read(resp.bytes_stream(), &mut |t: &str| on_text(t)).await
 }
 
 /// An error and its sources on one line, repeats left out.
@@ -1010,9 +1034,43 @@ mod tests {
 
     #[test]
     fn backoff_doubles_and_is_capped() {
-        let secs: Vec<f64> = (1..=7).map(|n| backoff(n).as_secs_f64()).collect();
+        use backon::BackoffBuilder;
+        let secs: Vec<f64> = backoff().build().take(7).map(|d| d.as_secs_f64()).collect();
         assert_eq!(secs, [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]);
-        assert_eq!(backoff(u32::MAX), BACKOFF_MAX);
+        assert_eq!(backoff().build().nth(1000), Some(BACKOFF_MAX));
+    }
+
+    #[tokio::test]
+    async fn a_retry_after_past_the_deadline_gives_up_at_once() {
+        let calls = Cell::new(0);
+        let attempt = || async {
+            calls.set(calls.get() + 1);
+            Err::<(), _>(Failed::Transient {
+                problem: Problem::RateLimited,
+                message: "the API is rate limited or overloaded (429): slow down".into(),
+                retry_after: Some(Duration::from_secs(3600)),
+            })
+        };
+        let r = retrying(deadline(Duration::from_secs(60)), attempt).await;
+        let Some(Err(e)) = r else { panic!("{r:?}") };
+        assert_eq!(e.problem, Problem::RateLimited);
+        assert!(
+            e.message.ends_with("slow down (gave up after 1 attempt)"),
+            "{e}"
+        );
+        assert_eq!(calls.get(), 1);
+    }
+
+    #[tokio::test]
+    async fn fatal_failures_are_not_retried() {
+        let calls = Cell::new(0);
+        let attempt = || async {
+            calls.set(calls.get() + 1);
+            Err::<(), _>(Failed::fatal(Problem::NotLoggedIn, "no".into()))
+        };
+        let r = retrying(deadline(Duration::from_secs(60)), attempt).await;
+        assert!(matches!(r, Some(Err(ref e)) if e.message == "no"), "{r:?}");
+        assert_eq!(calls.get(), 1);
     }
 
     #[test]
@@ -1023,11 +1081,22 @@ mod tests {
         assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
         h.insert("retry-after-ms", "250".parse().unwrap());
         assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+        h.insert("retry-after-ms", "soon".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
+        h.insert("retry-after", "1e300".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::MAX));
+
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2015 07:27:30 GMT").unwrap();
         let mut h = reqwest::header::HeaderMap::new();
         h.insert(
             "retry-after",
             "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
         );
-        assert_eq!(retry_after(&h), None);
+        assert_eq!(retry_after_at(&h, now), Some(Duration::from_secs(30)));
+        // A date gone by asks for no pause, never a negative one.
+        let later = now + Duration::from_secs(600);
+        assert_eq!(retry_after_at(&h, later), Some(Duration::ZERO));
+        h.insert("retry-after", "next tuesday".parse().unwrap());
+        assert_eq!(retry_after_at(&h, now), None);
     }
 }
