@@ -14,6 +14,7 @@
 use std::cell::{Cell, RefCell};
 use std::error::Error as StdError;
 use std::fmt;
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
@@ -265,7 +266,7 @@ pub async fn send(
     on_text: impl FnMut(&str),
 ) -> Result<Outcome, CallError> {
     let started = std::time::Instant::now();
-    let client = &client()?;
+    let client = client()?;
     let on_text = RefCell::new(on_text);
     let shown = Cell::new(false);
     let emit = &|t: &str| {
@@ -299,7 +300,7 @@ pub async fn side_call(
 ) -> Result<Outcome, CallError> {
     let started = std::time::Instant::now();
     let body = &side_body(request.model, request.system, request.input);
-    let client = &client()?;
+    let client = client()?;
     let attempt = move || async move {
         let resp = post(client, cfg, body).await?;
         read_json::<Message>(resp).await
@@ -448,20 +449,28 @@ fn timed_out(timeout: Duration, shown: bool) -> CallError {
     }
 }
 
-fn client() -> Result<reqwest::Client, CallError> {
-    // reqwest is built without a default crypto provider (its default one
-    // needs aws-lc's C build); install ring's, unless one is already set.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .user_agent(concat!("duduclaw-session/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| {
-            CallError::new(
-                Problem::Other,
-                format!("could not set up the HTTP client: {}", chain(&e)),
-            )
-        })
+/// The process's one HTTP client: its connection pool lets a turn's side
+/// calls, and a worker's many, reuse the main call's connection instead of
+/// each paying a TLS handshake, and its TLS configuration is built once.
+/// Nothing per call lives on it: each call's deadline is its own.
+fn client() -> Result<&'static reqwest::Client, CallError> {
+    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    let built = CLIENT.get_or_init(|| {
+        // reqwest is built without a default crypto provider (its default one
+        // needs aws-lc's C build); install ring's, unless one is already set.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .user_agent(concat!("duduclaw-session/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| chain(&e))
+    });
+    built.as_ref().map_err(|e| {
+        CallError::new(
+            Problem::Other,
+            format!("could not set up the HTTP client: {e}"),
+        )
+    })
 }
 
 /// POST `body` to the Messages API; a non-2xx answer is turned into its [`Failed`].
@@ -1059,6 +1068,11 @@ mod tests {
             "{e}"
         );
         assert_eq!(calls.get(), 1);
+    }
+
+    #[test]
+    fn one_client_serves_every_call() {
+        assert!(std::ptr::eq(client().unwrap(), client().unwrap()));
     }
 
     #[tokio::test]
