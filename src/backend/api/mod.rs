@@ -15,19 +15,20 @@ use std::cell::{Cell, RefCell};
 use std::error::Error as StdError;
 use std::fmt;
 use std::sync::OnceLock;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::Result;
-use backon::{ExponentialBuilder, Retryable};
-use serde_json::{Value, json};
-use tokio::time::Instant;
+use serde_json::Value;
 
-use super::HistoryTurn;
 use super::{CallError, Outcome, Problem, SideRequest};
 
+mod request;
+mod retry;
 mod stream;
 pub mod wire;
 
+pub use request::{ApiTurn, request_body, side_body};
+use retry::{deadline, retry_after, retrying};
 use stream::Streamed;
 use wire::{ErrorBody, Message, ModelList, UsageMap};
 
@@ -45,9 +46,6 @@ pub const DEFAULT_MODEL: &str = "sonnet";
 /// The main call's output bound: long enough for a full chat answer.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-/// First pause between retries; doubled each time up to [`BACKOFF_MAX`].
-const BACKOFF_FIRST: Duration = Duration::from_millis(500);
-const BACKOFF_MAX: Duration = Duration::from_secs(8);
 /// Connecting may take at most this long (within the overall timeout).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Error details are cut to this many characters.
@@ -142,116 +140,6 @@ pub async fn list_models(cfg: &ApiConfig, timeout: Duration) -> Result<Vec<Model
         })
         .collect();
     Ok(models)
-}
-
-/// One main call.
-#[derive(Debug, Clone, Copy)]
-pub struct ApiTurn<'a> {
-    /// The model id (aliases are resolved before: see `models::Catalog`).
-    pub model: &'a str,
-    /// Our text for the system prompt (summary, pin), after [`BASE_SYSTEM`].
-    pub system: Option<&'a str>,
-    /// Earlier turns, oldest first: (is_user, text).
-    pub history: &'a [HistoryTurn],
-    /// The assembled last user message (recap, facts, the message).
-    pub user: &'a str,
-    /// The user message carries no memory (no recap, no facts), so the next
-    /// request resends it byte for byte: worth a breakpoint of its own.
-    pub user_is_plain: bool,
-    pub max_tokens: u32,
-}
-
-fn text_block(text: &str) -> Value {
-    json!({"type": "text", "text": text})
-}
-
-fn mark(block: &mut Value) {
-    if let Some(o) = block.as_object_mut() {
-        o.insert("cache_control".into(), json!({"type": "ephemeral"}));
-    }
-}
-
-/// The request body of a main call.
-///
-/// * `system`: [`BASE_SYSTEM`], then `turn.system` as a second block; the
-///   last block carries a cache breakpoint.
-/// * `messages`: the history with consecutive turns of one role merged into
-///   one message (one text block per turn, so earlier blocks stay
-///   byte-identical from request to request), blank turns and leading
-///   assistant turns dropped; then the last user message, as a block of its
-///   own (appended to a trailing user message of the history, if any).
-///
-/// The second breakpoint is the last block of the history: everything up to
-/// it is resent byte-identical by the next request, whose own breakpoint
-/// finds it within the API's 20-block look-back, so the next request reads
-/// this whole request from the cache but its newest user message. That
-/// message carries the turn's recap and facts and is resent next time
-/// without them, so it is marked (a third breakpoint, at the very end) only
-/// when it carries neither: then the next request reads it too. At most
-/// three of the API's four; a prefix under the model's minimum cacheable
-/// length is simply not cached.
-pub fn request_body(turn: &ApiTurn, stream: bool) -> Value {
-    let mut system = vec![text_block(BASE_SYSTEM)];
-    if let Some(s) = turn.system.filter(|s| !s.trim().is_empty()) {
-        system.push(text_block(s));
-    }
-    if let Some(last) = system.last_mut() {
-        mark(last);
-    }
-
-    let mut messages: Vec<(bool, Vec<Value>)> = Vec::new();
-    for HistoryTurn { from_user, text } in turn.history {
-        if text.trim().is_empty() || (messages.is_empty() && !from_user) {
-            continue;
-        }
-        match messages.last_mut() {
-            Some((role, blocks)) if role == from_user => blocks.push(text_block(text)),
-            _ => messages.push((*from_user, vec![text_block(text)])),
-        }
-    }
-    if let Some((_, blocks)) = messages.last_mut()
-        && let Some(last) = blocks.last_mut()
-    {
-        mark(last);
-    }
-    let mut user = text_block(turn.user);
-    if turn.user_is_plain {
-        mark(&mut user);
-    }
-    match messages.last_mut() {
-        Some((true, blocks)) => blocks.push(user),
-        _ => messages.push((true, vec![user])),
-    }
-    let messages: Vec<Value> = messages
-        .into_iter()
-        .map(|(is_user, content)| {
-            json!({"role": if is_user { "user" } else { "assistant" }, "content": content})
-        })
-        .collect();
-
-    let mut body = json!({
-        "model": turn.model,
-        "max_tokens": turn.max_tokens,
-        "system": system,
-        "messages": messages,
-    });
-    if stream {
-        body["stream"] = Value::Bool(true);
-    }
-    body
-}
-
-/// The request body of a [`side_call`]: no base line, the side prompt as
-/// the one (cached) system block, `input` as the one user message.
-pub fn side_body(model: &str, system: &str, input: &str) -> Value {
-    let mut block = text_block(system);
-    mark(&mut block);
-    json!({
-        "model": model,
-        "max_tokens": SIDE_MAX_TOKENS,
-        "system": [block],
-        "messages": [{"role": "user", "content": [text_block(input)]}],
-    })
 }
 
 /// Run a main call, streaming reply text to `on_text` as it arrives.
@@ -364,77 +252,6 @@ impl Failed {
     }
 }
 
-/// `timeout` from now; one past what a clock can hold is no deadline.
-fn deadline(timeout: Duration) -> Instant {
-    Instant::now()
-        .checked_add(timeout)
-        .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365))
-}
-
-/// The pauses between attempts: 0.5s, doubled each time up to 8s, without
-/// jitter (one client, one call at a time), for as long as the deadline
-/// allows rather than a number of times.
-fn backoff() -> ExponentialBuilder {
-    ExponentialBuilder::new()
-        .with_min_delay(BACKOFF_FIRST)
-        .with_max_delay(BACKOFF_MAX)
-        .with_factor(2.0)
-        .without_max_times()
-}
-
-/// Run `attempt` again after each transient failure, pausing the back-off
-/// or the `retry-after` the API asked for, whichever is longer.
-///
-/// `None` when `deadline` passed first. A pause that would end past it is
-/// not taken: the call gives up at once with what the API said (the turn
-/// learns it was rate limited, not that it timed out, and never overruns).
-async fn retrying<T, Fut>(
-    deadline: Instant,
-    attempt: impl FnMut() -> Fut,
-) -> Option<Result<T, CallError>>
-where
-    Fut: Future<Output = Result<T, Failed>>,
-{
-    let mut attempts = 0u32;
-    let counted = &mut attempts;
-    let retried = attempt
-        .retry(backoff())
-        .sleep(tokio::time::sleep)
-        .when(|failed| matches!(failed, Failed::Transient { .. }))
-        .adjust(|failed, next| {
-            *counted += 1;
-            let Failed::Transient { retry_after, .. } = failed else {
-                return None;
-            };
-            let pause = next?.max(retry_after.unwrap_or_default());
-            Instant::now()
-                .checked_add(pause)
-                .is_some_and(|end| end < deadline)
-                .then_some(pause)
-        })
-        .notify(|failed, pause| {
-            if let Failed::Transient { message, .. } = failed {
-                tracing::info!(
-                    "{message}; retrying in {}",
-                    humantime::format_duration(pause)
-                );
-            }
-        });
-    let result = tokio::time::timeout_at(deadline, retried).await.ok()?;
-    Some(result.map_err(|failed| match failed {
-        Failed::Fatal(e) => e,
-        Failed::Transient {
-            problem, message, ..
-        } => {
-            let tries = match attempts {
-                1 => "1 attempt".to_string(),
-                n => format!("{n} attempts"),
-            };
-            CallError::new(problem, format!("{message} (gave up after {tries})"))
-        }
-    }))
-}
-
 fn timed_out(timeout: Duration, shown: bool) -> CallError {
     CallError {
         problem: Problem::Timeout,
@@ -520,38 +337,6 @@ async fn send_checked(
         retry_after,
         should_retry,
     ))
-}
-
-/// `retry-after-ms`, else `retry-after` in seconds or as an HTTP date.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    retry_after_at(headers, SystemTime::now())
-}
-
-/// [`retry_after`] with the clock given: a date is the pause from `now`
-/// until then, none once it has passed.
-fn retry_after_at(headers: &reqwest::header::HeaderMap, now: SystemTime) -> Option<Duration> {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-    };
-    // Too long for a Duration is as good as forever: the deadline decides.
-    let secs = |v: &str| {
-        v.parse::<f64>()
-            .ok()
-            .filter(|n| n.is_finite() && *n >= 0.0)
-            .map(|n| Duration::try_from_secs_f64(n).unwrap_or(Duration::MAX))
-    };
-    header("retry-after-ms")
-        .and_then(|v| secs(v).map(|d| d / 1000))
-        .or_else(|| {
-            let v = header("retry-after")?;
-            secs(v).or_else(|| {
-                let at = httpdate::parse_http_date(v).ok()?;
-                Some(at.duration_since(now).unwrap_or_default())
-            })
-        })
 }
 
 /// The API's `{"type":"error","error":{"type":..,"message":..}}` as
@@ -703,156 +488,9 @@ fn chain(e: &dyn StdError) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
-
-    fn history(assistant_turns: usize) -> Vec<HistoryTurn> {
-        (0..assistant_turns)
-            .flat_map(|i| {
-                [
-                    HistoryTurn::new(true, format!("question {i}")),
-                    HistoryTurn::new(false, format!("answer {i}")),
-                ]
-            })
-            .collect()
-    }
-
-    fn turn<'a>(history: &'a [HistoryTurn], system: Option<&'a str>) -> ApiTurn<'a> {
-        ApiTurn {
-            model: "claude-sonnet-5-5",
-            system,
-            history,
-            user: "recap\nnow?",
-            user_is_plain: false,
-            max_tokens: 4096,
-        }
-    }
-
-    /// Where `cache_control` sits, as the stand-in names it.
-    fn breakpoints(body: &Value) -> Vec<String> {
-        let mut out = Vec::new();
-        for (i, b) in body["system"].as_array().unwrap().iter().enumerate() {
-            if b.get("cache_control").is_some() {
-                out.push(format!("system[{i}]"));
-            }
-        }
-        for (i, m) in body["messages"].as_array().unwrap().iter().enumerate() {
-            for (j, b) in m["content"].as_array().unwrap().iter().enumerate() {
-                if b.get("cache_control").is_some() {
-                    out.push(format!("messages[{i}].content[{j}]"));
-                }
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn breakpoints_sit_on_the_system_tail_and_the_end_of_the_history() {
-        let cases: [(usize, &[&str]); 4] = [
-            (0, &["system[1]"]),
-            (1, &["system[1]", "messages[1].content[0]"]),
-            (2, &["system[1]", "messages[3].content[0]"]),
-            (5, &["system[1]", "messages[9].content[0]"]),
-        ];
-        for (n, want) in cases {
-            let h = history(n);
-            let body = request_body(&turn(&h, Some("<pinned_task>x</pinned_task>")), true);
-            assert_eq!(breakpoints(&body), want, "{n} assistant turns");
-            let messages = body["messages"].as_array().unwrap();
-            assert_eq!(messages.len(), 2 * n + 1);
-            let last = messages.last().unwrap();
-            assert_eq!(last["role"], "user");
-            assert_eq!(last["content"][0]["text"], "recap\nnow?");
-            assert!(last["content"][0].get("cache_control").is_none());
-        }
-    }
-
-    #[test]
-    fn a_plain_user_message_is_marked_too() {
-        let h = history(2);
-        let mut t = turn(&h, None);
-        t.user_is_plain = true;
-        let body = request_body(&t, true);
-        assert_eq!(
-            breakpoints(&body),
-            [
-                "system[0]",
-                "messages[3].content[0]",
-                "messages[4].content[0]"
-            ]
-        );
-    }
-
-    #[test]
-    fn system_is_base_line_then_ours() {
-        let body = request_body(&turn(&[], Some("pin")), false);
-        assert_eq!(body["system"][0]["text"], BASE_SYSTEM);
-        assert_eq!(body["system"][1]["text"], "pin");
-        assert!(body.get("stream").is_none());
-        assert_eq!(body["model"], "claude-sonnet-5-5");
-        assert_eq!(body["max_tokens"], 4096);
-        let body = request_body(&turn(&[], Some("  ")), true);
-        assert_eq!(body["system"].as_array().unwrap().len(), 1);
-        assert_eq!(breakpoints(&body), ["system[0]"]);
-        assert_eq!(body["stream"], true);
-    }
-
-    #[test]
-    fn roles_alternate() {
-        let h: Vec<HistoryTurn> = vec![
-            HistoryTurn::new(false, "stray greeting"),
-            HistoryTurn::new(true, "a"),
-            HistoryTurn::new(true, "b"),
-            HistoryTurn::new(false, ""),
-            HistoryTurn::new(false, "c"),
-            HistoryTurn::new(false, "d"),
-            HistoryTurn::new(true, "e"),
-        ];
-        let body = request_body(&turn(&h, None), true);
-        let roles: Vec<&str> = body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["role"].as_str().unwrap())
-            .collect();
-        assert_eq!(roles, ["user", "assistant", "user"]);
-        let texts = |i: usize| -> Vec<String> {
-            body["messages"][i]["content"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|b| b["text"].as_str().unwrap().to_string())
-                .collect()
-        };
-        assert_eq!(texts(0), ["a", "b"]);
-        assert_eq!(texts(1), ["c", "d"]);
-        // A trailing user turn of the history keeps its block; ours follows.
-        assert_eq!(texts(2), ["e", "recap\nnow?"]);
-    }
-
-    #[test]
-    fn history_prefix_is_stable_from_turn_to_turn() {
-        // The blocks of earlier turns must not change when a turn is added,
-        // or the cache can never be read.
-        let h5 = history(5);
-        let h6 = history(6);
-        let strip = |body: Value| -> Vec<Value> {
-            body["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|m| {
-                    let mut m = m.clone();
-                    for b in m["content"].as_array_mut().unwrap() {
-                        b.as_object_mut().unwrap().remove("cache_control");
-                    }
-                    m
-                })
-                .collect()
-        };
-        let a = strip(request_body(&turn(&h5, Some("pin")), true));
-        let b = strip(request_body(&turn(&h6, Some("pin")), true));
-        assert_eq!(a[..10], b[..10]);
-    }
 
     #[test]
     fn config_needs_a_key() {
@@ -863,127 +501,6 @@ mod tests {
         let c = ApiConfig::from_vars(Some("k".into()), Some("http://127.0.0.1:9/".into())).unwrap();
         assert_eq!(c.messages_url(), "http://127.0.0.1:9/v1/messages");
         assert!(!format!("{c:?}").contains("\"k\""));
-    }
-
-    fn run_events(events: &[(&str, Value)]) -> (Result<Streamed, Failed>, Vec<String>) {
-        let mut seen = Vec::new();
-        let mut reply = Streamed::default();
-        for (name, data) in events {
-            if let Err(e) = reply.event(name, &data.to_string(), &mut |t: &str| {
-                seen.push(t.to_string())
-            }) {
-                return (Err(e), seen);
-            }
-        }
-        (reply.finish(None), seen)
-    }
-
-    fn delta(t: &str) -> (&'static str, Value) {
-        (
-            "content_block_delta",
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}),
-        )
-    }
-
-    #[test]
-    fn stream_events_make_text_and_usage() {
-        let (reply, seen) = run_events(&[
-            (
-                "message_start",
-                json!({"type": "message_start", "message": {"usage": {"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 1}}}),
-            ),
-            ("ping", json!({"type": "ping"})),
-            delta("Hel"),
-            delta("lo"),
-            (
-                "message_delta",
-                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 7}}),
-            ),
-            ("message_stop", json!({"type": "message_stop"})),
-        ]);
-        let reply = reply.unwrap();
-        assert_eq!(reply.text, "Hello");
-        assert_eq!(seen, ["Hel", "lo"]);
-        assert_eq!(reply.usage["output_tokens"], 7);
-        assert_eq!(reply.usage["cache_read_input_tokens"], 90);
-        assert_eq!(reply.stop_reason.as_deref(), Some("end_turn"));
-    }
-
-    #[test]
-    fn stream_error_event_fails() {
-        let overloaded = (
-            "error",
-            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
-        );
-        let (r, _) = run_events(std::slice::from_ref(&overloaded));
-        match r {
-            Err(Failed::Transient {
-                problem, message, ..
-            }) => {
-                assert_eq!(problem, Problem::RateLimited);
-                assert!(
-                    message.contains("overloaded_error: Overloaded"),
-                    "{message}"
-                );
-            }
-            other => panic!("{other:?}"),
-        }
-        // After text was shown a retry would repeat it: fatal.
-        let (r, _) = run_events(&[delta("partial"), overloaded]);
-        assert!(matches!(r, Err(Failed::Fatal(_))), "{r:?}");
-        // A stream that just stops is incomplete.
-        let (r, _) = run_events(&[delta("partial")]);
-        let Err(Failed::Fatal(e)) = r else {
-            panic!("{r:?}")
-        };
-        assert!(e.to_string().contains("before the reply was complete"));
-    }
-
-    #[test]
-    fn unknown_events_pass_and_malformed_ones_fail_clearly() {
-        let (reply, seen) = run_events(&[
-            (
-                "content_block_telepathy",
-                json!({"type": "content_block_telepathy", "index": 0}),
-            ),
-            // The name stands in for a type the data leaves out.
-            (
-                "content_block_delta",
-                json!({"index": 0, "delta": {"type": "text_delta", "text": "a"}}),
-            ),
-            (
-                "content_block_delta",
-                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "x"}}),
-            ),
-            (
-                "message_stop",
-                json!({"type": "message_stop", "amazing_new_field": 1}),
-            ),
-        ]);
-        assert_eq!(reply.unwrap().text, "a");
-        assert_eq!(seen, ["a"]);
-
-        let (r, _) = run_events(&[(
-            "content_block_delta",
-            json!({"type": "content_block_delta", "delta": {"type": "text_delta", "text": ["a"]}}),
-        )]);
-        let Err(Failed::Fatal(e)) = r else {
-            panic!("{r:?}")
-        };
-        assert!(
-            e.message.starts_with(
-                "the API sent a content_block_delta event this program cannot read: invalid type"
-            ),
-            "{e}"
-        );
-        // Data that is not JSON at all is skipped, as before, but for an error.
-        let mut reply = Streamed::default();
-        assert!(reply.event("ping", "not json", &mut |_| {}).is_ok());
-        let r = reply.event("error", "<html>bad gateway</html>", &mut |_| {});
-        assert!(
-            matches!(r, Err(Failed::Fatal(ref e)) if e.message.contains("bad gateway")),
-            "{r:?}"
-        );
     }
 
     fn kind_of(f: Failed) -> (Problem, String, bool) {
@@ -1042,75 +559,7 @@ mod tests {
     }
 
     #[test]
-    fn backoff_doubles_and_is_capped() {
-        use backon::BackoffBuilder;
-        let secs: Vec<f64> = backoff().build().take(7).map(|d| d.as_secs_f64()).collect();
-        assert_eq!(secs, [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]);
-        assert_eq!(backoff().build().nth(1000), Some(BACKOFF_MAX));
-    }
-
-    #[tokio::test]
-    async fn a_retry_after_past_the_deadline_gives_up_at_once() {
-        let calls = Cell::new(0);
-        let attempt = || async {
-            calls.set(calls.get() + 1);
-            Err::<(), _>(Failed::Transient {
-                problem: Problem::RateLimited,
-                message: "the API is rate limited or overloaded (429): slow down".into(),
-                retry_after: Some(Duration::from_secs(3600)),
-            })
-        };
-        let r = retrying(deadline(Duration::from_secs(60)), attempt).await;
-        let Some(Err(e)) = r else { panic!("{r:?}") };
-        assert_eq!(e.problem, Problem::RateLimited);
-        assert!(
-            e.message.ends_with("slow down (gave up after 1 attempt)"),
-            "{e}"
-        );
-        assert_eq!(calls.get(), 1);
-    }
-
-    #[test]
     fn one_client_serves_every_call() {
         assert!(std::ptr::eq(client().unwrap(), client().unwrap()));
-    }
-
-    #[tokio::test]
-    async fn fatal_failures_are_not_retried() {
-        let calls = Cell::new(0);
-        let attempt = || async {
-            calls.set(calls.get() + 1);
-            Err::<(), _>(Failed::fatal(Problem::NotLoggedIn, "no".into()))
-        };
-        let r = retrying(deadline(Duration::from_secs(60)), attempt).await;
-        assert!(matches!(r, Some(Err(ref e)) if e.message == "no"), "{r:?}");
-        assert_eq!(calls.get(), 1);
-    }
-
-    #[test]
-    fn retry_after_headers() {
-        let mut h = reqwest::header::HeaderMap::new();
-        assert_eq!(retry_after(&h), None);
-        h.insert("retry-after", "3".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
-        h.insert("retry-after-ms", "250".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
-        h.insert("retry-after-ms", "soon".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
-        h.insert("retry-after", "1e300".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::MAX));
-
-        let now = httpdate::parse_http_date("Wed, 21 Oct 2015 07:27:30 GMT").unwrap();
-        let mut h = reqwest::header::HeaderMap::new();
-        h.insert(
-            "retry-after",
-            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
-        );
-        assert_eq!(retry_after_at(&h, now), Some(Duration::from_secs(30)));
-        // A date gone by asks for no pause, never a negative one.
-        let later = now + Duration::from_secs(600);
-        assert_eq!(retry_after_at(&h, later), Some(Duration::ZERO));
-        h.insert("retry-after", "next tuesday".parse().unwrap());
-        assert_eq!(retry_after_at(&h, now), None);
     }
 }

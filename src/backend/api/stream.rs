@@ -182,6 +182,128 @@ fn parse_event(name: &str, data: &str) -> serde_json::Result<StreamEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn run_events(events: &[(&str, Value)]) -> (Result<Streamed, Failed>, Vec<String>) {
+        let mut seen = Vec::new();
+        let mut reply = Streamed::default();
+        for (name, data) in events {
+            if let Err(e) = reply.event(name, &data.to_string(), &mut |t: &str| {
+                seen.push(t.to_string())
+            }) {
+                return (Err(e), seen);
+            }
+        }
+        (reply.finish(None), seen)
+    }
+
+    fn delta(t: &str) -> (&'static str, Value) {
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}),
+        )
+    }
+
+    #[test]
+    fn stream_events_make_text_and_usage() {
+        let (reply, seen) = run_events(&[
+            (
+                "message_start",
+                json!({"type": "message_start", "message": {"usage": {"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 1}}}),
+            ),
+            ("ping", json!({"type": "ping"})),
+            delta("Hel"),
+            delta("lo"),
+            (
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 7}}),
+            ),
+            ("message_stop", json!({"type": "message_stop"})),
+        ]);
+        let reply = reply.unwrap();
+        assert_eq!(reply.text, "Hello");
+        assert_eq!(seen, ["Hel", "lo"]);
+        assert_eq!(reply.usage["output_tokens"], 7);
+        assert_eq!(reply.usage["cache_read_input_tokens"], 90);
+        assert_eq!(reply.stop_reason.as_deref(), Some("end_turn"));
+    }
+
+    #[test]
+    fn stream_error_event_fails() {
+        let overloaded = (
+            "error",
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        );
+        let (r, _) = run_events(std::slice::from_ref(&overloaded));
+        match r {
+            Err(Failed::Transient {
+                problem, message, ..
+            }) => {
+                assert_eq!(problem, Problem::RateLimited);
+                assert!(
+                    message.contains("overloaded_error: Overloaded"),
+                    "{message}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // After text was shown a retry would repeat it: fatal.
+        let (r, _) = run_events(&[delta("partial"), overloaded]);
+        assert!(matches!(r, Err(Failed::Fatal(_))), "{r:?}");
+        // A stream that just stops is incomplete.
+        let (r, _) = run_events(&[delta("partial")]);
+        let Err(Failed::Fatal(e)) = r else {
+            panic!("{r:?}")
+        };
+        assert!(e.to_string().contains("before the reply was complete"));
+    }
+
+    #[test]
+    fn unknown_events_pass_and_malformed_ones_fail_clearly() {
+        let (reply, seen) = run_events(&[
+            (
+                "content_block_telepathy",
+                json!({"type": "content_block_telepathy", "index": 0}),
+            ),
+            // The name stands in for a type the data leaves out.
+            (
+                "content_block_delta",
+                json!({"index": 0, "delta": {"type": "text_delta", "text": "a"}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "x"}}),
+            ),
+            (
+                "message_stop",
+                json!({"type": "message_stop", "amazing_new_field": 1}),
+            ),
+        ]);
+        assert_eq!(reply.unwrap().text, "a");
+        assert_eq!(seen, ["a"]);
+
+        let (r, _) = run_events(&[(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "delta": {"type": "text_delta", "text": ["a"]}}),
+        )]);
+        let Err(Failed::Fatal(e)) = r else {
+            panic!("{r:?}")
+        };
+        assert!(
+            e.message.starts_with(
+                "the API sent a content_block_delta event this program cannot read: invalid type"
+            ),
+            "{e}"
+        );
+        // Data that is not JSON at all is skipped, as before, but for an error.
+        let mut reply = Streamed::default();
+        assert!(reply.event("ping", "not json", &mut |_| {}).is_ok());
+        let r = reply.event("error", "<html>bad gateway</html>", &mut |_| {});
+        assert!(
+            matches!(r, Err(Failed::Fatal(ref e)) if e.message.contains("bad gateway")),
+            "{r:?}"
+        );
+    }
 
     #[derive(Debug)]
     struct Cut;
