@@ -3,6 +3,7 @@
 //! with a timeout that kills its whole process group, parse its JSON output
 //! and classify failures.
 
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
@@ -11,10 +12,12 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
+use super::api::wire::{ContentBlock, Delta, StreamEvent};
 use super::{Arg, CallError, CliCall, Outcome, Problem, SideRequest};
 use crate::error::{Kind, fail};
 
@@ -572,14 +575,102 @@ fn kill_group(pid: Option<u32>) {
     }
 }
 
+/// One line of claude's `--output-format stream-json` (or the one line of
+/// `--output-format json`, a `result`), as this program reads it. Fields
+/// not read here are left out and ignored; event types added by later
+/// versions of the CLI land in [`CliEvent::Other`].
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum CliEvent {
+    System(SystemEvent),
+    /// A raw Messages API event, with `--include-partial-messages`.
+    StreamEvent {
+        /// Set for a sub-agent's events: its text is not the reply.
+        parent_tool_use_id: Option<String>,
+        event: StreamEvent,
+    },
+    Assistant {
+        parent_tool_use_id: Option<String>,
+        message: AssistantMessage,
+    },
+    /// Tool results fed back to the model: nothing of the reply.
+    User {},
+    Result(ResultEvent),
+    #[serde(other)]
+    Other,
+}
+
+/// `system` events; `init` opens every run.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+struct SystemEvent {
+    #[serde(default)]
+    subtype: String,
+    session_id: Option<String>,
+    model: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+struct AssistantMessage {
+    #[serde(default)]
+    content: Vec<ContentBlock>,
+}
+
+/// The last line of a run: how it ended, what it said, what it cost.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+struct ResultEvent {
+    #[serde(default)]
+    subtype: String,
+    #[serde(default)]
+    is_error: bool,
+    result: Option<String>,
+    session_id: Option<String>,
+    total_cost_usd: Option<f64>,
+    /// Stored as reported.
+    usage: Option<Value>,
+    /// Keyed by the ids of the models that answered.
+    #[serde(default, rename = "modelUsage")]
+    model_usage: BTreeMap<String, ModelUsage>,
+    #[serde(default)]
+    errors: Vec<ResultError>,
+    api_error_status: Option<u64>,
+}
+
+/// An entry of a result's `errors`: a line of text, or an object shown as JSON.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+enum ResultError {
+    Text(String),
+    Other(Value),
+}
+
+/// What this program reads of one model's `modelUsage` entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+struct ModelUsage {
+    #[serde(default, rename = "outputTokens")]
+    output_tokens: u64,
+}
+
+impl ResultEvent {
+    /// The main model: the one with the most output.
+    fn main_model(&self) -> Option<String> {
+        self.model_usage
+            .iter()
+            .max_by_key(|(_, u)| u.output_tokens)
+            .map(|(id, _)| id.clone())
+    }
+}
+
 /// Reads claude's JSON lines (stream-json events or the one json result).
 #[derive(Default)]
 struct StreamParser {
-    result: Option<Value>,
+    result: Option<ResultEvent>,
     emitted: bool,
     /// Text of assistant messages, for CLIs that send no partial events.
     assistant_text: String,
+    /// The first line that was not JSON.
     garbage: Option<String>,
+    /// The first JSON line of a known type this program could not read.
+    unreadable: Option<String>,
 }
 
 impl StreamParser {
@@ -588,38 +679,49 @@ impl StreamParser {
         if line.is_empty() {
             return;
         }
-        let Ok(event) = serde_json::from_str::<Value>(line) else {
-            if self.garbage.is_none() {
-                self.garbage = Some(crate::text::shorten(line, 120));
+        let event = match serde_json::from_str::<CliEvent>(line) {
+            Ok(event) => event,
+            Err(e) if e.is_syntax() || e.is_eof() => {
+                if self.garbage.is_none() {
+                    self.garbage = Some(crate::text::shorten(line, 120));
+                }
+                return;
             }
-            return;
+            Err(e) => {
+                tracing::debug!("unreadable claude event ({e}): {line}");
+                if self.unreadable.is_none() {
+                    self.unreadable = Some(format!("{e}: {}", crate::text::shorten(line, 120)));
+                }
+                return;
+            }
         };
-        match event["type"].as_str() {
-            Some("stream_event") => {
-                // Text of sub-agents (parent_tool_use_id set) is not the reply.
-                if !event["parent_tool_use_id"].is_null() {
-                    return;
-                }
-                let ev = &event["event"];
-                if ev["type"] == "content_block_delta"
-                    && ev["delta"]["type"] == "text_delta"
-                    && let Some(text) = ev["delta"]["text"].as_str()
-                    && !text.is_empty()
-                {
-                    self.emitted = true;
-                    on_text(text);
-                }
+        match event {
+            CliEvent::StreamEvent {
+                parent_tool_use_id: None,
+                event:
+                    StreamEvent::ContentBlockDelta {
+                        delta: Delta::TextDelta { text },
+                        ..
+                    },
+            } if !text.is_empty() => {
+                self.emitted = true;
+                on_text(&text);
             }
-            Some("assistant") if event["parent_tool_use_id"].is_null() => {
-                if let Some(blocks) = event["message"]["content"].as_array() {
-                    for b in blocks.iter().filter(|b| b["type"] == "text") {
-                        self.assistant_text
-                            .push_str(b["text"].as_str().unwrap_or(""));
-                    }
-                }
+            CliEvent::Assistant {
+                parent_tool_use_id: None,
+                message,
+            } => self
+                .assistant_text
+                .push_str(&ContentBlock::text_of(&message.content)),
+            CliEvent::System(init) if init.subtype == "init" => {
+                tracing::debug!(session = ?init.session_id, model = ?init.model, "claude started");
             }
-            Some("result") => self.result = Some(event),
-            _ => {}
+            CliEvent::Result(result) => self.result = Some(result),
+            CliEvent::System(_)
+            | CliEvent::StreamEvent { .. }
+            | CliEvent::Assistant { .. }
+            | CliEvent::User {}
+            | CliEvent::Other => {}
         }
     }
 
@@ -635,46 +737,36 @@ impl StreamParser {
             message,
             emitted_text: emitted,
         };
-        if let Some(result) = &self.result {
-            let is_error = result["is_error"].as_bool().unwrap_or(false);
-            let subtype = result["subtype"].as_str().unwrap_or("");
+        if let Some(result) = self.result {
             // is_error wins over the exit code: rate limits have been seen
             // reported with exit 0 and subtype "success".
-            if !is_error && subtype == "success" {
-                let text = result["result"]
-                    .as_str()
-                    .map_or_else(|| self.assistant_text.clone(), str::to_string);
-                let usage_json = result.get("usage").cloned();
-                // `modelUsage` is keyed by the model ids that answered; the
-                // main one is the one with the most output.
-                let model = result["modelUsage"].as_object().and_then(|m| {
-                    m.iter()
-                        .max_by_key(|(_, u)| u["outputTokens"].as_u64().unwrap_or(0))
-                        .map(|(id, _)| id.clone())
-                });
+            if !result.is_error && result.subtype == "success" {
+                let model = result.main_model();
+                tracing::debug!(session = ?result.session_id, "claude answered");
                 return Ok(Outcome::new(
-                    text,
-                    usage_json,
-                    result["total_cost_usd"].as_f64(),
+                    result.result.unwrap_or(self.assistant_text),
+                    result.usage,
+                    result.total_cost_usd,
                     elapsed_ms,
                     model,
                     emitted,
                 ));
             }
             let mut detail = String::new();
-            if let Some(errors) = result["errors"].as_array() {
-                for e in errors {
-                    detail.push_str(e.as_str().map_or(&e.to_string(), |s| s));
-                    detail.push('\n');
+            for e in &result.errors {
+                match e {
+                    ResultError::Text(s) => detail.push_str(s),
+                    ResultError::Other(v) => detail.push_str(&v.to_string()),
                 }
+                detail.push('\n');
             }
-            detail.push_str(result["result"].as_str().unwrap_or(""));
+            detail.push_str(result.result.as_deref().unwrap_or(""));
             detail.push('\n');
-            if let Some(code) = result["api_error_status"].as_u64() {
+            if let Some(code) = result.api_error_status {
                 detail.push_str(&format!("api error status {code}\n"));
             }
             detail.push_str(stderr);
-            let problem = if subtype == "error_max_turns" {
+            let problem = if result.subtype == "error_max_turns" {
                 Problem::MaxTurns
             } else {
                 classify(&detail)
@@ -691,13 +783,14 @@ impl StreamParser {
         if problem != Problem::Other {
             return Err(err(problem, message_for(problem, stderr, status)));
         }
-        let message = match (&self.garbage, status.code()) {
-            (Some(g), _) => format!("claude printed unexpected output (not its JSON): {g}"),
-            (None, Some(0)) => "claude exited without a result".to_string(),
-            (None, Some(code)) => {
+        let message = match (&self.garbage, &self.unreadable, status.code()) {
+            (Some(g), _, _) => format!("claude printed unexpected output (not its JSON): {g}"),
+            (None, Some(u), _) => format!("claude printed an event this program cannot read: {u}"),
+            (None, None, Some(0)) => "claude exited without a result".to_string(),
+            (None, None, Some(code)) => {
                 format!("claude exited with status {code}: {}", last_line(stderr))
             }
-            (None, None) => "claude exited abnormally".to_string(),
+            (None, None, None) => "claude exited abnormally".to_string(),
         };
         Err(err(Problem::Garbage, message))
     }
@@ -854,6 +947,58 @@ mod tests {
             "{}",
             err.message
         );
+    }
+
+    #[test]
+    fn unknown_events_and_fields_are_ignored() {
+        let out = finish(
+            &[
+                r#"{"type":"system","subtype":"init","session_id":"s1","model":"m","tools":[],"new_field":{"x":1}}"#,
+                r#"{"type":"telemetry_v9","anything":[1,2,3]}"#,
+                r#"{"type":"stream_event","parent_tool_use_id":null,"event":{"type":"content_block_wiggle","index":0}}"#,
+                r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"x"}]}}"#,
+                r#"{"type":"stream_event","parent_tool_use_id":"toolu_1","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"sub-agent"}}}"#,
+                r#"{"type":"assistant","parent_tool_use_id":null,"message":{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"from the message"}]}}"#,
+                r#"{"type":"result","subtype":"success","is_error":false,"session_id":"s1","usage":{"output_tokens":2},"modelUsage":{"claude-haiku-5-5":{"outputTokens":1},"claude-sonnet-5-5":{"outputTokens":9,"costUSD":0.1}},"brand_new":true}"#,
+            ],
+            0,
+            "",
+        )
+        .unwrap();
+        // No partial text of the reply itself: the assistant message's text.
+        assert_eq!(out.text, "from the message");
+        assert!(!out.streamed);
+        assert_eq!(out.model.as_deref(), Some("claude-sonnet-5-5"));
+        assert_eq!(out.usage.output_tokens, 2);
+    }
+
+    #[test]
+    fn a_malformed_event_is_a_clear_error() {
+        // A result whose fields have the wrong types is not taken for one.
+        let err = finish(
+            &[r#"{"type":"result","subtype":"success","is_error":"no","result":7}"#],
+            0,
+            "",
+        )
+        .unwrap_err();
+        assert_eq!(err.problem, Problem::Garbage);
+        assert!(
+            err.message
+                .starts_with("claude printed an event this program cannot read: invalid type"),
+            "{}",
+            err.message
+        );
+        // One such line among good ones does not fail the turn.
+        let out = finish(
+            &[
+                r#"{"type":"assistant","parent_tool_use_id":null,"message":{"content":"not blocks"}}"#,
+                r#"{"type":"result","subtype":"success","is_error":false,"result":"ok"}"#,
+            ],
+            0,
+            "",
+        )
+        .unwrap();
+        assert_eq!(out.text, "ok");
     }
 
     #[test]
