@@ -169,10 +169,14 @@ async fn overload_forever_is_rate_limited_within_the_timeout() {
     )
     .await
     .unwrap_err();
-    assert!(started.elapsed() < Duration::from_secs(3));
+    // What bounds it is the deadline, not luck: it gives up with the API's
+    // own error, never a timeout. The wall-time bound only says "not
+    // forever", generously, for a loaded machine.
+    assert!(started.elapsed() < Duration::from_secs(30));
     assert_kind(&err, Kind::RateLimited);
     let msg = err.to_string();
     assert!(msg.contains("529") && msg.contains("Overloaded"), "{msg}");
+    assert!(msg.contains("gave up after"), "{msg}");
     assert!(standin.requests().len() >= 2, "retried");
 }
 
@@ -231,8 +235,10 @@ async fn hang_times_out() {
     .await
     .unwrap_err();
     let took = started.elapsed();
+    // Never before the timeout; after it, whenever the machine gets to it
+    // (a generous bound, for "not forever"): the kind and message say why.
     assert!(
-        took >= Duration::from_millis(800) && took < Duration::from_secs(3),
+        took >= Duration::from_millis(800) && took < Duration::from_secs(30),
         "{took:?}"
     );
     assert_kind(&err, Kind::Timeout);

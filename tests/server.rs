@@ -173,8 +173,19 @@ fn a_full_server_is_waited_for_within_the_timeout_then_named() {
     assert!(started.elapsed() >= Duration::from_secs(2));
 
     // Freed while the turn waits: it goes through.
-    let child = spawn_turn(&env, &["--timeout", "60", "third"]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // -v: the turn says when it starts waiting; freed only then.
+    let mut child = spawn_turn(&env, &["-v", "--timeout", "60", "third"]);
+    let mut log = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut log, &mut line).unwrap();
+        assert!(n > 0, "the turn ended without waiting: {seen}");
+        seen.push_str(&line);
+        if line.contains("waiting up to") {
+            break;
+        }
+    }
     drop(held);
     let out = child.wait_with_output().unwrap();
     assert_ok(&out);

@@ -193,6 +193,7 @@ fn drive<T: MakeTlsConnect<Socket> + Clone>(
         }
     };
     let start = Instant::now();
+    let mut said_waiting = false;
     let connection = loop {
         match rt.block_on(config.connect(tls.clone())) {
             Ok((client, connection)) => {
@@ -206,6 +207,14 @@ fn drive<T: MakeTlsConnect<Socket> + Clone>(
                     *c == SqlState::TOO_MANY_CONNECTIONS || *c == SqlState::CANNOT_CONNECT_NOW
                 });
                 if busy && start.elapsed() < wait {
+                    if !said_waiting {
+                        // Once: `-v` shows why a turn is slow to start.
+                        tracing::info!(
+                            "the session store is full or starting: waiting up to {}s for a connection",
+                            wait.as_secs()
+                        );
+                        said_waiting = true;
+                    }
                     std::thread::sleep(RETRY_EVERY);
                     continue;
                 }
