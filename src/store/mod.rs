@@ -8,6 +8,7 @@
 pub mod lock;
 mod model;
 pub mod postgres;
+mod sql;
 mod sqlite;
 #[cfg(test)]
 pub mod suite;

@@ -7,6 +7,7 @@ use tokio_postgres::types::ToSql;
 
 use super::conn::Queries;
 use super::{nul_free, rows, text};
+use crate::store::sql;
 use crate::store::{JOB_MAX_ATTEMPTS as MAX_ATTEMPTS, JOB_RETRY_DELAY_SECS as RETRY_DELAY_SECS};
 use crate::store::{
     Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, JobStatus, Result, TextEnum, now,
@@ -15,14 +16,8 @@ use crate::store::{
 /// The selection over `jobs`, parameters $1..$3.
 const SELECT: &str = "($1::text IS NULL OR session_id = $1) AND ($2::text IS NULL OR agent = $2) AND ($3::text IS NULL OR kind = $3)";
 
-/// Runnable (see the SQLite engine): pending and due, or running with an
-/// expired lease. Parameters $4..$7.
-/// Pin-family jobs wait for an earlier open one of their session, as there.
-const RUNNABLE: &str = "attempts < $4 AND ((status = $5 AND lease_until <= $7) OR (status = $6 AND lease_until < $7))
-    AND NOT (kind IN ('pin', 'clarify', 'consolidate') AND EXISTS (
-        SELECT 1 FROM jobs o WHERE o.session_id = jobs.session_id
-           AND o.kind IN ('pin', 'clarify', 'consolidate') AND o.status IN ($5, $6) AND o.attempts < $4
-           AND (COALESCE(o.turn_id, 0), o.id) < (COALESCE(jobs.turn_id, 0), jobs.id)))";
+/// Runnable: [`sql::JOB_RUNNABLE`], parameters $4..$7.
+const RUNNABLE: &str = sql::JOB_RUNNABLE;
 
 pub fn enqueue(
     c: &impl Queries,
@@ -34,8 +29,7 @@ pub fn enqueue(
 ) -> Result<i64> {
     let t = now();
     Ok(c.value(
-        "INSERT INTO jobs (kind, agent, session_id, turn_id, input, status, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id",
+        sql::JOB_INSERT,
         &[
             &kind.as_str(),
             &agent,
@@ -157,17 +151,13 @@ pub fn claim(c: &impl Queries, s: JobSelect, lease_secs: i64, limit: usize) -> R
 }
 
 pub fn finish(c: &impl Queries, id: i64) -> Result<()> {
-    c.execute(
-        "UPDATE jobs SET status = $2, last_error = NULL, lease_until = 0, updated_at = $3 WHERE id = $1",
-        &[&id, &JobStatus::Done.as_str(), &now()],
-    )?;
+    c.execute(sql::JOB_FINISH, &[&id, &JobStatus::Done.as_str(), &now()])?;
     Ok(())
 }
 
 pub fn fail(c: &impl Queries, id: i64, error: &str) -> Result<()> {
     c.execute(
-        "UPDATE jobs SET status = CASE WHEN attempts >= $3 THEN $4 ELSE $5 END,
-                last_error = $2, lease_until = $6 + $7 * attempts, updated_at = $6 WHERE id = $1",
+        sql::JOB_FAIL,
         &[
             &id,
             &nul_free(error),
@@ -182,10 +172,7 @@ pub fn fail(c: &impl Queries, id: i64, error: &str) -> Result<()> {
 }
 
 pub fn retry(c: &impl Queries, id: i64) -> Result<bool> {
-    let n = c.execute(
-        "UPDATE jobs SET status = $2, attempts = 0, lease_until = 0, updated_at = $3 WHERE id = $1",
-        &[&id, &JobStatus::Pending.as_str(), &now()],
-    )?;
+    let n = c.execute(sql::JOB_RETRY, &[&id, &JobStatus::Pending.as_str(), &now()])?;
     Ok(n > 0)
 }
 
@@ -227,10 +214,7 @@ pub fn list(c: &impl Queries, filter: &JobFilter) -> Result<Vec<JobRow>> {
 }
 
 pub fn of_session(c: &impl Queries, session_id: &str) -> Result<Vec<Job>> {
-    let found = c.query(
-        "SELECT id, kind, agent, session_id, turn_id, input, attempts FROM jobs WHERE session_id = $1 ORDER BY id",
-        &[&session_id],
-    )?;
+    let found = c.query(sql::SESSION_JOBS, &[&session_id])?;
     rows(found, job_from_row)
 }
 

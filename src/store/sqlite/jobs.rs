@@ -3,7 +3,9 @@
 //! fails or its runner dies mid-call.
 
 use rusqlite::{Connection, Row, ToSql, Transaction, params};
+use std::sync::LazyLock;
 
+use crate::store::sql;
 use crate::store::{JOB_MAX_ATTEMPTS as MAX_ATTEMPTS, JOB_RETRY_DELAY_SECS as RETRY_DELAY_SECS};
 use crate::store::{Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, JobStatus, Result, now};
 
@@ -11,17 +13,13 @@ use crate::store::{Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, JobSta
 const SELECT: &str =
     "(?1 IS NULL OR session_id = ?1) AND (?2 IS NULL OR agent = ?2) AND (?3 IS NULL OR kind = ?3)";
 
-/// Runnable: pending and past its not-before time (a failed attempt waits
-/// a little before the next), or running with an expired lease (its runner
-/// died). `lease_until` holds both. Parameters ?4..?7.
-///
-/// A pin-family job ([`JobKind::PIN_FAMILY`]) also waits while an earlier
-/// one of its session (by turn, then by id) is open: they apply in turn order.
-const RUNNABLE: &str = "attempts < ?4 AND ((status = ?5 AND lease_until <= ?7) OR (status = ?6 AND lease_until < ?7))
-    AND NOT (kind IN ('pin', 'clarify', 'consolidate') AND EXISTS (
-        SELECT 1 FROM jobs o WHERE o.session_id = jobs.session_id
-           AND o.kind IN ('pin', 'clarify', 'consolidate') AND o.status IN (?5, ?6) AND o.attempts < ?4
-           AND (COALESCE(o.turn_id, 0), o.id) < (COALESCE(jobs.turn_id, 0), jobs.id)))";
+/// [`sql::JOB_RUNNABLE`] in SQLite's placeholders. Parameters ?4..?7.
+static RUNNABLE: LazyLock<String> = LazyLock::new(|| sql::for_sqlite(sql::JOB_RUNNABLE).into());
+
+/// A statement of [`sql`] in SQLite's placeholders.
+fn shared(statement: &'static str) -> String {
+    sql::for_sqlite(statement).into_owned()
+}
 
 pub fn enqueue(
     conn: &Connection,
@@ -32,9 +30,8 @@ pub fn enqueue(
     input: &serde_json::Value,
 ) -> Result<i64> {
     let t = now();
-    conn.execute(
-        "INSERT INTO jobs (kind, agent, session_id, turn_id, input, status, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+    Ok(conn.query_row(
+        &shared(sql::JOB_INSERT),
         params![
             kind,
             agent,
@@ -44,8 +41,8 @@ pub fn enqueue(
             JobStatus::Pending,
             t
         ],
-    )?;
-    Ok(conn.last_insert_rowid())
+        |r| r.get(0),
+    )?)
 }
 
 pub fn has_open(conn: &Connection, s: JobSelect) -> Result<bool> {
@@ -81,7 +78,10 @@ fn runnable_params<'a>(s: &'a JobSelect, t: &'a i64) -> [&'a dyn ToSql; 7] {
 pub fn has_runnable(conn: &Connection, s: JobSelect) -> Result<bool> {
     let t = now();
     Ok(conn.query_row(
-        &format!("SELECT EXISTS (SELECT 1 FROM jobs WHERE {SELECT} AND {RUNNABLE})"),
+        &format!(
+            "SELECT EXISTS (SELECT 1 FROM jobs WHERE {SELECT} AND {})",
+            *RUNNABLE
+        ),
         &runnable_params(&s, &t)[..],
         |r| r.get(0),
     )?)
@@ -131,9 +131,10 @@ pub fn claim(
          WHERE id IN (
              SELECT id FROM (
                  SELECT id, ROW_NUMBER() OVER (PARTITION BY COALESCE(session_id, '') ORDER BY id) AS nth
-                 FROM jobs WHERE {SELECT} AND {RUNNABLE})
+                 FROM jobs WHERE {SELECT} AND {runnable})
              ORDER BY nth, id LIMIT ?9)
-         RETURNING id, kind, agent, session_id, turn_id, input, attempts"
+         RETURNING id, kind, agent, session_id, turn_id, input, attempts",
+        runnable = *RUNNABLE
     ))?;
     let lease = t.saturating_add(lease_secs);
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -148,7 +149,7 @@ pub fn claim(
 
 pub fn finish(conn: &Connection, id: i64) -> Result<()> {
     conn.execute(
-        "UPDATE jobs SET status = ?2, last_error = NULL, lease_until = 0, updated_at = ?3 WHERE id = ?1",
+        &shared(sql::JOB_FINISH),
         params![id, JobStatus::Done, now()],
     )?;
     Ok(())
@@ -156,8 +157,7 @@ pub fn finish(conn: &Connection, id: i64) -> Result<()> {
 
 pub fn fail(conn: &Connection, id: i64, error: &str) -> Result<()> {
     conn.execute(
-        "UPDATE jobs SET status = CASE WHEN attempts >= ?3 THEN ?4 ELSE ?5 END,
-                last_error = ?2, lease_until = ?6 + ?7 * attempts, updated_at = ?6 WHERE id = ?1",
+        &shared(sql::JOB_FAIL),
         params![
             id,
             error,
@@ -173,7 +173,7 @@ pub fn fail(conn: &Connection, id: i64, error: &str) -> Result<()> {
 
 pub fn retry(conn: &Connection, id: i64) -> Result<bool> {
     let n = conn.execute(
-        "UPDATE jobs SET status = ?2, attempts = 0, lease_until = 0, updated_at = ?3 WHERE id = ?1",
+        &shared(sql::JOB_RETRY),
         params![id, JobStatus::Pending, now()],
     )?;
     Ok(n > 0)
@@ -220,9 +220,7 @@ pub fn list(conn: &Connection, filter: &JobFilter) -> Result<Vec<JobRow>> {
 }
 
 pub fn of_session(conn: &Connection, session_id: &str) -> Result<Vec<Job>> {
-    let mut stmt = conn.prepare(
-        "SELECT id, kind, agent, session_id, turn_id, input, attempts FROM jobs WHERE session_id = ?1 ORDER BY id",
-    )?;
+    let mut stmt = conn.prepare(&shared(sql::SESSION_JOBS))?;
     let rows = stmt.query_map([session_id], job_from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

@@ -1,0 +1,74 @@
+//! SQL both engines run, written once. The text is PostgreSQL's, with `$N`
+//! placeholders; the SQLite engine reads it through [`for_sqlite`], which
+//! turns each into SQLite's `?N` (the same numbered parameter). What the
+//! dialects spell differently (casts of a parameter only tested for NULL,
+//! `FOR UPDATE SKIP LOCKED`, aggregate filters) stays in each engine.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// A job may run: pending and past its not-before time (a failed attempt
+/// waits a little before the next), or running with an expired lease (its
+/// runner died); `lease_until` holds both. Parameters `$4` (the attempt
+/// limit), `$5` (pending), `$6` (running), `$7` (now).
+///
+/// A pin-family job (pin, clarify, consolidate) also waits while an earlier
+/// one of its session (by turn, then by id) is open: they apply in turn
+/// order.
+pub const JOB_RUNNABLE: &str = "attempts < $4 AND ((status = $5 AND lease_until <= $7) OR (status = $6 AND lease_until < $7))
+    AND NOT (kind IN ('pin', 'clarify', 'consolidate') AND EXISTS (
+        SELECT 1 FROM jobs o WHERE o.session_id = jobs.session_id
+           AND o.kind IN ('pin', 'clarify', 'consolidate') AND o.status IN ($5, $6) AND o.attempts < $4
+           AND (COALESCE(o.turn_id, 0), o.id) < (COALESCE(jobs.turn_id, 0), jobs.id)))";
+
+/// Queue a job: kind, agent, session, turn, input, status, now.
+pub const JOB_INSERT: &str =
+    "INSERT INTO jobs (kind, agent, session_id, turn_id, input, status, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id";
+
+/// A job done: id, done, now.
+pub const JOB_FINISH: &str = "UPDATE jobs SET status = $2, last_error = NULL, lease_until = 0, updated_at = $3 WHERE id = $1";
+
+/// A failed attempt: id, error, the attempt limit, failed, pending, now, the
+/// retry delay (times the attempts so far).
+pub const JOB_FAIL: &str = "UPDATE jobs SET status = CASE WHEN attempts >= $3 THEN $4 ELSE $5 END,
+        last_error = $2, lease_until = $6 + $7 * attempts, updated_at = $6 WHERE id = $1";
+
+/// A job made runnable again with fresh attempts: id, pending, now.
+pub const JOB_RETRY: &str =
+    "UPDATE jobs SET status = $2, attempts = 0, lease_until = 0, updated_at = $3 WHERE id = $1";
+
+/// A session's jobs, oldest first: the session.
+pub const SESSION_JOBS: &str = "SELECT id, kind, agent, session_id, turn_id, input, attempts FROM jobs WHERE session_id = $1 ORDER BY id";
+
+/// `sql` with SQLite's placeholders.
+pub fn for_sqlite(sql: &str) -> Cow<'_, str> {
+    static PLACEHOLDER: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\$(\d+)").expect("placeholder pattern compiles"));
+    PLACEHOLDER.replace_all(sql, "?$1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_become_numbered_parameters() {
+        assert_eq!(
+            for_sqlite("a = $1 AND b IN ($12, $2) AND c = '$x'"),
+            "a = ?1 AND b IN (?12, ?2) AND c = '$x'"
+        );
+        for sql in [
+            JOB_RUNNABLE,
+            JOB_INSERT,
+            JOB_FINISH,
+            JOB_FAIL,
+            JOB_RETRY,
+            SESSION_JOBS,
+        ] {
+            assert!(!for_sqlite(sql).contains('$'), "{sql}");
+        }
+    }
+}
