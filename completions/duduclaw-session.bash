@@ -2029,7 +2029,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__prompt)
-            opts="-v -h --agent --channel --thread --again --json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --claude-arg --db --claude --verbose --help"
+            opts="-v -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --claude-arg --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2433,7 +2433,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__turn)
-            opts="-v -h --agent --channel --thread --again --json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --claude-arg --db --claude --verbose --help"
+            opts="-v -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --claude-arg --db --claude --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -61,6 +61,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l again -d 'Send the session\'s last failed message again, as a normal turn'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l json -d 'Print one JSON object instead of streaming the reply'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l stream-json -d 'JSON Lines as the turn happens: start, each piece of text, each tool used, then done (the --json object) or error'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l direct-api -d 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l no-direct-api -d 'Never fall back to the Messages API when claude is missing or not logged in'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l no-extract -d 'Skip pin and fact extraction (compaction still runs: it guards the context size)'
@@ -319,6 +320,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l again -d 'Send the session\'s last failed message again, as a normal turn'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l json -d 'Print one JSON object instead of streaming the reply'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l stream-json -d 'JSON Lines as the turn happens: start, each piece of text, each tool used, then done (the --json object) or error'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l direct-api -d 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l no-direct-api -d 'Never fall back to the Messages API when claude is missing or not logged in'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l no-extract -d 'Skip pin and fact extraction (compaction still runs: it guards the context size)'

@@ -51,6 +51,7 @@ system\:"At the tail of the system prompt, after the pin"))' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--again[Send the session'\''s last failed message again, as a normal turn]' \
 '--json[Print one JSON object instead of streaming the reply]' \
+'(--json)--stream-json[JSON Lines as the turn happens\: start, each piece of text, each tool used, then done (the --json object) or error]' \
 '(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
 '--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
 '--no-extract[Skip pin and fact extraction (compaction still runs\: it guards the context size)]' \
@@ -650,6 +651,7 @@ system\:"At the tail of the system prompt, after the pin"))' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '--again[Send the session'\''s last failed message again, as a normal turn]' \
 '--json[Print one JSON object instead of streaming the reply]' \
+'(--json)--stream-json[JSON Lines as the turn happens\: start, each piece of text, each tool used, then done (the --json object) or error]' \
 '(--no-direct-api)--direct-api[Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)]' \
 '--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
 '--no-extract[Skip pin and fact extraction (compaction still runs\: it guards the context size)]' \

@@ -217,6 +217,10 @@ pub struct TurnArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// JSON Lines as the turn happens: start, each piece of text, each tool used, then done (the --json object) or error
+    #[arg(long, conflicts_with = "json")]
+    pub stream_json: bool,
+
     /// Model for the main call (passed to claude --model)
     #[arg(long, env = "DUDUCLAW_MODEL", value_name = "MODEL")]
     pub model: Option<String>,

@@ -87,6 +87,24 @@ impl Kind {
         ),
     ];
 
+    /// The kind's name in machine-read output (`turn --stream-json`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::BadInput => "bad_input",
+            Kind::Store => "store",
+            Kind::ClaudeMissing => "claude_missing",
+            Kind::ClaudeFailed => "claude_failed",
+            Kind::Timeout => "timeout",
+            Kind::NotLoggedIn => "not_logged_in",
+            Kind::RateLimited => "rate_limited",
+            Kind::MaxTurns => "max_turns",
+            Kind::SessionLost => "session_lost",
+            Kind::SessionInUse => "session_in_use",
+            Kind::NoSuchSession => "no_such_session",
+            Kind::Interrupted => "interrupted",
+        }
+    }
+
     pub fn exit_code(self) -> u8 {
         Self::TABLE
             .iter()

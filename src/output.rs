@@ -61,21 +61,37 @@ impl Spinner {
     }
 }
 
+/// How a turn's output is shaped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// The reply as text, as it arrives.
+    Text,
+    /// One JSON object at the end (written by the command).
+    Json,
+    /// JSON Lines as things happen (`--stream-json`): a program showing
+    /// the reply as it arrives.
+    StreamJson,
+}
+
 /// The reply on stdout as it arrives; a closed pipe stops output, not the turn.
 pub struct Output {
-    json: bool,
+    shape: Shape,
     broken: bool,
     last: Option<char>,
     spinner: Option<Spinner>,
 }
 
 impl Output {
-    pub fn new(json: bool) -> Output {
+    pub fn new(shape: Shape) -> Output {
         Output {
-            json,
+            shape,
             broken: false,
             last: None,
-            spinner: if json { None } else { Spinner::start() },
+            spinner: if shape == Shape::Text {
+                Spinner::start()
+            } else {
+                None
+            },
         }
     }
 
@@ -85,20 +101,52 @@ impl Output {
         }
     }
 
+    /// A piece of the reply.
     pub fn text(&mut self, t: &str) {
-        if t.is_empty() || self.json || self.broken {
+        if t.is_empty() {
             return;
         }
-        self.stop_spinner();
+        match self.shape {
+            Shape::Json => {}
+            Shape::StreamJson => self.event(&serde_json::json!({"type": "text", "text": t})),
+            Shape::Text => {
+                self.stop_spinner();
+                self.write(t.as_bytes());
+                self.last = t.chars().last();
+            }
+        }
+    }
+
+    /// claude started using a tool: said in `--stream-json` only.
+    pub fn tool(&mut self, name: &str) {
+        if self.shape == Shape::StreamJson {
+            self.event(&serde_json::json!({"type": "tool", "name": name}));
+        }
+    }
+
+    /// One line of `--stream-json` (nothing in the other shapes), flushed at
+    /// once: the reader acts on each as it comes.
+    pub fn event(&mut self, event: &impl serde::Serialize) {
+        if self.shape != Shape::StreamJson {
+            return;
+        }
+        match serde_json::to_vec(event) {
+            Ok(mut line) => {
+                line.push(b'\n');
+                self.write(&line);
+            }
+            Err(e) => tracing::warn!("could not write a stream-json line: {e}"),
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if self.broken {
+            return;
+        }
         let mut out = std::io::stdout().lock();
-        if out
-            .write_all(t.as_bytes())
-            .and_then(|()| out.flush())
-            .is_err()
-        {
+        if out.write_all(bytes).and_then(|()| out.flush()).is_err() {
             self.broken = true;
         }
-        self.last = t.chars().last();
     }
 
     /// A line for the person at the terminal about how the turn is going
@@ -108,8 +156,9 @@ impl Output {
         eprintln!("duduclaw-session: {message}");
     }
 
+    /// The reply's end: a final newline for text that lacks one.
     pub fn end(&mut self) {
-        if self.last.is_some_and(|c| c != '\n') {
+        if self.shape == Shape::Text && self.last.is_some_and(|c| c != '\n') {
             self.text("\n");
         }
     }

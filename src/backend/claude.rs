@@ -18,7 +18,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
 use super::api::wire::{ContentBlock, Delta, StreamEvent};
-use super::{Arg, CallError, CliCall, Outcome, Problem, SideRequest};
+use super::{Arg, CallError, CliCall, Outcome, Piece, Problem, SideRequest};
 use crate::error::{Kind, fail};
 
 /// Variables that Claude Code sets for its own children. Inherited by our
@@ -201,7 +201,7 @@ impl Claude {
         &self,
         call: &CliCall,
         timeout: Duration,
-        on_text: impl FnMut(&str),
+        on_piece: impl FnMut(Piece),
     ) -> Result<Outcome, CallError> {
         let file = match (&call.system, call.args.contains(&Arg::SystemFile)) {
             (Some(text), true) => Some(SystemFile::write(text).map_err(|e| {
@@ -229,7 +229,7 @@ impl Claude {
             timeout,
         };
         // The file lives until claude has exited: it may read it late.
-        let outcome = self.run(&spawn, on_text).await;
+        let outcome = self.run(&spawn, on_piece).await;
         drop(file);
         outcome
     }
@@ -254,12 +254,12 @@ impl Claude {
         self.run(&spawn, |_| {}).await
     }
 
-    /// Spawn claude once. `on_text` receives reply text as it streams (with
-    /// `--output-format stream-json --include-partial-messages`).
+    /// Spawn claude once. `on_piece` receives reply text and tool uses as
+    /// they stream (with `--output-format stream-json --include-partial-messages`).
     async fn run(
         &self,
         call: &Spawn<'_>,
-        mut on_text: impl FnMut(&str),
+        mut on_piece: impl FnMut(Piece),
     ) -> Result<Outcome, CallError> {
         let started = Instant::now();
         let mut cmd = self.command();
@@ -331,7 +331,7 @@ impl Claude {
                 line.clear();
                 match lines.read_until(b'\n', &mut line).await {
                     Ok(0) | Err(_) => break,
-                    Ok(_) => parser.feed(&String::from_utf8_lossy(&line), &mut on_text),
+                    Ok(_) => parser.feed(&String::from_utf8_lossy(&line), &mut on_piece),
                 }
             }
             child.wait().await
@@ -674,7 +674,7 @@ struct StreamParser {
 }
 
 impl StreamParser {
-    fn feed(&mut self, line: &str, on_text: &mut impl FnMut(&str)) {
+    fn feed(&mut self, line: &str, on_piece: &mut impl FnMut(Piece)) {
         let line = line.trim();
         if line.is_empty() {
             return;
@@ -705,8 +705,16 @@ impl StreamParser {
                     },
             } if !text.is_empty() => {
                 self.emitted = true;
-                on_text(&text);
+                on_piece(Piece::Text(&text));
             }
+            CliEvent::StreamEvent {
+                parent_tool_use_id: None,
+                event:
+                    StreamEvent::ContentBlockStart {
+                        content_block: ContentBlock::ToolUse { name },
+                        ..
+                    },
+            } => on_piece(Piece::Tool(&name)),
             CliEvent::Assistant {
                 parent_tool_use_id: None,
                 message,
@@ -899,9 +907,35 @@ mod tests {
         let mut p = StreamParser::default();
         let mut seen = String::new();
         for l in lines {
-            p.feed(l, &mut |t: &str| seen.push_str(t));
+            p.feed(l, &mut |piece| {
+                if let Piece::Text(t) = piece {
+                    seen.push_str(t);
+                }
+            });
         }
         p.finish(std::process::ExitStatus::from_raw(code << 8), stderr, 1)
+    }
+
+    #[test]
+    fn tool_uses_of_the_main_agent_are_told_by_name_in_order_with_the_text() {
+        let mut p = StreamParser::default();
+        let mut seen = Vec::new();
+        for l in [
+            r#"{"type":"stream_event","parent_tool_use_id":null,"event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me look."}}}"#,
+            r#"{"type":"stream_event","parent_tool_use_id":null,"event":{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"Read","input":{}}}}"#,
+            // A sub-agent's tool is not this conversation's.
+            r#"{"type":"stream_event","parent_tool_use_id":"toolu_9","event":{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_2","name":"Bash","input":{}}}}"#,
+            r#"{"type":"stream_event","parent_tool_use_id":null,"event":{"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}}"#,
+            r#"{"type":"stream_event","parent_tool_use_id":null,"event":{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"Done."}}}"#,
+        ] {
+            p.feed(l, &mut |piece| {
+                seen.push(match piece {
+                    Piece::Text(t) => format!("text {t}"),
+                    Piece::Tool(n) => format!("tool {n}"),
+                });
+            });
+        }
+        assert_eq!(seen, ["text Let me look.", "tool Read", "text Done."]);
     }
 
     #[test]

@@ -19,6 +19,15 @@ pub use api::ApiConfig;
 pub use claude::{Capabilities, Claude};
 pub use models::Catalog;
 
+/// What a main call streams as it happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// Reply text, in order.
+    Text(&'a str),
+    /// claude started using a tool (its name).
+    Tool(&'a str),
+}
+
 /// One earlier turn of the conversation, as a replay sends it: in the user
 /// message on the claude path, as a message of its role on the API path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,19 +224,21 @@ impl Backend {
         }
     }
 
-    /// Run a planned main call, streaming text to `on_text`, within `timeout`.
+    /// Run a planned main call within `timeout`, telling `on_piece` what
+    /// happens as it happens.
     pub async fn main_call(
         &self,
         request: &Request,
         timeout: Duration,
-        on_text: impl FnMut(&str),
+        mut on_piece: impl FnMut(Piece),
     ) -> Result<Outcome, CallError> {
         match (self, request) {
             (Backend::Cli { claude, .. }, Request::Cli(call)) => {
-                claude.run_main(call, timeout, on_text).await
+                claude.run_main(call, timeout, on_piece).await
             }
             (Backend::Api { cfg, .. }, Request::Api(call)) => {
-                api::send(cfg, &call.body, timeout, on_text).await
+                // No tools on the API path: text is all it streams.
+                api::send(cfg, &call.body, timeout, |t| on_piece(Piece::Text(t))).await
             }
             _ => Err(CallError::new(
                 Problem::Other,

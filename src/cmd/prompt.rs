@@ -21,6 +21,12 @@ use crate::turn::{self, Gathered, Input, plan};
 const SYSTEM_FILE: &str = "<a private file holding the appended system text>";
 
 pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) -> Result<()> {
+    if args.stream_json {
+        return Err(fail(
+            Kind::BadInput,
+            "prompt prints a plan, not a turn as it happens: use --json",
+        ));
+    }
     let settings = super::turn::settings(location, claude, args)?;
     let input = super::turn::input(args)?;
     let store = open_for_reading(location)?;

@@ -8,7 +8,10 @@ use anyhow::Result;
 
 use super::{address, route};
 use crate::cli::{FactsIn, TurnArgs};
-use crate::output::Output;
+use serde_json::json;
+
+use crate::error::{Kind, exit_code_of, kind_of};
+use crate::output::{Output, Shape};
 use crate::store::Location;
 use crate::turn::prompt::FactsPlacement;
 use crate::turn::{self, Input, TurnSettings, message};
@@ -54,21 +57,58 @@ pub fn input(args: &TurnArgs) -> Result<Input> {
 }
 
 pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) -> Result<()> {
-    let settings = settings(location, claude, args)?;
-    let input = input(args)?;
-    let mut out = Output::new(settings.json);
-    let answer = turn::run(&settings, input, &mut out).await?;
-    if settings.json {
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "{}", serde_json::to_string(&answer)?)?;
-    } else if answer.failed_since_last_turn > 0 && std::io::stderr().is_terminal() {
-        // A person at a terminal hears of failed memory work once, where
-        // they look; a pipeline reads `memory` in `--json` instead.
-        let n = answer.failed_since_last_turn;
-        eprintln!(
-            "memory: {n} side call{} failed (duduclaw-session jobs list)",
-            if n == 1 { "" } else { "s" }
-        );
+    let shape = match (args.json, args.stream_json) {
+        (_, true) => Shape::StreamJson,
+        (true, false) => Shape::Json,
+        (false, false) => Shape::Text,
+    };
+    let mut out = Output::new(shape);
+    let answered = answer(location, claude, args, &mut out).await;
+    if let Err(e) = &answered {
+        // The last line says how it ended, as `done` would have; the exit
+        // code is the same.
+        let kind = kind_of(e);
+        out.event(&json!({
+            "type": "error",
+            "exit": exit_code_of(e),
+            "kind": kind.map_or("other", Kind::name),
+            "message": format!("{e:#}"),
+        }));
+    }
+    let answer = answered?;
+    match shape {
+        Shape::Json => {
+            let mut stdout = std::io::stdout().lock();
+            writeln!(stdout, "{}", serde_json::to_string(&answer)?)?;
+        }
+        Shape::StreamJson => {
+            let mut done = serde_json::to_value(&answer)?;
+            if let Some(fields) = done.as_object_mut() {
+                fields.insert("type".into(), "done".into());
+            }
+            out.event(&done);
+        }
+        Shape::Text if answer.failed_since_last_turn > 0 && std::io::stderr().is_terminal() => {
+            // A person at a terminal hears of failed memory work once, where
+            // they look; a pipeline reads `memory` in `--json` instead.
+            let n = answer.failed_since_last_turn;
+            eprintln!(
+                "memory: {n} side call{} failed (duduclaw-session jobs list)",
+                if n == 1 { "" } else { "s" }
+            );
+        }
+        Shape::Text => {}
     }
     Ok(())
+}
+
+async fn answer(
+    location: &Location,
+    claude: Option<&Path>,
+    args: &TurnArgs,
+    out: &mut Output,
+) -> Result<turn::Answer> {
+    let settings = settings(location, claude, args)?;
+    let input = input(args)?;
+    turn::run(&settings, input, out).await
 }

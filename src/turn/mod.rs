@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::backend::{self, Backend, CallError, Outcome, ProbeCache, Problem, api};
+use crate::backend::{self, Backend, CallError, Outcome, Piece, ProbeCache, Problem, api};
 use crate::error::{Kind, fail};
 use crate::memory::jobs::{self, Runner, WhenBusy};
 use crate::memory::slots::SideSlots;
@@ -367,6 +367,19 @@ async fn answer(
     })
 }
 
+/// The first line of `turn --stream-json`.
+#[derive(Serialize)]
+struct Started<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    session_id: &'a str,
+    handle: &'a str,
+    mode: Mode,
+    path: CallPath,
+    pinned: Option<&'a str>,
+    facts_injected: Vec<&'a str>,
+}
+
 /// The attempt that answered, what it sent and got, and the session and
 /// backend as they were then.
 struct Attempted {
@@ -394,6 +407,7 @@ async fn attempt_until_answered(
     deadline: Instant,
 ) -> Result<Attempted> {
     let mut session = reload(store, sid)?;
+    let mut started = false;
     for _ in 0..recovery::MAX_ATTEMPTS {
         let state = gathered.state(&session, host);
         let model = api_model(settings, &backend);
@@ -416,8 +430,29 @@ async fn attempt_until_answered(
         if remaining.is_zero() {
             return Err(timed_out(settings));
         }
+        if !started {
+            // Before the model's first token: what this turn is about to do.
+            // Said once; a recovery's later attempt shows in `done`.
+            out.event(&Started {
+                kind: "start",
+                session_id: sid,
+                handle: attempt.handle(),
+                mode: attempt.mode(),
+                path: backend.path(),
+                pinned: memory.pin.as_deref(),
+                facts_injected: memory
+                    .facts
+                    .iter()
+                    .map(|f| f.fact.content.as_str())
+                    .collect(),
+            });
+            started = true;
+        }
         let err = match backend
-            .main_call(&rendered.request, remaining, |t| out.text(t))
+            .main_call(&rendered.request, remaining, |piece| match piece {
+                Piece::Text(t) => out.text(t),
+                Piece::Tool(name) => out.tool(name),
+            })
             .await
         {
             Ok(outcome) => {

@@ -41,7 +41,12 @@ pub enum ContentBlock {
         #[serde(default)]
         text: String,
     },
-    /// Tool use, thinking, and whatever the API adds: not reply text.
+    /// The model calls a tool (claude's own tools, on the claude path).
+    ToolUse {
+        #[serde(default)]
+        name: String,
+    },
+    /// Thinking, and whatever the API adds: not reply text.
     #[serde(other)]
     Other,
 }
@@ -52,7 +57,7 @@ impl ContentBlock {
             .iter()
             .filter_map(|b| match b {
                 ContentBlock::Text { text } => Some(text.as_str()),
-                ContentBlock::Other => None,
+                ContentBlock::ToolUse { .. } | ContentBlock::Other => None,
             })
             .collect()
     }
