@@ -19,6 +19,8 @@ _duduclaw-session() {
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \
@@ -59,6 +61,8 @@ system\:"At the tail of the system prompt, after the pin"))' \
 '--wait-side[Wait (bounded by --side-timeout) for this turn'\''s side calls instead of leaving them to the detached worker]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 '::message -- The message; absent or `-` reads stdin to EOF; after `--` it may start with `-`:_default' \
@@ -73,6 +77,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -83,6 +89,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ":: :_duduclaw-session__subcmd__pin_commands" \
@@ -104,6 +112,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -117,6 +127,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':text -- The new pinned task:_default' \
@@ -131,6 +143,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':text -- The clarification to add:_default' \
@@ -145,6 +159,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -159,6 +175,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON array of revisions (rev, pin, source, turn_id, from_rev, created_at)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -172,6 +190,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':rev -- The revision number:_default' \
@@ -231,6 +251,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ":: :_duduclaw-session__subcmd__facts_commands" \
@@ -253,6 +275,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON array of objects (id, content, access_count, ...)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -267,6 +291,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON array of objects (id, content, access_count, score, ...)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':query -- Words to look for (plain text, not FTS syntax):_default' \
@@ -281,6 +307,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':text -- The fact\: one line, at most 1,000 characters, no secrets:_default' \
@@ -294,6 +322,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '*::ids -- Ids of the agent'\''s facts to delete:_default' \
@@ -307,6 +337,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':file -- One JSON object per line with at least "content"; `-` reads stdin:_files' \
@@ -320,6 +352,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -339,6 +373,8 @@ _arguments "${_arguments_options[@]}" : \
 '--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 && ret=0
@@ -406,6 +442,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON array of turns (role, content, status, usage, ...)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -416,6 +454,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ":: :_duduclaw-session__subcmd__sessions_commands" \
@@ -436,6 +476,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON array of session objects]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -447,6 +489,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON object]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':id -- The session id (from `id` or `sessions list`):_default' \
@@ -458,6 +502,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '*::ids -- Session ids (from `id` or `sessions list`):_default' \
@@ -471,6 +517,8 @@ _arguments "${_arguments_options[@]}" : \
 '--dry-run[Only list what would be deleted]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -521,6 +569,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ":: :_duduclaw-session__subcmd__jobs_commands" \
@@ -546,6 +596,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON array of job objects (with \`waiting\`\: why a job still queued has not run)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -565,6 +617,8 @@ _arguments "${_arguments_options[@]}" : \
 '--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 && ret=0
@@ -575,6 +629,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':id -- The job id (from `jobs list`):_default' \
@@ -587,6 +643,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -658,6 +716,8 @@ system\:"At the tail of the system prompt, after the pin"))' \
 '--wait-side[Wait (bounded by --side-timeout) for this turn'\''s side calls instead of leaving them to the detached worker]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 '::message -- The message; absent or `-` reads stdin to EOF; after `--` it may start with `-`:_default' \
@@ -669,6 +729,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ":: :_duduclaw-session__subcmd__store_commands" \
@@ -690,6 +752,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON object with the counts]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 && ret=0
@@ -732,6 +796,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print the counts as one JSON object]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -748,6 +814,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON object with the same figures]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -760,6 +828,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON object]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -770,6 +840,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':shell -- The shell to complete for:(bash elvish fish powershell zsh)' \
@@ -781,6 +853,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
