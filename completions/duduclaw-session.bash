@@ -341,7 +341,7 @@ _duduclaw__session() {
 
     case "${cmd}" in
         duduclaw__session)
-            opts="-v -h -V --db --claude --verbose --help --version turn id pin facts history sessions jobs prompt store forget stats doctor completions man help"
+            opts="-v -q -h -V --db --claude --verbose --quiet --help --version turn id pin facts history sessions jobs prompt store forget stats doctor completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -363,7 +363,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__completions)
-            opts="-v -h --db --claude --verbose --help bash elvish fish powershell zsh"
+            opts="-v -q -h --db --claude --verbose --quiet --help bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -385,7 +385,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__doctor)
-            opts="-v -h --json --side-concurrency --db --claude --verbose --help"
+            opts="-v -q -h --json --side-concurrency --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -411,7 +411,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts)
-            opts="-v -h --db --claude --verbose --help list search add forget import export enrich help"
+            opts="-v -q -h --db --claude --verbose --quiet --help list search add forget import export enrich help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -433,7 +433,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__add)
-            opts="-v -h --agent --user --keywords --db --claude --verbose --help"
+            opts="-v -q -h --agent --user --keywords --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -467,7 +467,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__enrich)
-            opts="-v -h --agent --all --limit --json --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --db --claude --verbose --help"
+            opts="-v -q -h --agent --all --limit --json --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -509,7 +509,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__export)
-            opts="-v -h --agent --user --db --claude --verbose --help"
+            opts="-v -q -h --agent --user --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -539,7 +539,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__forget)
-            opts="-v -h --agent --user --db --claude --verbose --help"
+            opts="-v -q -h --agent --user --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -695,7 +695,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__import)
-            opts="-v -h --agent --user --db --claude --verbose --help"
+            opts="-v -q -h --agent --user --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -725,7 +725,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__list)
-            opts="-v -h --agent --user --json --limit --db --claude --verbose --help"
+            opts="-v -q -h --agent --user --json --limit --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -759,7 +759,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__search)
-            opts="-v -h --agent --user --limit --json --db --claude --verbose --help"
+            opts="-v -q -h --agent --user --limit --json --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -793,7 +793,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__forget)
-            opts="-v -h --user --agent --dry-run --json --db --claude --verbose --help"
+            opts="-v -q -h --user --agent --dry-run --json --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1355,7 +1355,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__history)
-            opts="-v -h --agent --channel --thread --json --limit --db --claude --verbose --help"
+            opts="-v -q -h --agent --channel --thread --json --limit --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1393,7 +1393,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__id)
-            opts="-v -h --agent --channel --thread --db --claude --verbose --help"
+            opts="-v -q -h --agent --channel --thread --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1427,7 +1427,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__jobs)
-            opts="-v -h --db --claude --verbose --help list run retry work help"
+            opts="-v -q -h --db --claude --verbose --quiet --help list run retry work help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1533,7 +1533,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__jobs__subcmd__list)
-            opts="-v -h --agent --channel --thread --all --since --json --side-concurrency --db --claude --verbose --help"
+            opts="-v -q -h --agent --channel --thread --all --since --json --side-concurrency --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1575,7 +1575,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__jobs__subcmd__retry)
-            opts="-v -h --db --claude --verbose --help"
+            opts="-v -q -h --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1597,7 +1597,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__jobs__subcmd__run)
-            opts="-v -h --agent --channel --thread --all --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --db --claude --verbose --help"
+            opts="-v -q -h --agent --channel --thread --all --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1643,7 +1643,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__jobs__subcmd__work)
-            opts="-v -h --settings --db --claude --verbose --help"
+            opts="-v -q -h --settings --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1669,7 +1669,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__man)
-            opts="-v -h --db --claude --verbose --help"
+            opts="-v -q -h --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1691,7 +1691,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__pin)
-            opts="-v -h --db --claude --verbose --help show set append clear history restore help"
+            opts="-v -q -h --db --claude --verbose --quiet --help show set append clear history restore help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1713,7 +1713,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__pin__subcmd__append)
-            opts="-v -h --agent --channel --thread --db --claude --verbose --help"
+            opts="-v -q -h --agent --channel --thread --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1747,7 +1747,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__pin__subcmd__clear)
-            opts="-v -h --agent --channel --thread --db --claude --verbose --help"
+            opts="-v -q -h --agent --channel --thread --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1893,7 +1893,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__pin__subcmd__history)
-            opts="-v -h --agent --channel --thread --json --db --claude --verbose --help"
+            opts="-v -q -h --agent --channel --thread --json --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1927,7 +1927,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__pin__subcmd__restore)
-            opts="-v -h --agent --channel --thread --db --claude --verbose --help"
+            opts="-v -q -h --agent --channel --thread --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1961,7 +1961,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__pin__subcmd__set)
-            opts="-v -h --agent --channel --thread --db --claude --verbose --help"
+            opts="-v -q -h --agent --channel --thread --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1995,7 +1995,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__pin__subcmd__show)
-            opts="-v -h --agent --channel --thread --db --claude --verbose --help"
+            opts="-v -q -h --agent --channel --thread --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2029,7 +2029,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__prompt)
-            opts="-v -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --claude-arg --db --claude --verbose --help"
+            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --claude-arg --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2099,7 +2099,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__sessions)
-            opts="-v -h --db --claude --verbose --help list show rm prune help"
+            opts="-v -q -h --db --claude --verbose --quiet --help list show rm prune help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2205,7 +2205,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__sessions__subcmd__list)
-            opts="-v -h --agent --json --db --claude --verbose --help"
+            opts="-v -q -h --agent --json --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2231,7 +2231,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__sessions__subcmd__prune)
-            opts="-v -h --older-than --dry-run --db --claude --verbose --help"
+            opts="-v -q -h --older-than --dry-run --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2257,7 +2257,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__sessions__subcmd__rm)
-            opts="-v -h --db --claude --verbose --help"
+            opts="-v -q -h --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2279,7 +2279,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__sessions__subcmd__show)
-            opts="-v -h --json --db --claude --verbose --help"
+            opts="-v -q -h --json --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2301,7 +2301,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__stats)
-            opts="-v -h --agent --channel --thread --all --since --json --db --claude --verbose --help"
+            opts="-v -q -h --agent --channel --thread --all --since --json --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2339,7 +2339,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__store)
-            opts="-v -h --db --claude --verbose --help copy help"
+            opts="-v -q -h --db --claude --verbose --quiet --help copy help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2361,7 +2361,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__store__subcmd__copy)
-            opts="-v -h --to --from --json --db --claude --verbose --help"
+            opts="-v -q -h --to --from --json --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2433,7 +2433,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__turn)
-            opts="-v -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --claude-arg --db --claude --verbose --help"
+            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --claude-arg --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_duduclaw_session_global_optspecs
-    string join \n db= claude= v/verbose h/help V/version
+    string join \n db= claude= v/verbose q/quiet h/help V/version
 end
 
 function __fish_duduclaw_session_needs_command
@@ -27,6 +27,7 @@ end
 complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -s V -l version -d 'Print version'
 complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -f -a "turn" -d 'Run one turn: send MESSAGE (or stdin) and print the reply as it arrives'
@@ -69,6 +70,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l light -d 'Run the main call on the lightweight flags (no tools, one model turn)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l wait-side -d 'Wait (bounded by --side-timeout) for this turn\'s side calls instead of leaving them to the detached worker'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -l agent -d 'The agent (bot, persona) this conversation belongs to [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
@@ -76,10 +78,12 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -l
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand id" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and not __fish_seen_subcommand_from show set append clear history restore help" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and not __fish_seen_subcommand_from show set append clear history restore help" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and not __fish_seen_subcommand_from show set append clear history restore help" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and not __fish_seen_subcommand_from show set append clear history restore help" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and not __fish_seen_subcommand_from show set append clear history restore help" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and not __fish_seen_subcommand_from show set append clear history restore help" -f -a "show" -d 'Print the pinned task (nothing if there is none)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and not __fish_seen_subcommand_from show set append clear history restore help" -f -a "set" -d 'Replace the pinned task (at most 1,000 characters)'
@@ -94,6 +98,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; a
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from show" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from show" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from show" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from show" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from set" -l agent -d 'The agent (bot, persona) this conversation belongs to [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from set" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
@@ -101,6 +106,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; a
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from set" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from set" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from set" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from set" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from set" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from append" -l agent -d 'The agent (bot, persona) this conversation belongs to [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from append" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
@@ -108,6 +114,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; a
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from append" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from append" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from append" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from append" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from append" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from clear" -l agent -d 'The agent (bot, persona) this conversation belongs to [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from clear" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
@@ -115,6 +122,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; a
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from clear" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from clear" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from clear" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from clear" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from clear" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from history" -l agent -d 'The agent (bot, persona) this conversation belongs to [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from history" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
@@ -123,6 +131,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; a
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from history" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from history" -l json -d 'Print a JSON array of revisions (rev, pin, source, turn_id, from_rev, created_at)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from history" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from history" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from history" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from restore" -l agent -d 'The agent (bot, persona) this conversation belongs to [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from restore" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
@@ -130,6 +139,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; a
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from restore" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from restore" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from restore" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from restore" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from restore" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from help" -f -a "show" -d 'Print the pinned task (nothing if there is none)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; and __fish_seen_subcommand_from help" -f -a "set" -d 'Replace the pinned task (at most 1,000 characters)'
@@ -141,6 +151,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand pin; a
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and not __fish_seen_subcommand_from list search add forget import export enrich help" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and not __fish_seen_subcommand_from list search add forget import export enrich help" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and not __fish_seen_subcommand_from list search add forget import export enrich help" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and not __fish_seen_subcommand_from list search add forget import export enrich help" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and not __fish_seen_subcommand_from list search add forget import export enrich help" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and not __fish_seen_subcommand_from list search add forget import export enrich help" -f -a "list" -d 'List the facts, most used first: id, uses, person (- for agent-wide), text'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and not __fish_seen_subcommand_from list search add forget import export enrich help" -f -a "search" -d 'Rank facts against a query, as a turn would'
@@ -157,6 +168,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts;
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from list" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from list" -l json -d 'Print a JSON array of objects (id, content, access_count, ...)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from list" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from search" -l agent -d 'The agent whose facts these are [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from search" -l user -d 'One person: reads include their facts with the agent-wide ones; writes store facts for them only' -r
@@ -165,6 +177,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts;
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from search" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from search" -l json -d 'Print a JSON array of objects (id, content, access_count, score, ...)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from search" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from search" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from search" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from add" -l agent -d 'The agent whose facts these are [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from add" -l user -d 'One person: reads include their facts with the agent-wide ones; writes store facts for them only' -r
@@ -172,24 +185,28 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts;
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from add" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from add" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from add" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from add" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from add" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from forget" -l agent -d 'The agent whose facts these are [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from forget" -l user -d 'One person: reads include their facts with the agent-wide ones; writes store facts for them only' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from forget" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from forget" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from forget" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from forget" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from forget" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from import" -l agent -d 'The agent whose facts these are [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from import" -l user -d 'One person: reads include their facts with the agent-wide ones; writes store facts for them only' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from import" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from import" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from import" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from import" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from import" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from export" -l agent -d 'The agent whose facts these are [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from export" -l user -d 'One person: reads include their facts with the agent-wide ones; writes store facts for them only' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from export" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from export" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from export" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from export" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from export" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l agent -d 'The agent whose facts to enrich' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l limit -d 'Enrich at most N facts in this run' -r
@@ -203,6 +220,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts;
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l direct-api -d 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -l no-direct-api -d 'Never fall back to the Messages API when claude is missing or not logged in'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from enrich" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from help" -f -a "list" -d 'List the facts, most used first: id, uses, person (- for agent-wide), text'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand facts; and __fish_seen_subcommand_from help" -f -a "search" -d 'Rank facts against a query, as a turn would'
@@ -220,10 +238,12 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand histor
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand history" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand history" -l json -d 'Print a JSON array of turns (role, content, status, usage, ...)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand history" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand history" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand history" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and not __fish_seen_subcommand_from list show rm prune help" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and not __fish_seen_subcommand_from list show rm prune help" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and not __fish_seen_subcommand_from list show rm prune help" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and not __fish_seen_subcommand_from list show rm prune help" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and not __fish_seen_subcommand_from list show rm prune help" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and not __fish_seen_subcommand_from list show rm prune help" -f -a "list" -d 'List sessions (id, agent, channel, thread, turns, last used), most recently used first'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and not __fish_seen_subcommand_from list show rm prune help" -f -a "show" -d 'Show one session: key, handle, pin, summary, size, pending side calls'
@@ -235,21 +255,25 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessio
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from list" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from list" -l json -d 'Print a JSON array of session objects'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from list" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from show" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from show" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from show" -l json -d 'Print a JSON object'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from show" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from show" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from rm" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from rm" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from rm" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from rm" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from rm" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from prune" -l older-than -d 'How long unused, e.g. 30d, 12h, 1week 2days' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from prune" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from prune" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from prune" -l dry-run -d 'Only list what would be deleted'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from prune" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from prune" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from prune" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "list" -d 'List sessions (id, agent, channel, thread, turns, last used), most recently used first'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "show" -d 'Show one session: key, handle, pin, summary, size, pending side calls'
@@ -259,6 +283,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand sessio
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -f -a "list" -d 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error, why it waits'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and not __fish_seen_subcommand_from list run retry work help" -f -a "run" -d 'Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary'
@@ -275,6 +300,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l all -d 'The whole store, whatever --agent/--channel/--thread or their environment variables say'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -l json -d 'Print a JSON array of job objects (with `waiting`: why a job still queued has not run)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l agent -d 'Only this agent\'s sessions' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l channel -d 'With --agent: only this channel\'s session' -r
@@ -288,15 +314,18 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l direct-api -d 'Send calls straight to the Messages API (needs ANTHROPIC_API_KEY)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -l no-direct-api -d 'Never fall back to the Messages API when claude is missing or not logged in'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from retry" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from retry" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from retry" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from retry" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from retry" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l settings -d 'The worker\'s settings, as the turn that starts it writes them' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from work" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from help" -f -a "list" -d 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error, why it waits'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; and __fish_seen_subcommand_from help" -f -a "run" -d 'Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary'
@@ -328,10 +357,12 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l light -d 'Run the main call on the lightweight flags (no tools, one model turn)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l wait-side -d 'Wait (bounded by --side-timeout) for this turn\'s side calls instead of leaving them to the detached worker'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and not __fish_seen_subcommand_from copy help" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and not __fish_seen_subcommand_from copy help" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and not __fish_seen_subcommand_from copy help" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and not __fish_seen_subcommand_from copy help" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and not __fish_seen_subcommand_from copy help" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and not __fish_seen_subcommand_from copy help" -f -a "copy" -d 'Copy sessions (pins, summaries, history) and facts into another store'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and not __fish_seen_subcommand_from copy help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -341,6 +372,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store;
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and __fish_seen_subcommand_from copy" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and __fish_seen_subcommand_from copy" -l json -d 'Print a JSON object with the counts'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and __fish_seen_subcommand_from copy" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and __fish_seen_subcommand_from copy" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and __fish_seen_subcommand_from copy" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and __fish_seen_subcommand_from help" -f -a "copy" -d 'Copy sessions (pins, summaries, history) and facts into another store'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand store; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -351,6 +383,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand forget
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand forget" -l dry-run -d 'Count what would be erased, by place, and change nothing'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand forget" -l json -d 'Print the counts as one JSON object'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand forget" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand forget" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand forget" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l agent -d 'Only this agent\'s sessions' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l channel -d 'With --agent: only this channel\'s session' -r
@@ -361,20 +394,24 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats"
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l all -d 'The whole store, whatever --agent/--channel/--thread or their environment variables say'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -l json -d 'Print a JSON object with the same figures'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand stats" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -l side-concurrency -d 'Side calls that run at once on this host, counted across every worker, `jobs run` and `--wait-side` turn (1 to 64)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -l json -d 'Print a JSON object'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand completions" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand completions" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand completions" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand completions" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand man" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand man" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand man" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand man" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand man" -s h -l help -d 'Print help'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and not __fish_seen_subcommand_from turn id pin facts history sessions jobs prompt store forget stats doctor completions man help" -f -a "turn" -d 'Run one turn: send MESSAGE (or stdin) and print the reply as it arrives'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and not __fish_seen_subcommand_from turn id pin facts history sessions jobs prompt store forget stats doctor completions man help" -f -a "id" -d 'Print the session\'s deterministic id'

@@ -25,6 +25,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -72,6 +74,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--wait-side', '--wait-side', [CompletionResultType]::ParameterName, 'Wait (bounded by --side-timeout) for this turn''s side calls instead of leaving them to the detached worker')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -84,6 +88,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -93,6 +99,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Print the pinned task (nothing if there is none)')
@@ -112,6 +120,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -124,6 +134,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -136,6 +148,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -148,6 +162,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -161,6 +177,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of revisions (rev, pin, source, turn_id, from_rev, created_at)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -173,6 +191,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -213,6 +233,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts, most used first: id, uses, person (- for agent-wide), text')
@@ -234,6 +256,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of objects (id, content, access_count, ...)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -247,6 +271,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of objects (id, content, access_count, score, ...)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -259,6 +285,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -270,6 +298,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -281,6 +311,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -292,6 +324,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -310,6 +344,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--no-direct-api', '--no-direct-api', [CompletionResultType]::ParameterName, 'Never fall back to the Messages API when claude is missing or not logged in')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -359,6 +395,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of turns (role, content, status, usage, ...)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -368,6 +406,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List sessions (id, agent, channel, thread, turns, last used), most recently used first')
@@ -384,6 +424,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of session objects')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -394,6 +436,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON object')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -403,6 +447,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -414,6 +460,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Only list what would be deleted')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -446,6 +494,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List open, failed and recently finished jobs: id, kind, status, attempts, session, error, why it waits')
@@ -467,6 +517,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of job objects (with `waiting`: why a job still queued has not run)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -485,6 +537,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--no-direct-api', '--no-direct-api', [CompletionResultType]::ParameterName, 'Never fall back to the Messages API when claude is missing or not logged in')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -494,6 +548,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -504,6 +560,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -557,6 +615,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--wait-side', '--wait-side', [CompletionResultType]::ParameterName, 'Wait (bounded by --side-timeout) for this turn''s side calls instead of leaving them to the detached worker')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -566,6 +626,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('copy', 'copy', [CompletionResultType]::ParameterValue, 'Copy sessions (pins, summaries, history) and facts into another store')
@@ -580,6 +642,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON object with the counts')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -604,6 +668,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the counts as one JSON object')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -619,6 +685,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON object with the same figures')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -630,6 +698,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON object')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -639,6 +709,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -648,6 +720,8 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break

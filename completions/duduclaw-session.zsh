@@ -19,6 +19,8 @@ _duduclaw-session() {
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \
@@ -60,6 +62,8 @@ system\:"At the tail of the system prompt, after the pin"))' \
 '--wait-side[Wait (bounded by --side-timeout) for this turn'\''s side calls instead of leaving them to the detached worker]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 '::message -- The message; absent or `-` reads stdin to EOF; after `--` it may start with `-`:_default' \
@@ -74,6 +78,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -84,6 +90,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ":: :_duduclaw-session__subcmd__pin_commands" \
@@ -105,6 +113,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -118,6 +128,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':text -- The new pinned task:_default' \
@@ -132,6 +144,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':text -- The clarification to add:_default' \
@@ -146,6 +160,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -160,6 +176,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON array of revisions (rev, pin, source, turn_id, from_rev, created_at)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -173,6 +191,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':rev -- The revision number:_default' \
@@ -232,6 +252,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ":: :_duduclaw-session__subcmd__facts_commands" \
@@ -254,6 +276,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON array of objects (id, content, access_count, ...)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -268,6 +292,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON array of objects (id, content, access_count, score, ...)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':query -- Words to look for (plain text, not FTS syntax):_default' \
@@ -282,6 +308,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':text -- The fact\: one line, at most 1,000 characters, no secrets:_default' \
@@ -295,6 +323,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '*::ids -- Ids of the agent'\''s facts to delete:_default' \
@@ -308,6 +338,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':file -- One JSON object per line with at least "content"; `-` reads stdin:_files' \
@@ -321,6 +353,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -340,6 +374,8 @@ _arguments "${_arguments_options[@]}" : \
 '--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 && ret=0
@@ -407,6 +443,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON array of turns (role, content, status, usage, ...)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -417,6 +455,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ":: :_duduclaw-session__subcmd__sessions_commands" \
@@ -437,6 +477,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON array of session objects]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -448,6 +490,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON object]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':id -- The session id (from `id` or `sessions list`):_default' \
@@ -459,6 +503,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '*::ids -- Session ids (from `id` or `sessions list`):_default' \
@@ -472,6 +518,8 @@ _arguments "${_arguments_options[@]}" : \
 '--dry-run[Only list what would be deleted]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -522,6 +570,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ":: :_duduclaw-session__subcmd__jobs_commands" \
@@ -547,6 +597,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON array of job objects (with \`waiting\`\: why a job still queued has not run)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -566,6 +618,8 @@ _arguments "${_arguments_options[@]}" : \
 '--no-direct-api[Never fall back to the Messages API when claude is missing or not logged in]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 && ret=0
@@ -576,6 +630,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':id -- The job id (from `jobs list`):_default' \
@@ -588,6 +644,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -660,6 +718,8 @@ system\:"At the tail of the system prompt, after the pin"))' \
 '--wait-side[Wait (bounded by --side-timeout) for this turn'\''s side calls instead of leaving them to the detached worker]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 '::message -- The message; absent or `-` reads stdin to EOF; after `--` it may start with `-`:_default' \
@@ -671,6 +731,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ":: :_duduclaw-session__subcmd__store_commands" \
@@ -692,6 +754,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON object with the counts]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 && ret=0
@@ -734,6 +798,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print the counts as one JSON object]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -750,6 +816,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON object with the same figures]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -762,6 +830,8 @@ _arguments "${_arguments_options[@]}" : \
 '--json[Print a JSON object]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -772,6 +842,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':shell -- The shell to complete for:(bash elvish fish powershell zsh)' \
@@ -783,6 +855,8 @@ _arguments "${_arguments_options[@]}" : \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0

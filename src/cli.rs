@@ -19,7 +19,8 @@ A session is addressed by --agent, --channel and optionally --thread, which hash
 deterministic session id. All state lives in one SQLite file, or in one PostgreSQL
 database that many hosts share (--db).
 
-Replies go to stdout, diagnostics to stderr; -v turns on logs (to stderr). NO_COLOR is \
+Replies go to stdout, diagnostics to stderr; -v turns on logs (to stderr). Long \
+commands draw a progress bar on stderr when it is a terminal (--quiet: none). NO_COLOR is \
 honoured. Summaries of what a command did (\"deleted 2 sessions\") go to stderr, so \
 stdout holds only data.";
 
@@ -44,6 +45,16 @@ pub struct Cli {
     /// Log what happens to stderr (-vv for more)
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+
+    /// Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print
+    #[arg(
+        short,
+        long,
+        global = true,
+        env = "DUDUCLAW_QUIET",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub quiet: bool,
 
     #[command(subcommand)]
     pub command: Command,

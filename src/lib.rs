@@ -5,7 +5,8 @@
 //! the layers below it (`tests/layers.rs` fails on any cycle):
 //!
 //! 1. `text` (prompt text, the fact index's words), `session` (addresses,
-//!    ids, claude's transcripts), `error` (kinds and exit codes), `output`;
+//!    ids, claude's transcripts), `error` (kinds and exit codes), `output`,
+//!    `progress` (bars for long commands);
 //! 2. `store/`: one interface, its two engines, the job retry policy;
 //! 3. `backend/`: the claude CLI and the Messages API behind one type;
 //! 4. `memory/`: pin, facts, recall, side-call jobs, the detached worker,
@@ -22,6 +23,7 @@ pub mod cmd;
 pub mod error;
 pub mod memory;
 pub mod output;
+pub mod progress;
 pub mod session;
 pub mod store;
 pub mod text;

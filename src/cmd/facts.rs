@@ -12,6 +12,7 @@ use crate::cli::FactsAction;
 use crate::error::{Kind, ResultExt, fail};
 use crate::memory::facts::{clean_keywords, looks_like_secret};
 use crate::memory::recall;
+use crate::progress::Bars;
 use crate::store::{self, Fact, FactScope, Location, NewFact};
 use crate::text::terms::normalize;
 
@@ -88,7 +89,12 @@ fn check_fact(text: &str) -> Result<()> {
     Ok(())
 }
 
-pub async fn run(location: &Location, claude: Option<&Path>, action: &FactsAction) -> Result<()> {
+pub async fn run(
+    location: &Location,
+    claude: Option<&Path>,
+    action: &FactsAction,
+    bars: Bars,
+) -> Result<()> {
     if let FactsAction::Enrich {
         agent,
         all,
@@ -102,7 +108,16 @@ pub async fn run(location: &Location, claude: Option<&Path>, action: &FactsActio
         } else {
             Some(required_agent(agent.as_ref())?)
         };
-        return enrich(location, claude, agent.as_deref(), *limit, *json, side).await;
+        return enrich(
+            location,
+            claude,
+            agent.as_deref(),
+            *limit,
+            *json,
+            side,
+            bars,
+        )
+        .await;
     }
     let scope: &crate::cli::FactScope = match action {
         FactsAction::List { scope, .. }
@@ -193,7 +208,7 @@ pub async fn run(location: &Location, claude: Option<&Path>, action: &FactsActio
         FactsAction::Forget { ids, .. } => forget(location, agent, ids)?,
         // Dispatched before the scope is read: it takes --all.
         FactsAction::Enrich { .. } => {}
-        FactsAction::Import { file, .. } => import(location, agent, user, file)?,
+        FactsAction::Import { file, .. } => import(location, agent, user, file, bars)?,
         FactsAction::Export { .. } => {
             let Some(store) = open_for_reading(location)? else {
                 return Ok(());
@@ -250,10 +265,26 @@ fn forget(location: &Location, agent: &str, ids: &[i64]) -> Result<()> {
     ))
 }
 
+/// Facts per write of an import: at most this many writes, so the bar
+/// moves while each write stays at least [`IMPORT_CHUNK_MIN`] facts.
+const IMPORT_WRITES: usize = 20;
+/// The server engine batches a thousand facts to a statement and refreshes
+/// the planner's statistics after a write of as many: smaller writes would
+/// be slower and skip that refresh.
+const IMPORT_CHUNK_MIN: usize = 1_000;
+
 /// JSON Lines in, one fact per line; `agent`/`user` fields override the
 /// command line's scope (`"user": null` is an agent-wide fact). The whole
-/// file is checked before anything is written, so a bad line imports nothing.
-fn import(location: &Location, agent: &str, user: Option<&str>, file: &Path) -> Result<()> {
+/// file is checked before anything is written, so a bad line imports
+/// nothing; the facts are then written in chunks (a store failure midway
+/// keeps the chunks written, which importing again skips as duplicates).
+fn import(
+    location: &Location,
+    agent: &str,
+    user: Option<&str>,
+    file: &Path,
+    bars: Bars,
+) -> Result<()> {
     let rows = read_import(agent, user, file)
         .map_err(|e| anyhow::Error::new(e).context("nothing was imported"))?;
     let mut store = store::open(location)?;
@@ -267,7 +298,14 @@ fn import(location: &Location, agent: &str, user: Option<&str>, file: &Path) -> 
             ..NewFact::new(&r.agent, r.user.as_deref(), &r.content)
         })
         .collect();
-    let added = store.add_facts(&new)?.iter().flatten().count();
+    let bar = bars.bar("facts import", new.len() as u64, "facts");
+    let chunk = new.len().div_ceil(IMPORT_WRITES).max(IMPORT_CHUNK_MIN);
+    let mut added = 0;
+    for part in new.chunks(chunk) {
+        added += store.add_facts(part)?.iter().flatten().count();
+        bar.inc(part.len() as u64);
+    }
+    bar.finish();
     summary(format!(
         "imported {added} facts ({} duplicates, {} secrets skipped)",
         new.len() - added,
@@ -422,6 +460,7 @@ async fn enrich(
     limit: Option<usize>,
     json_out: bool,
     side: &crate::cli::SideArgs,
+    bars: Bars,
 ) -> Result<()> {
     use crate::backend::{self, ProbeCache};
     use crate::memory::jobs::{self, ENRICH_BATCH, NewJob, Runner};
@@ -450,11 +489,24 @@ async fn enrich(
             timeout: side.side_timeout,
             slots: super::side_slots(&side.concurrency),
         };
+        let count = if open {
+            jobs::to_run(&*store, select)?
+        } else {
+            0
+        };
+        let bar = bars.bar("facts enrich", count as u64, "jobs");
+        // Both drains on one bar: the second counts on from the first.
+        let watch = |base: usize| {
+            let bar = &bar;
+            move |d: &jobs::Drained| bar.set_position((base + d.done + d.failed) as u64)
+        };
         // What an interrupted run left first, so no fact is asked for twice.
         if open {
+            let w = watch(0);
             add_drained(
                 &mut total,
-                jobs::drain(&mut *store, &runner, select, None, jobs::WhenBusy::Wait).await?,
+                jobs::drain_watched(&mut *store, &runner, select, None, jobs::WhenBusy::Wait, &w)
+                    .await?,
             );
         }
         let todo = store.facts_without_keywords(agent, limit)?;
@@ -466,12 +518,16 @@ async fn enrich(
             for batch in facts.chunks(ENRICH_BATCH) {
                 let job = NewJob::enrich(batch, &side.extract_model);
                 store.enqueue_job(job.kind, fact_agent, None, None, &job.input)?;
+                bar.add_length(1);
             }
         }
+        let w = watch(total.done + total.failed);
         add_drained(
             &mut total,
-            jobs::drain(&mut *store, &runner, select, None, jobs::WhenBusy::Wait).await?,
+            jobs::drain_watched(&mut *store, &runner, select, None, jobs::WhenBusy::Wait, &w)
+                .await?,
         );
+        bar.finish();
     }
     let left = store.facts_without_keywords(agent, usize::MAX)?.len();
     let enriched = todo.len().saturating_sub(left.min(todo.len()));

@@ -13,9 +13,15 @@ use crate::error::{Kind, fail};
 use crate::memory::jobs::{self, Runner, WhenBusy};
 use crate::memory::slots::SideSlots;
 use crate::memory::worker::{self, WorkerSettings};
+use crate::progress::Bars;
 use crate::store::{self, JobFilter, JobKind, JobRow, JobSelect, JobStatus, Location};
 
-pub async fn run(location: &Location, claude: Option<&Path>, action: &JobsAction) -> Result<()> {
+pub async fn run(
+    location: &Location,
+    claude: Option<&Path>,
+    action: &JobsAction,
+    bars: Bars,
+) -> Result<()> {
     match action {
         JobsAction::List {
             scope,
@@ -29,7 +35,7 @@ pub async fn run(location: &Location, claude: Option<&Path>, action: &JobsAction
             *json,
             &super::side_slots(concurrency),
         ),
-        JobsAction::Run { scope, side } => run_now(location, claude, scope, side).await,
+        JobsAction::Run { scope, side } => run_now(location, claude, scope, side, bars).await,
         JobsAction::Retry { id } => {
             let mut store = store::open(location)?;
             if !store.retry_job(*id)? {
@@ -167,6 +173,7 @@ async fn run_now(
     claude: Option<&Path>,
     scope: &Scope,
     side: &SideArgs,
+    bars: Bars,
 ) -> Result<()> {
     let Some(_) = open_for_reading(location)? else {
         summary("no session store yet: no jobs to run");
@@ -191,7 +198,12 @@ async fn run_now(
         timeout: side.side_timeout,
         slots: super::side_slots(&side.concurrency),
     };
-    let d = jobs::drain(&mut *store, &runner, select, None, WhenBusy::Wait).await?;
+    let bar = bars.bar("jobs run", jobs::to_run(&*store, select)? as u64, "jobs");
+    let d = jobs::drain_watched(&mut *store, &runner, select, None, WhenBusy::Wait, &|d| {
+        bar.set_position((d.done + d.failed) as u64);
+    })
+    .await?;
+    bar.finish();
     summary(format!(
         "ran {} jobs: {} done, {} failed",
         d.done + d.failed,

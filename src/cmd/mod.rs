@@ -24,12 +24,14 @@ use clap::CommandFactory;
 use crate::backend::Route;
 use crate::cli::{Cli, Command, RouteArgs, SessionArgs};
 use crate::error::{Kind, fail};
+use crate::progress::Bars;
 use crate::session::Address;
 use crate::store::{self, Location, Store};
 
 pub async fn run(cli: Cli) -> Result<()> {
     let location = || Location::resolve(cli.db.as_deref());
     let claude = cli.claude.as_deref();
+    let bars = Bars::new(cli.quiet, cli.verbose);
     match &cli.command {
         Command::Turn(args) => turn::run(&location()?, claude, args).await,
         Command::Prompt(args) => prompt::run(&location()?, claude, args).await,
@@ -38,17 +40,23 @@ pub async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Pin { action } => pin::run(&location()?, action),
-        Command::Facts { action } => facts::run(&location()?, claude, action).await,
+        Command::Facts { action } => facts::run(&location()?, claude, action, bars).await,
         Command::History {
             session,
             json,
             limit,
         } => sessions::history(&location()?, session, *json, *limit),
         Command::Sessions { action } => sessions::run(&location()?, action),
-        Command::Jobs { action } => jobs::run(&location()?, claude, action).await,
+        Command::Jobs { action } => jobs::run(&location()?, claude, action, bars).await,
         Command::Store {
             action: crate::cli::StoreAction::Copy { to, from, json },
-        } => store_copy::run(cli.db.as_deref(), from.as_deref(), to.as_deref(), *json),
+        } => store_copy::run(
+            cli.db.as_deref(),
+            from.as_deref(),
+            to.as_deref(),
+            *json,
+            bars,
+        ),
         Command::Stats { scope, since, json } => stats::run(&location()?, scope, *since, *json),
         Command::Forget {
             user,

@@ -10,6 +10,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::error::{Kind, fail};
+use crate::progress::Bars;
 use crate::store::{self, Location, NewFact};
 
 #[derive(Debug, Default, Serialize)]
@@ -21,7 +22,13 @@ struct Counts {
     facts_skipped: u64,
 }
 
-pub fn run(db: Option<&OsStr>, from: Option<&OsStr>, to: Option<&OsStr>, json: bool) -> Result<()> {
+pub fn run(
+    db: Option<&OsStr>,
+    from: Option<&OsStr>,
+    to: Option<&OsStr>,
+    json: bool,
+    bars: Bars,
+) -> Result<()> {
     let source = Location::resolve(from.or(db))?;
     let target = Location::resolve(to.or(db))?;
     if source == target {
@@ -32,7 +39,7 @@ pub fn run(db: Option<&OsStr>, from: Option<&OsStr>, to: Option<&OsStr>, json: b
             ),
         ));
     }
-    let n = copy(&source, &target)?;
+    let n = copy(&source, &target, bars)?;
     let mut out = std::io::stdout().lock();
     if json {
         let mut v = serde_json::to_value(&n)?;
@@ -49,14 +56,28 @@ pub fn run(db: Option<&OsStr>, from: Option<&OsStr>, to: Option<&OsStr>, json: b
     Ok(())
 }
 
-fn copy(source: &Location, target: &Location) -> Result<Counts> {
+fn copy(source: &Location, target: &Location, bars: Bars) -> Result<Counts> {
     let Some(from) = store::open_existing(source)? else {
         return Err(fail(Kind::Store, format!("no session store at {source}")));
     };
     let mut into = store::open(target)?;
     let mut n = Counts::default();
-    for agent in from.agents()? {
-        for listing in from.sessions(Some(&agent))? {
+    // Listed up front for the bar's length: a listing is small beside the
+    // turns copied for it. Each agent's facts go in one write after its
+    // sessions; the bar names the agent meanwhile.
+    let agents: Vec<(String, Vec<_>)> = from
+        .agents()?
+        .into_iter()
+        .map(|agent| {
+            let sessions = from.sessions(Some(&agent))?;
+            Ok((agent, sessions))
+        })
+        .collect::<Result<_>>()?;
+    let total = agents.iter().map(|(_, s)| s.len() as u64).sum();
+    let bar = bars.bar("store copy", total, "sessions");
+    for (agent, sessions) in agents {
+        bar.set_message(format!("(agent {agent})"));
+        for listing in sessions {
             let session = listing.session;
             let turns = from.turns(&session.id, None)?;
             if into.import_session(&session, &turns)? {
@@ -65,6 +86,7 @@ fn copy(source: &Location, target: &Location) -> Result<Counts> {
             } else {
                 n.sessions_skipped += 1;
             }
+            bar.inc(1);
         }
         let facts = from.all_facts(&agent, None)?;
         let new: Vec<NewFact> = facts
@@ -84,6 +106,8 @@ fn copy(source: &Location, target: &Location) -> Result<Counts> {
             }
         }
     }
+    bar.set_message("");
+    bar.finish();
     Ok(n)
 }
 
@@ -153,14 +177,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = filled(&dir.path().join("a.db"));
         let server = Location::Server(fresh_database());
-        let n = copy(&file, &server).unwrap();
+        let n = copy(&file, &server, Bars::off()).unwrap();
         assert_eq!((n.sessions, n.turns, n.facts), (2, 12, 2));
-        let again = copy(&file, &server).unwrap();
+        let again = copy(&file, &server, Bars::off()).unwrap();
         assert_eq!((again.sessions, again.facts), (0, 0));
         assert_eq!((again.sessions_skipped, again.facts_skipped), (2, 2));
 
         let back = Location::File(dir.path().join("b.db"));
-        copy(&server, &back).unwrap();
+        copy(&server, &back, Bars::off()).unwrap();
         let (a, b) = (store::open(&file).unwrap(), store::open(&back).unwrap());
         for id in ["s1", "s2"] {
             let (sa, sb) = (
@@ -194,10 +218,22 @@ mod tests {
     fn a_missing_source_or_the_same_store_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let missing = Location::File(dir.path().join("none.db"));
-        let err = copy(&missing, &Location::File(dir.path().join("x.db"))).unwrap_err();
+        let err = copy(
+            &missing,
+            &Location::File(dir.path().join("x.db")),
+            Bars::off(),
+        )
+        .unwrap_err();
         assert_eq!(crate::error::exit_code_of(&err), Kind::Store.exit_code());
         let p = dir.path().join("x.db");
-        let err = run(None, Some(p.as_os_str()), Some(p.as_os_str()), false).unwrap_err();
+        let err = run(
+            None,
+            Some(p.as_os_str()),
+            Some(p.as_os_str()),
+            false,
+            Bars::off(),
+        )
+        .unwrap_err();
         assert_eq!(crate::error::exit_code_of(&err), Kind::BadInput.exit_code());
     }
 }

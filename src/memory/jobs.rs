@@ -270,6 +270,25 @@ const SLOT_POLL: Duration = Duration::from_millis(100);
 /// The longest a drain sleeps for a job's retry before looking again.
 const RETRY_POLL: Duration = Duration::from_secs(1);
 
+/// How many of the selected jobs a drain would still run: the open ones
+/// with attempts left, less those another runner holds under a live lease.
+/// A count for a progress bar, not a promise (workers come and go).
+pub fn to_run(store: &dyn Store, select: JobSelect<'_>) -> Result<usize> {
+    let now = store::now();
+    let open = store.jobs(&store::JobFilter {
+        select,
+        // Finished jobs are listed only since then: none.
+        finished_since: Some(i64::MAX),
+    })?;
+    Ok(open
+        .iter()
+        .filter(|j| {
+            j.attempts < MAX_ATTEMPTS
+                && (j.status == store::JobStatus::Pending || j.lease_until < now)
+        })
+        .count())
+}
+
 /// Run the selected runnable jobs (of one session, of an agent, or of all)
 /// until none is left or `until` passes: one side call per host slot held,
 /// taking slots while jobs wait (up to `--side-concurrency`) and giving
@@ -282,6 +301,19 @@ pub async fn drain(
     select: JobSelect<'_>,
     until: Option<Instant>,
     when_busy: WhenBusy,
+) -> Result<Drained> {
+    drain_watched(store, runner, select, until, when_busy, &|_| {}).await
+}
+
+/// [`drain`], telling `watch` the running totals each time a job's attempt
+/// ends: how a command shows progress without this layer knowing how.
+pub async fn drain_watched(
+    store: &mut dyn Store,
+    runner: &Runner,
+    select: JobSelect<'_>,
+    until: Option<Instant>,
+    when_busy: WhenBusy,
+    watch: &(dyn Fn(&Drained) + Sync),
 ) -> Result<Drained> {
     lower_priority();
     let mut report = Drained::default();
@@ -305,6 +337,7 @@ pub async fn drain(
             if let Err(e) = prepare(store, &mut job) {
                 let _ = store.fail_job(job.id, &format!("could not read its input: {e:#}"));
                 report.failed += 1;
+                watch(&report);
                 continue;
             }
             let runner = runner.clone();
@@ -367,6 +400,7 @@ pub async fn drain(
                 }
             }
         }
+        watch(&report);
     }
 }
 
