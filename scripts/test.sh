@@ -92,9 +92,11 @@ run_suite() {
     fi
     echo "$name" >"$out/$i.name"
     (
-      rc=0
+      rc=0 start=$SECONDS
       cd "$dir" && "$exe" >"$out/$i.log" 2>&1 || rc=$?
       echo "$rc" >"$out/$i.rc"
+      # Progress while the others run; the output itself comes at the end.
+      echo "  $name: $([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)") in $((SECONDS - start)) s" >&2
     ) &
     running=$((running + 1))
   done <<<"$tests"
