@@ -1,34 +1,35 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs the pinned Claude Code
 # (the real CLI the end-to-end tests drive against a loopback stand-in) and
-# the system tools the tests use, then checks formatting and lints, runs
-# every test and builds the benches. A test never skips because a tool is
-# missing: it fails saying what is missing, so this script installs them.
+# the system tools the tests use, then checks formatting and lints, checks
+# the benches build, and runs every test. A test never skips because a tool
+# is missing: it fails saying what is missing, so this script installs them.
+#
+# CLAUDE_VERSION=latest (or a version): after the whole suite on the pinned
+# Claude Code, the whole suite runs again on that version, installed beside
+# the pinned one (scripts/claude.sh), to catch drift in the CLI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CLAUDE_VERSION="${CLAUDE_VERSION:-2.1.328}"
-tools=".tools/claude"
-installed="$tools/node_modules/@anthropic-ai/claude-code/package.json"
-if ! grep -q "\"version\": \"$CLAUDE_VERSION\"" "$installed" 2>/dev/null; then
-  echo "installing @anthropic-ai/claude-code@$CLAUDE_VERSION into $tools" >&2
-  mkdir -p "$tools"
-  npm install --prefix "$tools" --no-audit --no-fund --no-save --loglevel=error \
-    "@anthropic-ai/claude-code@$CLAUDE_VERSION" >&2
+claude=$(scripts/claude.sh)
+other_claude=
+if [ -n "${CLAUDE_VERSION:-}" ]; then
+  other_claude=$(scripts/claude.sh "$CLAUDE_VERSION")
+  [ "$other_claude" = "$claude" ] && other_claude=
 fi
 
 # Tools the tests run, and the Debian package of each: man (the man pages
 # render), zsh and fish (their completion scripts parse), script (a pseudo
 # terminal for the spinner and colour checks), unshare (a read-only mount
 # for the read-only store test), openssl (the test PostgreSQL server's TLS
-# certificate).
+# certificate). Only missing ones are installed, and the list is said first.
 missing=()
 for pair in man:man-db zsh:zsh fish:fish script:bsdutils unshare:util-linux openssl:openssl; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing ${missing[*]}" >&2
+    echo "scripts/test.sh: the tests need these missing packages; installing them with apt-get: ${missing[*]}" >&2
     apt-get update -qq >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
   else
@@ -37,18 +38,22 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
 fi
 
-export DUDUCLAW_TEST_CLAUDE="$PWD/$tools/node_modules/.bin/claude"
-"$DUDUCLAW_TEST_CLAUDE" --version >&2
+"$claude" --version >&2
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-cargo bench --workspace --no-run
-log=$(mktemp)
+# Everything the tests run, and the benches in the same (test) profile: they
+# must keep compiling and linking, but `cargo bench --no-run` would build
+# them in the release profile with LTO, which took 5 of the 14 minutes of a
+# run and gave the tests nothing. Cargo's JSON lists the test executables.
+artifacts=$(mktemp)
+scratch=$(mktemp -d)
+pgdir=$(mktemp -d)
 # A throwaway PostgreSQL server for the store tests on a server (see
 # scripts/pg.sh); they read its URL from DUDUCLAW_TEST_PG_URL and fail,
 # never skip, without it. Stopped and removed on exit, whatever happens.
-pgdir=$(mktemp -d)
-trap 'scripts/pg.sh stop "$pgdir/data" || true; rm -rf "$pgdir"; rm -f "$log"' EXIT
+trap 'scripts/pg.sh stop "$pgdir/data" || true; rm -rf "$pgdir" "$scratch"; rm -f "$artifacts"' EXIT
+cargo test --workspace --all-targets --no-run --message-format=json-render-diagnostics >"$artifacts"
 if ! DUDUCLAW_TEST_PG_URL=$(scripts/pg.sh start "$pgdir/data"); then
   echo "scripts/test.sh: could not start the test PostgreSQL server (scripts/pg.sh start, message above)" >&2
   exit 1
@@ -56,7 +61,70 @@ fi
 export DUDUCLAW_TEST_PG_URL
 # The CA that signed the test server's TLS certificate (see scripts/pg.sh).
 export DUDUCLAW_TEST_PG_CA="$pgdir/data/ca.pem"
-cargo test --workspace 2>&1 | tee "$log"
-# One closing line over every test binary (cargo prints one per binary,
-# the last ones being doc-test runs with nothing in them).
-awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+
+# The test executables (not the benches): name, path, package folder, one
+# per line, the slowest first (the order jobs start in). `cargo test` runs
+# them one after another; most of their time is spent waiting on claude, the
+# stand-in and timers, so they run JOBS at a time here (default 3).
+tests=$(sed -n 's/.*"manifest_path":"\([^"]*\)\/Cargo.toml".*"target":{"kind":\["\([a-z]*\)"\].*"name":"\([^"]*\)".*"profile":{[^}]*"test":true}.*"executable":"\([^"]*\)".*/\3\t\2\t\4\t\1/p' "$artifacts" |
+  awk -F'\t' '$2 != "bench"' |
+  awk -F'\t' 'BEGIN { n = split("side_load hosts e2e recall robust pin forget jobs lib server cli parity stats", slow, " "); for (i = 1; i <= n; i++) rank[slow[i]] = i }
+    { r = ($1 in rank) ? rank[$1] : 99; if ($2 == "lib") r = rank["lib"]; print r "\t" $1 "/" $2 "\t" $3 "\t" $4 }' |
+  sort -n -k1,1 | cut -f2-)
+if [ -z "$tests" ]; then
+  echo "scripts/test.sh: found no test executables in cargo's output" >&2
+  exit 1
+fi
+
+# Runs every test executable (and the doc tests) against one claude, JOBS at
+# a time, each one's output kept whole and printed when it is done; prints
+# one closing line and fails if any failed.
+run_suite() {
+  local claude=$1 out=$scratch/$2 jobs=${JOBS:-3} running=0 i=0 failed=0
+  mkdir -p "$out"
+  export DUDUCLAW_TEST_CLAUDE=$claude
+  echo "running the tests against $("$claude" --version), $jobs test executables at a time" >&2
+  while IFS=$'\t' read -r name exe dir; do
+    i=$((i + 1))
+    if [ "$running" -ge "$jobs" ]; then
+      wait -n || true
+      running=$((running - 1))
+    fi
+    echo "$name" >"$out/$i.name"
+    (
+      rc=0 start=$SECONDS
+      cd "$dir" && "$exe" >"$out/$i.log" 2>&1 || rc=$?
+      echo "$rc" >"$out/$i.rc"
+      # Progress while the others run; the output itself comes at the end.
+      echo "  $name: $([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)") in $((SECONDS - start)) s" >&2
+    ) &
+    running=$((running + 1))
+  done <<<"$tests"
+  i=$((i + 1))
+  echo "doc tests" >"$out/$i.name"
+  (
+    rc=0
+    cargo test --workspace --doc >"$out/$i.log" 2>&1 || rc=$?
+    echo "$rc" >"$out/$i.rc"
+  ) &
+  wait
+  local k
+  for k in $(seq "$i"); do
+    echo "== $(cat "$out/$k.name")"
+    cat "$out/$k.log"
+    if [ "$(cat "$out/$k.rc")" != 0 ]; then
+      failed=1
+      echo "== $(cat "$out/$k.name") FAILED (exit $(cat "$out/$k.rc"))"
+    fi
+  done
+  # One closing line over every test executable (each prints its own).
+  cat "$out"/*.log | awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }'
+  return "$failed"
+}
+
+status=0
+run_suite "$claude" pinned || status=1
+if [ -n "$other_claude" ]; then
+  run_suite "$other_claude" other || status=1
+fi
+exit "$status"

@@ -347,10 +347,13 @@ fn a_failing_side_call_never_fails_the_turn_and_is_retried() {
             .starts_with("reply to: Please migrate"),
         "{v1}"
     );
-    assert_eq!(
-        v1["pinned"],
-        serde_json::Value::Null,
-        "an error is never stored as a pin"
+    // The worker starts before the main call and waits for the reply for
+    // at most two seconds, so on a loaded machine its retry can store the
+    // real pin before a slow turn reports: no pin yet or the right one,
+    // never the error.
+    assert!(
+        v1["pinned"].is_null() || v1["pinned"] == PIN,
+        "an error is never stored as a pin: {v1}"
     );
     // The worker retried the failed call a moment later, on its own.
     env.settle();

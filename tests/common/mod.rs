@@ -276,6 +276,26 @@ impl Env {
     }
 }
 
+impl Drop for Env {
+    /// A turn returns while its detached worker still runs the side calls,
+    /// writing to the store and log in this test's folder. Removing the
+    /// folder under it fails half-way (the worker writes as it goes), which
+    /// left folders with a fake claude in the system temp directory after
+    /// green runs. So the folder goes only once every process of this test
+    /// has exited: within seconds, since the side calls are answered by a
+    /// fake claude or the loopback stand-in. Bounded, so a stuck process
+    /// cannot hang the suite; not when the test already failed.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !self.processes().is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
 /// A fake claude that hangs with a grandchild (`sleep 300`) in its process
 /// group, and the file where it writes that grandchild's pid.
 pub fn hanging_fake() -> (Env, PathBuf) {
