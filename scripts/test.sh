@@ -8,6 +8,8 @@
 # CLAUDE_VERSION=latest (or a version): after the whole suite on the pinned
 # Claude Code, the whole suite runs again on that version, installed beside
 # the pinned one (scripts/claude.sh), to catch drift in the CLI.
+# JOBS=N: how many test executables run at once (default 2: with 3, two
+# time-bounded tests failed on a loaded 2-core machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -65,7 +67,7 @@ export DUDUCLAW_TEST_PG_CA="$pgdir/data/ca.pem"
 # The test executables (not the benches): name, path, package folder, one
 # per line, the slowest first (the order jobs start in). `cargo test` runs
 # them one after another; most of their time is spent waiting on claude, the
-# stand-in and timers, so they run JOBS at a time here (default 3).
+# stand-in and timers, so they run JOBS at a time here (default 2).
 tests=$(sed -n 's/.*"manifest_path":"\([^"]*\)\/Cargo.toml".*"target":{"kind":\["\([a-z]*\)"\].*"name":"\([^"]*\)".*"profile":{[^}]*"test":true}.*"executable":"\([^"]*\)".*/\3\t\2\t\4\t\1/p' "$artifacts" |
   awk -F'\t' '$2 != "bench"' |
   awk -F'\t' 'BEGIN { n = split("side_load hosts e2e recall robust pin forget jobs lib server cli parity stats", slow, " "); for (i = 1; i <= n; i++) rank[slow[i]] = i }
@@ -80,7 +82,7 @@ fi
 # a time, each one's output kept whole and printed when it is done; prints
 # one closing line and fails if any failed.
 run_suite() {
-  local claude=$1 out=$scratch/$2 jobs=${JOBS:-3} running=0 i=0 failed=0
+  local claude=$1 out=$scratch/$2 jobs=${JOBS:-2} running=0 i=0 failed=0
   mkdir -p "$out"
   export DUDUCLAW_TEST_CLAUDE=$claude
   echo "running the tests against $("$claude" --version), $jobs test executables at a time" >&2
