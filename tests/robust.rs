@@ -139,7 +139,23 @@ fn kill_9_at_any_point_leaves_a_consistent_usable_store() {
     // A slow fake claude keeps the turn in flight long enough to be killed
     // before, during and after the call.
     let env = Env::fake(&format!("sleep 0.4\n{}", fake_success("fine")));
-    for delay_ms in [0u64, 15, 40, 80, 150, 300, 450, 600] {
+    let stored = |env: &Env| -> i64 {
+        env.sqlite()
+            .query_row(
+                "SELECT COUNT(*) FROM turns WHERE role = 'user' AND content = 'msg'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap_or(0)
+    };
+    // Kills at fixed delays land wherever a loaded machine has got to; every
+    // other one waits until the turn has recorded its message first, so some
+    // kills certainly come after it (those messages must be kept).
+    let mut seen_stored = 0;
+    for (i, delay_ms) in [0u64, 15, 40, 80, 150, 300, 450, 600]
+        .into_iter()
+        .enumerate()
+    {
         let mut c = env.std_cmd();
         c.args([
             "turn",
@@ -152,7 +168,19 @@ fn kill_9_at_any_point_leaves_a_consistent_usable_store() {
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+        let before = if env.db.exists() { stored(&env) } else { 0 };
         let mut child = c.spawn().unwrap();
+        if i % 2 == 1 {
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while stored(&env) == before {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the turn never recorded its message"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            seen_stored += 1;
+        }
         std::thread::sleep(Duration::from_millis(delay_ms));
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
@@ -188,7 +216,11 @@ fn kill_9_at_any_point_leaves_a_consistent_usable_store() {
             |r| r.get(0),
         )
         .unwrap();
-    assert!(kept >= 5, "{kept} killed messages kept");
+    assert!(
+        kept >= seen_stored,
+        "{kept} killed messages kept, {seen_stored} seen stored before their kill"
+    );
+    assert!(seen_stored >= 4);
 }
 
 #[test]
