@@ -208,14 +208,7 @@ fn kill_9_at_any_point_leaves_a_consistent_usable_store() {
         assert_eq!(stdout(&out), "fine\n");
     }
     // Killed turns kept the user's message (pending or failed), never lost it.
-    let c = env.sqlite();
-    let kept: i64 = c
-        .query_row(
-            "SELECT COUNT(*) FROM turns WHERE role = 'user' AND content = 'msg'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let kept = stored(&env);
     assert!(
         kept >= seen_stored,
         "{kept} killed messages kept, {seen_stored} seen stored before their kill"
