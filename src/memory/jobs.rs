@@ -449,7 +449,7 @@ fn store_result(
     match apply(store, job, &outcome.text) {
         Ok(note) => {
             tracing::info!("{what}: {note}");
-            if let Err(e) = store.finish_job(job.id) {
+            if let Err(e) = store.finish_job(job.id, &[]) {
                 tracing::warn!("{what}: could not mark it done: {e:#}");
             }
             true

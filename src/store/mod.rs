@@ -5,6 +5,7 @@
 //! is ([`Location`]): a file path is the embedded SQLite store (the
 //! default), a `postgres://` URL a PostgreSQL database that many hosts share.
 
+pub mod events;
 pub mod lock;
 mod model;
 pub mod postgres;
@@ -196,9 +197,11 @@ pub trait Store: Send {
     /// `lease_secs`: oldest first, each session's oldest before any
     /// session's next, so one busy session cannot starve the others.
     fn claim_jobs(&mut self, select: JobSelect, lease_secs: i64, limit: usize) -> Result<Vec<Job>>;
-    fn finish_job(&mut self, id: i64) -> Result<()>;
+    /// Mark a job done, appending the events its result reports (drift) in
+    /// the same transaction, so a retried job never reports twice.
+    fn finish_job(&mut self, id: i64, events: &[NewEvent]) -> Result<()>;
     /// Put a failed job back for a retry after a short wait, or give it up
-    /// after its last attempt.
+    /// after its last attempt (reported as `job.failed`).
     fn fail_job(&mut self, id: i64, error: &str) -> Result<()>;
     /// Make a job runnable again with a fresh set of attempts; whether it exists.
     fn retry_job(&mut self, id: i64) -> Result<bool>;
@@ -206,6 +209,20 @@ pub trait Store: Send {
     /// A session's jobs still to run, and those whose last attempt failed
     /// at or after `failed_since` (epoch seconds).
     fn job_health(&self, session_id: &str, failed_since: i64) -> Result<JobHealth>;
+
+    // The event log: every change above that the memory's consumers care
+    // about appends an event in its own transaction.
+    /// Events matching a filter, oldest first.
+    fn events(&self, filter: &EventFilter) -> Result<Vec<Event>>;
+    /// Delete the events written before `before_us` (microseconds since
+    /// the epoch); how many went. Ids are never handed out again.
+    fn prune_events(&mut self, before_us: i64) -> Result<usize>;
+    /// What wakes `events --follow` when events may have been written:
+    /// on PostgreSQL a notification, on SQLite a cheap change check.
+    fn watch_events(&self) -> Result<Box<dyn EventWatch + '_>>;
+    /// Redact a person's events (what they said, and their id) within an
+    /// agent: `forget --user`.
+    fn redact_person_events(&mut self, user: &str, agent: &str) -> Result<usize>;
 
     // Usage.
     fn record_call(&mut self, call: &CallRecord) -> Result<()>;

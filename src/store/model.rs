@@ -201,6 +201,96 @@ impl PinChange {
     }
 }
 
+text_enum! {
+    /// What an event reports: one kind per change the memory makes.
+    EventKind {
+        /// A turn was answered and its reply recorded.
+        TurnDone = "turn.done",
+        /// A turn failed for good; its message is kept.
+        TurnFailed = "turn.failed",
+        /// The pin was extracted, set, appended to, cleared or restored.
+        PinSet = "pin.set",
+        /// A condensed answer to the assistant's question joined the pin.
+        PinClarified = "pin.clarified",
+        /// A full pin was rewritten within its cap.
+        PinConsolidated = "pin.consolidated",
+        FactAdded = "fact.added",
+        FactForgotten = "fact.forgotten",
+        /// A fact got its search keywords.
+        FactEnriched = "fact.enriched",
+        /// Older turns were summarized and the session moved to a new handle.
+        SessionCompacted = "session.compacted",
+        SessionRemoved = "session.removed",
+        /// A side-call job was given up after its last attempt.
+        JobFailed = "job.failed",
+        /// The facts side call judged a reply off the pinned task.
+        Drift = "drift",
+        /// The user corrected the assistant or stated a preference; stored
+        /// as a fact marked as a correction.
+        Correction = "correction",
+    }
+}
+
+/// An event to append, written in the transaction of the change it reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    pub kind: EventKind,
+    pub agent: String,
+    pub session_id: Option<String>,
+    pub user: Option<String>,
+    /// The fact it concerns: its data is redacted when the fact is forgotten.
+    pub fact_id: Option<i64>,
+    /// The turn it concerns: its data is redacted when the turn is erased.
+    pub turn_id: Option<i64>,
+    /// The kind's own fields.
+    pub data: Value,
+}
+
+/// A stored event, as `events` prints it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Strictly increasing in commit order, never reused.
+    pub id: i64,
+    /// Microseconds since the epoch, when it was written.
+    pub at_us: i64,
+    pub kind: EventKind,
+    pub agent: String,
+    pub session_id: Option<String>,
+    pub user: Option<String>,
+    pub data: Value,
+}
+
+/// Which events to read.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter<'a> {
+    /// Only events after this id.
+    pub after: Option<i64>,
+    /// Only events written at or after this time (microseconds).
+    pub since_us: Option<i64>,
+    pub agent: Option<&'a str>,
+    pub session_id: Option<&'a str>,
+    /// Any of these kinds (none: every kind).
+    pub kinds: &'a [EventKind],
+    /// At most this many: the oldest that match, or with `newest` the newest
+    /// (still returned oldest first).
+    pub limit: Option<usize>,
+    pub newest: bool,
+}
+
+/// What replaces a redacted event's data: what it said went with what a
+/// person had forgotten or removed.
+pub fn redacted_data() -> Value {
+    serde_json::json!({ "redacted": true })
+}
+
+/// Wakes an `events --follow` when events may have been written.
+pub trait EventWatch {
+    /// Return once events may have been appended since the last call (or
+    /// since the watch began), or after `max` anyway. Spurious wakes are
+    /// allowed; a missed one is not.
+    fn wait(&mut self, max: std::time::Duration) -> super::Result<()>;
+}
+
 /// One stored state of a session's pin (`pin history`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PinRevision {
@@ -374,6 +464,10 @@ pub struct Fact {
     pub created_at: i64,
     pub last_used_at: Option<i64>,
     pub source_turn: Option<i64>,
+    /// The user corrected the assistant or stated a preference (from the
+    /// facts side call's `CORRECTION:` lines).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub correction: bool,
 }
 
 pub struct NewFact<'a> {
@@ -386,6 +480,9 @@ pub struct NewFact<'a> {
     pub access_count: i64,
     pub created_at: Option<i64>,
     pub last_used_at: Option<i64>,
+    pub correction: bool,
+    /// The session it came from: reported with its event, not stored.
+    pub session_id: Option<&'a str>,
 }
 
 impl<'a> NewFact<'a> {
@@ -399,6 +496,8 @@ impl<'a> NewFact<'a> {
             access_count: 0,
             created_at: None,
             last_used_at: None,
+            correction: false,
+            session_id: None,
         }
     }
 }

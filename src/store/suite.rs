@@ -257,11 +257,11 @@ pub fn pin_jobs_apply_in_turn_order(open: Open) {
     );
     // The pin job runs: the clarifications wait for it, then go one by one.
     assert!(s.claim_jobs(all, 60, usize::MAX).unwrap().is_empty());
-    s.finish_job(pin).unwrap();
+    s.finish_job(pin, &[]).unwrap();
     assert_eq!(ids(s.claim_jobs(all, 60, usize::MAX).unwrap()), [clarify3]);
     // A consolidation queued by turn 3's clarification goes before turn 5's.
     let consolidate = q(&mut s, JobKind::Consolidate, "sid", 3);
-    s.finish_job(clarify3).unwrap();
+    s.finish_job(clarify3, &[]).unwrap();
     assert_eq!(
         ids(s.claim_jobs(all, 60, usize::MAX).unwrap()),
         [consolidate]
@@ -269,7 +269,7 @@ pub fn pin_jobs_apply_in_turn_order(open: Open) {
     // A failed attempt still holds the line until it is given up.
     s.fail_job(consolidate, "boom").unwrap();
     assert!(!s.has_runnable_jobs(JobSelect::session("sid")).unwrap());
-    s.finish_job(consolidate).unwrap();
+    s.finish_job(consolidate, &[]).unwrap();
     assert_eq!(ids(s.claim_jobs(all, 60, usize::MAX).unwrap()), [clarify5]);
 }
 
@@ -315,7 +315,7 @@ pub fn job_health_counts_open_and_failed(open: Open) {
     // Leases that expire at once, so c can be claimed again below.
     assert_eq!(s.claim_jobs(session, -1, usize::MAX).unwrap().len(), 3);
     s.fail_job(a, "boom").unwrap(); // retried later: pending and failed
-    s.finish_job(b).unwrap();
+    s.finish_job(b, &[]).unwrap();
     let h = s.job_health("sid", 0).unwrap();
     assert_eq!((h.pending, h.failed), (2, 1), "a waits for a retry, c runs");
     // Given up after its attempts: failed, no longer pending.
@@ -614,7 +614,7 @@ pub fn jobs_lease_retry_and_list(open: Open) {
     );
     assert!(!s.has_runnable_jobs(session).unwrap());
 
-    s.finish_job(pin).unwrap();
+    s.finish_job(pin, &[]).unwrap();
     assert!(!s.has_open_job(pins).unwrap());
     // A failed attempt waits before the next.
     s.fail_job(facts, "boom").unwrap();

@@ -37,6 +37,8 @@ fn fact_from_row(r: &Row) -> Result<Fact> {
         created_at: r.try_get(5)?,
         last_used_at: r.try_get(6)?,
         source_turn: r.try_get(7)?,
+        // Until the engine stores it (the event log's migration).
+        correction: false,
     })
 }
 

@@ -224,6 +224,18 @@ impl Drop for AdvisoryLock {
 }
 
 impl Store for PgStore {
+    fn events(&self, _filter: &crate::store::EventFilter) -> Result<Vec<crate::store::Event>> {
+        Err(anyhow::anyhow!("PG events: in progress").into())
+    }
+    fn prune_events(&mut self, _before_us: i64) -> Result<usize> {
+        Err(anyhow::anyhow!("PG events: in progress").into())
+    }
+    fn watch_events(&self) -> Result<Box<dyn crate::store::EventWatch + '_>> {
+        Err(anyhow::anyhow!("PG events: in progress").into())
+    }
+    fn redact_person_events(&mut self, _user: &str, _agent: &str) -> Result<usize> {
+        Err(anyhow::anyhow!("PG events: in progress").into())
+    }
     fn describe(&self) -> String {
         self.url.to_string()
     }
@@ -390,7 +402,7 @@ impl Store for PgStore {
         self.with(|c| jobs::claim(c, select, lease_secs, limit))
     }
 
-    fn finish_job(&mut self, id: i64) -> Result<()> {
+    fn finish_job(&mut self, id: i64, _events: &[crate::store::NewEvent]) -> Result<()> {
         self.with(|c| jobs::finish(c, id))
     }
 

@@ -3,10 +3,12 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
-use crate::store::{Fact, FactQuery, FactScope, NewFact, Result, now};
+use super::events;
+use crate::store::events as store_events;
+use crate::store::{Fact, FactQuery, FactScope, NewEvent, NewFact, Result, now};
 use crate::text::terms::{index_text, keyword_index_text, normalize};
 
-const FACT_COLS: &str = "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords";
+const FACT_COLS: &str = "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords, f.correction";
 
 fn fact_from_row(r: &Row) -> rusqlite::Result<Fact> {
     let user: String = r.get(2)?;
@@ -22,6 +24,7 @@ fn fact_from_row(r: &Row) -> rusqlite::Result<Fact> {
         created_at: r.get(5)?,
         last_used_at: r.get(6)?,
         source_turn: r.get(7)?,
+        correction: r.get(9)?,
     })
 }
 
@@ -47,12 +50,13 @@ fn fts5(query: &FactQuery) -> String {
 pub fn add(tx: &Transaction, facts: &[NewFact]) -> rusqlite::Result<Vec<Option<i64>>> {
     let t = now();
     let mut ins = tx.prepare_cached(
-        "INSERT INTO facts (agent, user_id, content, norm, access_count, created_at, last_used_at, source_turn, keywords)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (agent, user_id, norm) DO NOTHING",
+        "INSERT INTO facts (agent, user_id, content, norm, access_count, created_at, last_used_at, source_turn, keywords, correction)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (agent, user_id, norm) DO NOTHING",
     )?;
     let mut fts =
         tx.prepare_cached("INSERT INTO facts_fts (rowid, body, keys) VALUES (?1, ?2, ?3)")?;
     let mut out = Vec::with_capacity(facts.len());
+    let mut added: Vec<NewEvent> = Vec::new();
     for f in facts {
         let norm = normalize(f.content);
         if norm.is_empty() {
@@ -69,7 +73,8 @@ pub fn add(tx: &Transaction, facts: &[NewFact]) -> rusqlite::Result<Vec<Option<i
             f.created_at.unwrap_or(t),
             f.last_used_at,
             f.source_turn,
-            stored
+            stored,
+            f.correction
         ])?;
         if n == 0 {
             out.push(None);
@@ -78,7 +83,9 @@ pub fn add(tx: &Transaction, facts: &[NewFact]) -> rusqlite::Result<Vec<Option<i
         let id = tx.last_insert_rowid();
         fts.execute(params![id, index_text(f.content), indexed])?;
         out.push(Some(id));
+        added.push(store_events::fact_added(id, f));
     }
+    events::append(tx, &added)?;
     Ok(out)
 }
 
@@ -101,6 +108,10 @@ pub fn set_keywords(tx: &Transaction, id: i64, keywords: &[String]) -> rusqlite:
             "UPDATE facts_fts SET keys = ?2 WHERE rowid = ?1",
             params![id, indexed],
         )?;
+        if let Some((agent, user)) = events::fact_owner(tx, id)? {
+            let enriched = store_events::fact_enriched(&agent, user.as_deref(), id, keywords);
+            events::append(tx, &[enriched])?;
+        }
     }
     Ok(n > 0)
 }
@@ -192,16 +203,22 @@ pub fn rank(
 
 pub fn forget(tx: &Transaction, agent: &str, ids: &[i64]) -> rusqlite::Result<usize> {
     let mut n = 0;
+    let mut forgotten = Vec::new();
     for id in ids {
-        let gone = tx.execute(
-            "DELETE FROM facts WHERE id = ?1 AND agent = ?2",
-            params![id, agent],
-        )?;
-        if gone > 0 {
-            tx.execute("DELETE FROM facts_fts WHERE rowid = ?1", [id])?;
+        let Some((owner, user)) = events::fact_owner(tx, *id)? else {
+            continue;
+        };
+        if owner != agent {
+            continue;
         }
-        n += gone;
+        tx.execute("DELETE FROM facts WHERE id = ?1", [id])?;
+        tx.execute("DELETE FROM facts_fts WHERE rowid = ?1", [id])?;
+        // What the fact's events said goes with it.
+        events::redact(tx, store_events::redact::FACT, id)?;
+        forgotten.push(store_events::fact_forgotten(agent, user.as_deref(), *id));
+        n += 1;
     }
+    events::append(tx, &forgotten)?;
     Ok(n)
 }
 

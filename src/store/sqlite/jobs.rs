@@ -153,12 +153,12 @@ pub fn claim(
     Ok(jobs)
 }
 
-pub fn finish(conn: &Connection, id: i64) -> Result<()> {
+pub fn finish(conn: &Connection, id: i64) -> rusqlite::Result<()> {
     conn.execute(shared!(JOB_FINISH), params![id, JobStatus::Done, now()])?;
     Ok(())
 }
 
-pub fn fail(conn: &Connection, id: i64, error: &str) -> Result<()> {
+pub fn fail(conn: &Connection, id: i64, error: &str) -> rusqlite::Result<()> {
     conn.execute(
         shared!(JOB_FAIL),
         params![

@@ -5,6 +5,7 @@
 //! that a newer version of this program wrote, is refused and left untouched.
 
 mod calls;
+mod events;
 mod facts;
 mod jobs;
 mod sessions;
@@ -19,7 +20,7 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::{
-    CallFilter, CallRecord, CallRow, Counts, Erasure, Fact, FactQuery, FactScope, Job, JobFilter,
+    CallFilter, CallRecord, CallRow, Counts, Erasure, Event, EventFilter, EventWatch, NewEvent, Fact, FactQuery, FactScope, Job, JobFilter,
     JobHealth, JobKind, JobRow, JobSelect, NewFact, PinChange, PinRevision, Reply, Result, Roll,
     Session, SessionListing, SessionLock, Store, TextEnum, Turn, lock,
 };
@@ -199,6 +200,31 @@ CREATE TABLE erased_handles (
 );
 CREATE INDEX erased_handles_time ON erased_handles(erased_at);
 ",
+    // 5: the event log (`events`), and facts marked as the user's
+    // corrections. An event outlives its session (`session.removed`), so
+    // it references nothing.
+    r"
+CREATE TABLE events (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    -- microseconds since the epoch
+    at         INTEGER NOT NULL,
+    kind       TEXT NOT NULL,
+    agent      TEXT NOT NULL,
+    session_id TEXT,
+    user_id    TEXT,
+    -- what the event concerns, for redaction when it is forgotten
+    fact_id    INTEGER,
+    turn_id    INTEGER,
+    data       TEXT NOT NULL
+);
+CREATE INDEX events_at ON events(at);
+CREATE INDEX events_agent ON events(agent, id);
+CREATE INDEX events_session ON events(session_id, id) WHERE session_id IS NOT NULL;
+CREATE INDEX events_fact ON events(fact_id) WHERE fact_id IS NOT NULL;
+CREATE INDEX events_turn ON events(turn_id) WHERE turn_id IS NOT NULL;
+CREATE INDEX events_user ON events(user_id) WHERE user_id IS NOT NULL;
+ALTER TABLE facts ADD COLUMN correction INTEGER NOT NULL DEFAULT 0;
+",
 ];
 
 /// The schema version this build writes.
@@ -245,7 +271,8 @@ sql_text!(
     super::JobKind,
     super::JobStatus,
     super::CallKind,
-    super::PinSource
+    super::PinSource,
+    super::EventKind
 );
 
 impl SqliteStore {
@@ -407,10 +434,20 @@ impl Store for SqliteStore {
     }
 
     fn delete_session(&mut self, id: &str) -> Result<bool> {
-        Ok(self
-            .conn
-            .execute("DELETE FROM sessions WHERE id = ?1", [id])?
-            > 0)
+        self.write(|tx| {
+            let Some(owner) = events::session_owner(tx, id)? else {
+                return Ok(false);
+            };
+            let turns: i64 =
+                tx.query_row("SELECT COUNT(*) FROM turns WHERE session_id = ?1", [id], |r| {
+                    r.get(0)
+                })?;
+            tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
+            // What the session's events said goes with the session.
+            events::redact(tx, super::events::redact::SESSION, &id)?;
+            events::append(tx, &[super::events::removed(&owner, turns)])?;
+            Ok(true)
+        })
     }
 
     fn add_user_turn(
@@ -431,7 +468,7 @@ impl Store for SqliteStore {
     }
 
     fn fail_user_turn(&mut self, user_turn: i64, error: &str) -> Result<()> {
-        sessions::fail_user_turn(&self.conn, user_turn, error)
+        self.write(|tx| sessions::fail_user_turn(tx, user_turn, error))
     }
 
     fn turns(&self, session_id: &str, limit: Option<usize>) -> Result<Vec<Turn>> {
@@ -459,7 +496,7 @@ impl Store for SqliteStore {
     }
 
     fn roll_handle(&mut self, session_id: &str, roll: &Roll) -> Result<bool> {
-        sessions::roll_handle(&self.conn, session_id, roll)
+        self.write(|tx| sessions::roll_handle(tx, session_id, roll))
     }
 
     fn set_pin(&mut self, session_id: &str, pin: Option<&str>, change: PinChange) -> Result<()> {
@@ -567,12 +604,21 @@ impl Store for SqliteStore {
         self.write(|tx| jobs::claim(tx, select, lease_secs, limit))
     }
 
-    fn finish_job(&mut self, id: i64) -> Result<()> {
-        jobs::finish(&self.conn, id)
+    fn finish_job(&mut self, id: i64, done: &[NewEvent]) -> Result<()> {
+        self.write(|tx| {
+            jobs::finish(tx, id)?;
+            events::append(tx, done)
+        })
     }
 
     fn fail_job(&mut self, id: i64, error: &str) -> Result<()> {
-        jobs::fail(&self.conn, id, error)
+        self.write(|tx| {
+            jobs::fail(tx, id, error)?;
+            if let Some(given_up) = events::job_given_up(tx, id, error)? {
+                events::append(tx, &[given_up])?;
+            }
+            Ok(())
+        })
     }
 
     fn retry_job(&mut self, id: i64) -> Result<bool> {
@@ -585,6 +631,22 @@ impl Store for SqliteStore {
 
     fn job_health(&self, session_id: &str, failed_since: i64) -> Result<JobHealth> {
         jobs::health(&self.conn, session_id, failed_since)
+    }
+
+    fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
+        events::list(&self.conn, filter)
+    }
+
+    fn prune_events(&mut self, before_us: i64) -> Result<usize> {
+        self.write(|tx| events::prune(tx, before_us))
+    }
+
+    fn watch_events(&self) -> Result<Box<dyn EventWatch + '_>> {
+        Ok(Box::new(events::Watch::new(&self.conn)?))
+    }
+
+    fn redact_person_events(&mut self, user: &str, agent: &str) -> Result<usize> {
+        self.write(|tx| events::redact_person(tx, user, agent))
     }
 
     fn record_call(&mut self, call: &CallRecord) -> Result<()> {
@@ -680,6 +742,13 @@ impl Store for SqliteStore {
             )?;
             for sid in e.summaries {
                 summary.execute([sid])?;
+                events::redact(tx, super::events::redact::SUMMARIES, sid)?;
+            }
+            for id in e.turns {
+                events::redact(tx, super::events::redact::TURN, id)?;
+            }
+            for (sid, _) in e.revisions_from {
+                events::redact(tx, super::events::redact::PINS, sid)?;
             }
             Ok(())
         })

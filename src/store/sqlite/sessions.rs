@@ -2,7 +2,9 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
+use super::events;
 use crate::session::SessionKey;
+use crate::store::events as store_events;
 use crate::store::{
     PIN_REVISIONS_KEPT, PinChange, PinRevision, Reply, Result, Role, Roll, Session, SessionListing,
     Turn, TurnStatus, now,
@@ -157,14 +159,20 @@ pub fn add_reply(
          WHERE id = ?1 AND handle = ?3",
         params![session_id, t, reply.handle, reply.host],
     )?;
+    if let Some(owner) = events::turn_owner(tx, user_turn)? {
+        events::append(tx, &[store_events::turn_done(&owner, user_turn, id, reply)])?;
+    }
     Ok(id)
 }
 
-pub fn fail_user_turn(conn: &Connection, user_turn: i64, error: &str) -> Result<()> {
-    conn.execute(
+pub fn fail_user_turn(tx: &Transaction, user_turn: i64, error: &str) -> rusqlite::Result<()> {
+    tx.execute(
         "UPDATE turns SET status = ?2, error = ?3 WHERE id = ?1",
         params![user_turn, TurnStatus::Failed, error],
     )?;
+    if let Some(owner) = events::turn_owner(tx, user_turn)? {
+        events::append(tx, &[store_events::turn_failed(&owner, user_turn, error)])?;
+    }
     Ok(())
 }
 
@@ -185,19 +193,25 @@ pub fn turns_after(conn: &Connection, session_id: &str, after: i64) -> Result<Ve
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-pub fn roll_handle(conn: &Connection, session_id: &str, roll: &Roll) -> Result<bool> {
+pub fn roll_handle(tx: &Transaction, session_id: &str, roll: &Roll) -> rusqlite::Result<bool> {
     let n = match roll.summary {
-        None => conn.execute(
+        None => tx.execute(
             "UPDATE sessions SET generation = ?3, handle = ?4, handle_turns = 0, handle_host = NULL, updated_at = ?5
              WHERE id = ?1 AND generation = ?2",
             params![session_id, roll.from, roll.to, roll.handle, now()],
         )?,
-        Some((summary, upto)) => conn.execute(
+        Some((summary, upto)) => tx.execute(
             "UPDATE sessions SET generation = ?3, handle = ?4, handle_turns = 0, handle_host = NULL, summary = ?5, summary_upto = ?6
              WHERE id = ?1 AND generation = ?2",
             params![session_id, roll.from, roll.to, roll.handle, summary, upto],
         )?,
     };
+    if n > 0
+        && let Some(owner) = events::session_owner(tx, session_id)?
+        && let Some(compacted) = store_events::compacted(&owner, roll)
+    {
+        events::append(tx, &[compacted])?;
+    }
     Ok(n > 0)
 }
 
@@ -306,6 +320,9 @@ pub fn set_pin(
         "DELETE FROM pin_revisions WHERE session_id = ?1 AND rev <= ?2",
         params![session_id, rev - PIN_REVISIONS_KEPT],
     )?;
+    if let Some(owner) = events::session_owner(tx, session_id)? {
+        events::append(tx, &[store_events::pin_changed(&owner, rev, pin, change)])?;
+    }
     Ok(true)
 }
 

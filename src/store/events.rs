@@ -1,0 +1,326 @@
+//! The event log both engines keep: what each change reports, how a
+//! reading is filtered, and what redaction leaves. Each engine writes an
+//! event in the transaction of its change, as the last statement before
+//! the commit (on PostgreSQL the id counter's row lock is held from there
+//! to the commit, so the shorter the better).
+
+use serde_json::{Value, json};
+
+use super::{EventFilter, EventKind, NewEvent, NewFact, PinChange, PinSource, Reply, Roll};
+
+/// Microseconds since the Unix epoch: an event's time.
+pub fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// Who a session's event concerns: its agent and, for a turn, who sent it.
+#[derive(Debug, Clone, Default)]
+pub struct Owner {
+    pub agent: String,
+    pub session_id: Option<String>,
+    pub user: Option<String>,
+}
+
+fn event(kind: EventKind, owner: &Owner, data: Value) -> NewEvent {
+    NewEvent {
+        kind,
+        agent: owner.agent.clone(),
+        session_id: owner.session_id.clone(),
+        user: owner.user.clone(),
+        fact_id: None,
+        turn_id: None,
+        data,
+    }
+}
+
+/// A reply recorded: `turn` is the user's message, `reply_turn` the reply.
+/// No text: `history` has it, and the log stays small and free of what
+/// people wrote.
+pub fn turn_done(owner: &Owner, turn: i64, reply_turn: i64, reply: &Reply) -> NewEvent {
+    NewEvent {
+        turn_id: Some(turn),
+        ..event(
+            EventKind::TurnDone,
+            owner,
+            json!({
+                "turn": turn,
+                "reply_turn": reply_turn,
+                "mode": reply.mode,
+                "path": reply.path,
+                "handle": reply.handle,
+                "reply_chars": reply.content.chars().count(),
+                "duration_ms": reply.duration_ms,
+                "cost_usd": reply.cost_usd,
+            }),
+        )
+    }
+}
+
+pub fn turn_failed(owner: &Owner, turn: i64, error: &str) -> NewEvent {
+    NewEvent {
+        turn_id: Some(turn),
+        ..event(
+            EventKind::TurnFailed,
+            owner,
+            json!({ "turn": turn, "error": error }),
+        )
+    }
+}
+
+/// A pin revision written: which kind by what changed it.
+pub fn pin_changed(owner: &Owner, rev: i64, pin: Option<&str>, change: PinChange) -> NewEvent {
+    let kind = match change.source {
+        PinSource::Clarified => EventKind::PinClarified,
+        PinSource::Consolidated => EventKind::PinConsolidated,
+        _ => EventKind::PinSet,
+    };
+    NewEvent {
+        turn_id: change.turn_id,
+        ..event(
+            kind,
+            owner,
+            json!({
+                "pin": pin,
+                "source": change.source,
+                "rev": rev,
+                "turn": change.turn_id,
+                "from_rev": change.from_rev,
+            }),
+        )
+    }
+}
+
+/// A fact stored: `correction` for one the user's correction made.
+pub fn fact_added(id: i64, fact: &NewFact) -> NewEvent {
+    let kind = if fact.correction {
+        EventKind::Correction
+    } else {
+        EventKind::FactAdded
+    };
+    NewEvent {
+        kind,
+        agent: fact.agent.to_string(),
+        session_id: fact.session_id.map(str::to_string),
+        user: fact.user.map(str::to_string),
+        fact_id: Some(id),
+        turn_id: fact.source_turn,
+        data: json!({
+            "fact_id": id,
+            "content": fact.content,
+            "keywords": fact.keywords,
+            "turn": fact.source_turn,
+            "correction": fact.correction,
+        }),
+    }
+}
+
+pub fn fact_forgotten(agent: &str, user: Option<&str>, id: i64) -> NewEvent {
+    NewEvent {
+        kind: EventKind::FactForgotten,
+        agent: agent.to_string(),
+        session_id: None,
+        user: user.map(str::to_string),
+        fact_id: Some(id),
+        turn_id: None,
+        data: json!({ "fact_id": id }),
+    }
+}
+
+pub fn fact_enriched(agent: &str, user: Option<&str>, id: i64, keywords: &[String]) -> NewEvent {
+    NewEvent {
+        kind: EventKind::FactEnriched,
+        agent: agent.to_string(),
+        session_id: None,
+        user: user.map(str::to_string),
+        fact_id: Some(id),
+        turn_id: None,
+        data: json!({ "fact_id": id, "keywords": keywords }),
+    }
+}
+
+/// A roll that stored a summary; a roll without one reports nothing.
+pub fn compacted(owner: &Owner, roll: &Roll) -> Option<NewEvent> {
+    let (summary, upto) = roll.summary?;
+    Some(event(
+        EventKind::SessionCompacted,
+        owner,
+        json!({
+            "summary": summary,
+            "upto_turn": upto,
+            "generation": roll.to,
+            "handle": roll.handle,
+        }),
+    ))
+}
+
+pub fn removed(owner: &Owner, turns: i64) -> NewEvent {
+    event(EventKind::SessionRemoved, owner, json!({ "turns": turns }))
+}
+
+/// A job given up after its last attempt.
+pub fn job_failed(
+    owner: &Owner,
+    job: i64,
+    kind: &str,
+    turn: Option<i64>,
+    attempts: i64,
+    error: &str,
+) -> NewEvent {
+    NewEvent {
+        turn_id: turn,
+        ..event(
+            EventKind::JobFailed,
+            owner,
+            json!({
+                "job": job,
+                "job_kind": kind,
+                "turn": turn,
+                "attempts": attempts,
+                "error": error,
+            }),
+        )
+    }
+}
+
+/// A parameter of an event query, for either engine to bind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    Int(i64),
+    Text(String),
+}
+
+/// The `SELECT` for a filter, in PostgreSQL's placeholders (the SQLite
+/// engine converts them), with its parameters. Columns: id, at, kind,
+/// agent, session_id, user_id, data.
+pub fn select(filter: &EventFilter) -> (String, Vec<Param>) {
+    let mut params = Vec::new();
+    let mut clauses: Vec<String> = Vec::new();
+    let bind = |p: Param, params: &mut Vec<Param>| {
+        params.push(p);
+        format!("${}", params.len())
+    };
+    if let Some(after) = filter.after {
+        clauses.push(format!("id > {}", bind(Param::Int(after), &mut params)));
+    }
+    if let Some(since) = filter.since_us {
+        clauses.push(format!("at >= {}", bind(Param::Int(since), &mut params)));
+    }
+    if let Some(agent) = filter.agent {
+        clauses.push(format!(
+            "agent = {}",
+            bind(Param::Text(agent.into()), &mut params)
+        ));
+    }
+    if let Some(sid) = filter.session_id {
+        clauses.push(format!(
+            "session_id = {}",
+            bind(Param::Text(sid.into()), &mut params)
+        ));
+    }
+    if !filter.kinds.is_empty() {
+        let list: Vec<String> = filter
+            .kinds
+            .iter()
+            .map(|k| bind(Param::Text(k.as_str().into()), &mut params))
+            .collect();
+        clauses.push(format!("kind IN ({})", list.join(", ")));
+    }
+    let mut sql =
+        String::from("SELECT id, at, kind, agent, session_id, user_id, data FROM events");
+    if !clauses.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&clauses.join(" AND "));
+    }
+    let order = if filter.newest { "DESC" } else { "ASC" };
+    sql.push_str(&format!(" ORDER BY id {order}"));
+    if let Some(limit) = filter.limit {
+        let n = i64::try_from(limit).unwrap_or(i64::MAX);
+        sql.push_str(&format!(" LIMIT {}", bind(Param::Int(n), &mut params)));
+    }
+    if filter.newest {
+        sql = format!("SELECT * FROM ({sql}) newest ORDER BY id");
+    }
+    (sql, params)
+}
+
+/// Redactions an erasure makes in the log, each with `$1` the redacted
+/// data. Kept by kind and ids, so a consumer still sees that something
+/// happened, never what.
+pub mod redact {
+    /// Events of facts: `$2` the fact id.
+    pub const FACT: &str = "UPDATE events SET data = $1 WHERE fact_id = $2";
+    /// Events of a turn: `$2` the turn id.
+    pub const TURN: &str = "UPDATE events SET data = $1 WHERE turn_id = $2";
+    /// A session's pin events: `$2` the session.
+    pub const PINS: &str = "UPDATE events SET data = $1 WHERE session_id = $2 AND kind IN ('pin.set', 'pin.clarified', 'pin.consolidated')";
+    /// A session's summaries: `$2` the session.
+    pub const SUMMARIES: &str =
+        "UPDATE events SET data = $1 WHERE session_id = $2 AND kind = 'session.compacted'";
+    /// Everything a session's events said: `$2` the session.
+    pub const SESSION: &str = "UPDATE events SET data = $1 WHERE session_id = $2";
+    /// A person's events lose what they said and their id: `$2` the person.
+    pub const PERSON: &str = "UPDATE events SET data = $1, user_id = NULL WHERE user_id = $2";
+}
+
+/// What an engine reads, in the change's transaction, to say whom an
+/// event concerns.
+pub mod lookup {
+    /// A turn's agent, session and sender: `$1` the turn.
+    pub const TURN: &str = "SELECT s.agent, t.session_id, t.user_id FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.id = $1";
+    /// A session's agent: `$1` the session.
+    pub const SESSION: &str = "SELECT agent FROM sessions WHERE id = $1";
+    /// A fact's agent and person ('' for none): `$1` the fact.
+    pub const FACT: &str = "SELECT agent, user_id FROM facts WHERE id = $1";
+    /// A job given up: its agent, session, kind, turn and attempts, when its
+    /// last attempt failed (`$1` the job, `$2` the failed status).
+    pub const FAILED_JOB: &str = "SELECT agent, session_id, kind, turn_id, attempts FROM jobs WHERE id = $1 AND status = $2";
+}
+
+/// Events older than a time (microseconds) go: `$1`.
+pub const PRUNE: &str = "DELETE FROM events WHERE at < $1";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_binds_every_value_and_never_splices_it() {
+        let kinds = [EventKind::Drift, EventKind::FactAdded];
+        let (sql, params) = select(&EventFilter {
+            after: Some(7),
+            agent: Some("a'; DROP TABLE events; --"),
+            kinds: &kinds,
+            limit: Some(5),
+            newest: true,
+            ..EventFilter::default()
+        });
+        assert!(!sql.contains("DROP"), "{sql}");
+        assert!(sql.contains("kind IN ($3, $4)"), "{sql}");
+        assert!(sql.ends_with("ORDER BY id"), "{sql}");
+        assert_eq!(params.len(), 5);
+        assert_eq!(params[2], Param::Text("drift".into()));
+    }
+
+    #[test]
+    fn a_clarified_pin_reports_its_own_kind() {
+        let owner = Owner {
+            agent: "a".into(),
+            session_id: Some("s".into()),
+            user: None,
+        };
+        let e = pin_changed(
+            &owner,
+            3,
+            Some("task"),
+            PinChange::from_turn(PinSource::Clarified, Some(9)),
+        );
+        assert_eq!(e.kind, EventKind::PinClarified);
+        assert_eq!(e.turn_id, Some(9));
+        assert_eq!(e.data["rev"], 3);
+        let e = pin_changed(&owner, 4, None, PinChange::by(PinSource::Cleared));
+        assert_eq!(e.kind, EventKind::PinSet);
+        assert!(e.data["pin"].is_null());
+    }
+}
