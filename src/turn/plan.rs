@@ -557,6 +557,7 @@ mod tests {
                     created_at: 0,
                     last_used_at: None,
                     source_turn: None,
+                    correction: false,
                 },
                 score: 1.0,
             })
