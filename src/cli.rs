@@ -6,6 +6,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::store::EventKind;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 const LONG_ABOUT: &str = "\
@@ -120,6 +121,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The memory's event feed: turns, pins, facts, compactions, failed side calls, drift and corrections, one per line
+    #[command(args_conflicts_with_subcommands = true, after_help = EVENTS_AFTER)]
+    Events {
+        #[command(subcommand)]
+        action: Option<EventsAction>,
+        #[command(flatten)]
+        read: EventsArgs,
+    },
     /// What the conversations cost: tokens, cache reads, side calls' share, injected memory
     Stats {
         #[command(flatten)]
@@ -148,6 +157,13 @@ pub enum Command {
     /// Print the man page (roff)
     Man,
 }
+
+const EVENTS_AFTER: &str = "\
+Kinds: turn.done, turn.failed, pin.set, pin.clarified, pin.consolidated, fact.added, \
+fact.forgotten, fact.enriched, session.compacted, session.removed, job.failed, drift, correction. \
+Ids increase in commit order on both engines, whichever host wrote the event, so a consumer \
+that restarts with --since LAST_ID sees every event exactly once. --follow ends with status 0 \
+on Ctrl-C, SIGTERM or when its reader goes away.";
 
 const TURN_AFTER: &str = "\
 A MESSAGE that starts with '-' goes after '--', which ends the options as in every Unix \
@@ -463,6 +479,96 @@ pub enum SessionsAction {
         /// Only list what would be deleted
         #[arg(long)]
         dry_run: bool,
+    },
+}
+
+/// Reading the event log (`events`).
+#[derive(Debug, Clone, Args)]
+pub struct EventsArgs {
+    /// Only events after this id, or this recent (2h, 7d), or since this time (RFC 3339) [default: the newest --limit]
+    #[arg(long, value_name = "ID|DURATION|TIME", value_parser = parse_since)]
+    pub since: Option<Since>,
+    /// Only this kind, or a family ending in '.' (fact.); repeatable
+    #[arg(long = "kind", value_name = "KIND", value_parser = parse_kinds)]
+    pub kinds: Vec<Vec<EventKind>>,
+    /// At most this many: the oldest after --since, else the newest (with --follow: how many of the newest to show first) [default: 20 without --since, all with it]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32))]
+    pub limit: Option<u32>,
+    /// Keep printing events as they are written, like tail -f
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// One JSON object per line
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub scope: Scope,
+}
+
+/// Where an event reading starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Since {
+    /// After this event id.
+    Id(i64),
+    /// At or after this time (microseconds since the epoch).
+    Time(i64),
+}
+
+fn parse_since(s: &str) -> Result<Since, String> {
+    let s = s.trim();
+    if let Ok(id) = s.parse::<i64>() {
+        return if id >= 0 {
+            Ok(Since::Id(id))
+        } else {
+            Err(format!("{s} is not an event id: ids start at 1"))
+        };
+    }
+    let micros = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+    };
+    if let Ok(ago) = humantime::parse_duration(s) {
+        let at = std::time::SystemTime::now()
+            .checked_sub(ago)
+            .unwrap_or(std::time::UNIX_EPOCH);
+        return Ok(Since::Time(micros(at)));
+    }
+    if let Ok(at) = humantime::parse_rfc3339_weak(s) {
+        return Ok(Since::Time(micros(at)));
+    }
+    Err(format!(
+        "{s:?} is neither an event id, a duration (2h, 7d) nor a time (2026-12-04T10:00:00Z)"
+    ))
+}
+
+/// A kind, or every kind of a family (`fact.`).
+fn parse_kinds(s: &str) -> Result<Vec<EventKind>, String> {
+    let s = s.trim();
+    let kinds: Vec<EventKind> = if s.ends_with('.') {
+        EventKind::ALL
+            .iter()
+            .copied()
+            .filter(|k| k.as_str().starts_with(s))
+            .collect()
+    } else {
+        EventKind::parse(s).into_iter().collect()
+    };
+    if kinds.is_empty() {
+        let all: Vec<&str> = EventKind::ALL.iter().map(|k| k.as_str()).collect();
+        return Err(format!(
+            "{s:?} is no event kind: give one of {}, or a family such as fact.",
+            all.join(", ")
+        ));
+    }
+    Ok(kinds)
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum EventsAction {
+    /// Delete events older than a duration, to bound the log
+    Prune {
+        /// How old, e.g. 30d, 12h
+        #[arg(long, value_name = "DURATION", value_parser = parse_age)]
+        older_than: Duration,
     },
 }
 

@@ -6,6 +6,7 @@
 //! stderr prefixed with the program's name.
 
 mod doctor;
+mod events;
 mod facts;
 mod forget;
 mod jobs;
@@ -57,6 +58,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             *json,
             bars,
         ),
+        Command::Events { action, read } => events::run(&location()?, action.as_ref(), read),
         Command::Stats { scope, since, json } => stats::run(&location()?, scope, *since, *json),
         Command::Forget {
             user,

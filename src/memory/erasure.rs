@@ -197,6 +197,16 @@ pub fn forget_person(
     for (a, ids) in &facts {
         store.forget_facts(a, ids)?;
     }
+    // The event log keeps that something happened, never what they said:
+    // their events lose their data and their id (the facts' and turns'
+    // events were redacted with them above).
+    let agents = match agent {
+        Some(a) => vec![a.to_string()],
+        None => store.agents()?,
+    };
+    for a in &agents {
+        store.redact_person_events(user, a)?;
+    }
     if !handles.is_empty() {
         store.record_erased_handles(&handles)?;
         crate::session::delete_transcripts(&handles)?;

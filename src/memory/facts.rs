@@ -164,26 +164,130 @@ pub const MAX_KEYWORD_CHARS: usize = 60;
 pub fn parse_fact_lines(answer: &str) -> Vec<Extracted> {
     answer
         .lines()
-        .filter_map(|line| {
-            let line = line.trim();
-            let line = BULLET.find(line).map_or(line, |m| &line[m.end()..]);
-            // The last '|' divides: a fact rarely holds one, a keyword never.
-            let (fact, keywords) = match line.rsplit_once('|') {
-                Some((f, k)) => (f, parse_keywords(k)),
-                None => (line, Vec::new()),
-            };
-            let fact = strip_wrapping(fact);
-            let ok = !fact.is_empty()
-                && !is_none_marker(fact)
-                && !is_preamble(fact)
-                && (MIN_FACT_CHARS..=MAX_FACT_CHARS).contains(&fact.chars().count());
-            ok.then(|| Extracted {
-                content: fact.to_string(),
-                keywords,
-            })
-        })
+        .map(unbulleted)
+        .filter(|line| marked(line, DRIFT).is_none() && marked(line, CORRECTION).is_none())
+        .filter_map(fact_line)
         .take(MAX_FACTS_PER_ANSWER)
         .collect()
+}
+
+fn unbulleted(line: &str) -> &str {
+    let line = line.trim();
+    BULLET.find(line).map_or(line, |m| &line[m.end()..])
+}
+
+/// `FACT | keyword, …` (the keywords optional), if it holds a fact.
+fn fact_line(line: &str) -> Option<Extracted> {
+    // The last '|' divides: a fact rarely holds one, a keyword never.
+    let (fact, keywords) = match line.rsplit_once('|') {
+        Some((f, k)) => (f, parse_keywords(k)),
+        None => (line, Vec::new()),
+    };
+    let fact = strip_wrapping(fact);
+    let ok = !fact.is_empty()
+        && !is_none_marker(fact)
+        && !is_preamble(fact)
+        && (MIN_FACT_CHARS..=MAX_FACT_CHARS).contains(&fact.chars().count());
+    ok.then(|| Extracted {
+        content: fact.to_string(),
+        keywords,
+    })
+}
+
+const DRIFT: &str = "DRIFT";
+const CORRECTION: &str = "CORRECTION";
+
+/// The rest of a line that starts `MARKER:` (any case, bold or not).
+fn marked<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
+    let line = line.trim_start_matches(['*', '_']);
+    let head = line.get(..marker.len())?;
+    if !head.eq_ignore_ascii_case(marker) {
+        return None;
+    }
+    let rest = line[marker.len()..]
+        .trim_start_matches(['*', '_'])
+        .trim_start();
+    rest.strip_prefix([':', '：'])
+        .map(|r| r.trim_start_matches(['*', '_']).trim())
+}
+
+/// How far the assistant's reply departs from the pinned task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DriftLevel {
+    None,
+    Minor,
+    Major,
+}
+
+impl DriftLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriftLevel::None => "none",
+            DriftLevel::Minor => "minor",
+            DriftLevel::Major => "major",
+        }
+    }
+}
+
+/// A drift reason is kept to this many characters.
+const MAX_REASON_CHARS: usize = 300;
+/// Most corrections one answer may store.
+const MAX_CORRECTIONS_PER_ANSWER: usize = 3;
+
+/// What the facts side call said beyond facts: whether the reply drifted
+/// from the pinned task, and what the user corrected.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Verdicts {
+    /// The first well-formed `DRIFT:` line: its level and reason.
+    pub drift: Option<(DriftLevel, String)>,
+    /// `CORRECTION: text | keywords` lines, as facts.
+    pub corrections: Vec<Extracted>,
+}
+
+/// The `DRIFT:` and `CORRECTION:` lines of a facts answer. Lines of any
+/// other shape are left to [`parse_fact_lines`]; a malformed verdict line
+/// is ignored, never taken for a fact.
+pub fn parse_verdicts(answer: &str) -> Verdicts {
+    let mut v = Verdicts::default();
+    for line in answer.lines().map(unbulleted) {
+        if let Some(rest) = marked(line, DRIFT) {
+            if v.drift.is_none() {
+                v.drift = drift_line(rest);
+            }
+        } else if let Some(rest) = marked(line, CORRECTION)
+            && v.corrections.len() < MAX_CORRECTIONS_PER_ANSWER
+            && let Some(c) = fact_line(rest)
+            && !looks_like_secret(&c.content)
+        {
+            v.corrections.push(c);
+        }
+    }
+    v
+}
+
+/// `none|minor|major | reason` (a dash or colon may stand for the bar).
+fn drift_line(rest: &str) -> Option<(DriftLevel, String)> {
+    let end = rest
+        .find(|c: char| !c.is_alphabetic())
+        .unwrap_or(rest.len());
+    let level = match rest[..end].to_ascii_lowercase().as_str() {
+        "none" => DriftLevel::None,
+        "minor" => DriftLevel::Minor,
+        "major" => DriftLevel::Major,
+        _ => return None,
+    };
+    let reason = rest[end..]
+        .trim_start_matches(|c: char| {
+            c.is_whitespace() || matches!(c, '|' | '-' | '—' | ':' | '：')
+        })
+        .trim();
+    let reason: String = reason.chars().take(MAX_REASON_CHARS).collect();
+    if level != DriftLevel::None && (reason.is_empty() || looks_like_secret(&reason)) {
+        // A verdict without its why is not worth an alarm.
+        return None;
+    }
+    Some((level, reason))
 }
 
 /// Keywords from a comma-separated list (ASCII or CJK commas, semicolons):
@@ -233,6 +337,65 @@ pub fn parse_enrich_lines(answer: &str, ids: &[i64]) -> Vec<(i64, Vec<String>)> 
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn verdict_lines_are_read_apart_from_the_facts() {
+        let answer = "- Uses pnpm | package manager, install\n\
+            CORRECTION: Answer in Traditional Chinese, not Simplified | language, 繁體中文\n\
+            - **Correction:** Never run migrations on Fridays\n\
+            DRIFT: major | the reply rewrote the parser instead of the lexer\n\
+            DRIFT: minor | a second verdict is ignored";
+        let facts = parse_fact_lines(answer);
+        assert_eq!(facts.len(), 1, "{facts:?}");
+        assert_eq!(facts[0].content, "Uses pnpm");
+        let v = parse_verdicts(answer);
+        assert_eq!(
+            v.drift,
+            Some((
+                DriftLevel::Major,
+                "the reply rewrote the parser instead of the lexer".into()
+            ))
+        );
+        assert_eq!(v.corrections.len(), 2);
+        assert_eq!(
+            v.corrections[0].content,
+            "Answer in Traditional Chinese, not Simplified"
+        );
+        assert_eq!(v.corrections[0].keywords, ["language", "繁體中文"]);
+        assert_eq!(v.corrections[1].content, "Never run migrations on Fridays");
+    }
+
+    #[test]
+    fn malformed_verdicts_are_ignored_and_never_lose_the_facts() {
+        for answer in [
+            "- Deploys on Fly.io | hosting\nDRIFT: sideways | unknown level",
+            "- Deploys on Fly.io | hosting\nDRIFT: major",
+            "- Deploys on Fly.io | hosting\nDRIFT:\nCORRECTION:\nCORRECTION: x",
+            "- Deploys on Fly.io | hosting\nCORRECTION: my password is hunter2",
+            "- Deploys on Fly.io | hosting\nDRIFTING: minor | not the marker",
+        ] {
+            let v = parse_verdicts(answer);
+            assert_eq!(v.drift, None, "{answer}");
+            assert!(v.corrections.is_empty(), "{answer}");
+            let facts = parse_fact_lines(answer);
+            assert_eq!(facts[0].content, "Deploys on Fly.io", "{answer}");
+        }
+        let v = parse_verdicts("DRIFT: none");
+        assert_eq!(v.drift, Some((DriftLevel::None, String::new())));
+        let v = parse_verdicts("drift: Minor - drifted into styling");
+        assert_eq!(
+            v.drift,
+            Some((DriftLevel::Minor, "drifted into styling".into()))
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn any_answer_parses_without_panicking(answer in any::<String>()) {
+            let _ = parse_verdicts(&answer);
+            let _ = parse_fact_lines(&answer);
+        }
+    }
 
     #[test]
     fn secrets_flagged() {

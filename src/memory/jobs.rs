@@ -17,7 +17,8 @@ use crate::backend::{Backend, CallError, Outcome, SideRequest};
 use crate::memory::slots::{SideSlots, Slot};
 use crate::memory::{clarify, compact, facts, pin};
 use crate::store::{
-    self, CallRecord, Job, JobKind, JobSelect, NewFact, PinChange, PinSource, Store,
+    self, CallRecord, EventKind, Job, JobKind, JobSelect, NewEvent, NewFact, PinChange, PinSource,
+    Store,
 };
 use crate::text;
 
@@ -34,10 +35,12 @@ If it holds no task (greeting, small talk), answer NONE.";
 pub const FACTS_SYSTEM: &str = "List 2 to 4 durable facts about the user, their project or preferences from this exchange, \
 one per line as: - FACT | keywords. FACT: one short line in the user's language. keywords: 15 to 25 comma-separated \
 search terms for finding the fact later: synonyms and broader terms; the tasks and situations where it matters \
-(for a user who keeps a cat: pets, vet visits, travel plans); three short questions or requests a person might type \
+(for a user who keeps a cat: pets, vet visits, travel plans); three short questions a person might type \
 when it matters; each key term in both English and Chinese (Traditional if the user writes Chinese). \
-Example: - Uses pnpm, never npm i | package manager, install, dependencies, lockfile, node modules, how do I add a library, \
-套件管理, 安裝套件, 相依套件, 怎麼裝套件. Skip small talk, one-offs, unconfirmed suggestions, secrets. None? Answer NONE.";
+Example: - Uses pnpm, never npm i | package manager, install, lockfile, how do I add a library, 套件管理, 安裝套件. \
+Skip small talk, one-offs, unconfirmed suggestions, secrets. None? Answer NONE. \
+If the user corrects the assistant or states a preference, add a line CORRECTION: what to do instead | keywords. \
+Given a <pinned_task>, end with DRIFT: none|minor|major | reason: does the assistant's reply depart from it?";
 
 pub const ENRICH_SYSTEM: &str = "For each fact below (one per line as ID: FACT), write 15 to 25 comma-separated search terms \
 for finding it later: synonyms and broader terms; the tasks and situations where it matters; three short questions or \
@@ -152,6 +155,11 @@ fn job_prompt(job: &Job) -> (&'static str, String) {
             input.push_str("<user_said>\n");
             input.push_str(&text::escape_xml(&bounded(s("message"))));
             input.push_str("\n</user_said>");
+            if let Some(task) = drift_basis(job) {
+                input.push_str("\n<pinned_task>\n");
+                input.push_str(&text::escape_xml(task));
+                input.push_str("\n</pinned_task>");
+            }
             (FACTS_SYSTEM, input)
         }
         JobKind::Summary => (compact::SUMMARY_SYSTEM, s("transcript").to_string()),
@@ -177,6 +185,13 @@ fn job_prompt(job: &Job) -> (&'static str, String) {
     }
 }
 
+/// The pinned task a facts call judges the reply against: only when there
+/// is a reply to judge and a task to judge it by.
+fn drift_basis(job: &Job) -> Option<&str> {
+    job.input["assistant"].as_str()?;
+    job.input["pin"].as_str().filter(|p| !p.trim().is_empty())
+}
+
 /// The (id, text) pairs an enrichment job covers.
 fn enrich_facts(job: &Job) -> Vec<(i64, String)> {
     job.input["facts"]
@@ -189,20 +204,41 @@ fn enrich_facts(job: &Job) -> Vec<(i64, String)> {
 
 /// Give a claimed job what it reads from the store at run time rather than
 /// when it was queued: the clarify and consolidation calls see the pin as it
-/// is now, after the jobs of earlier turns (`input.pin`, not stored).
+/// is now, after the jobs of earlier turns, and the facts call the task it
+/// judges drift against (`input.pin`, not stored).
 pub fn prepare(store: &dyn Store, job: &mut Job) -> Result<()> {
-    if !matches!(job.kind, JobKind::Clarify | JobKind::Consolidate) {
+    if !matches!(
+        job.kind,
+        JobKind::Clarify | JobKind::Consolidate | JobKind::Facts
+    ) {
         return Ok(());
     }
     let pin = match &job.session_id {
         Some(sid) => store.session(sid)?.and_then(|s| s.pin),
         None => None,
     };
+    let reply_turn = match (&job.session_id, job.turn_id) {
+        (Some(sid), Some(turn)) if job.kind == JobKind::Facts => store
+            .turns(sid, Some(REPLY_LOOKBACK))?
+            .iter()
+            .rev()
+            .find(|t| t.id < turn && t.role == store::Role::Assistant)
+            .map(|t| t.id),
+        _ => None,
+    };
     if let Some(input) = job.input.as_object_mut() {
         input.insert("pin".into(), json!(pin));
+        if job.kind == JobKind::Facts {
+            input.insert("reply_turn".into(), json!(reply_turn));
+        }
     }
     Ok(())
 }
+
+/// How many of a session's newest turns a facts job looks through for the
+/// reply it judges: it runs right after its turn, so the reply is among
+/// the last few; a job run much later reports no reply turn.
+const REPLY_LOOKBACK: usize = 8;
 
 /// How jobs are run: where the calls go, with which model unless the job
 /// names its own, and how long each may take.
@@ -447,9 +483,9 @@ fn store_result(
         tracing::warn!("{what}: could not record its usage: {e:#}");
     }
     match apply(store, job, &outcome.text) {
-        Ok(note) => {
+        Ok(Applied { note, events }) => {
             tracing::info!("{what}: {note}");
-            if let Err(e) = store.finish_job(job.id, &[]) {
+            if let Err(e) = store.finish_job(job.id, &events) {
                 tracing::warn!("{what}: could not mark it done: {e:#}");
             }
             true
@@ -484,12 +520,96 @@ fn record_call(store: &mut dyn Store, runner: &Runner, job: &Job, outcome: &Outc
     Ok(())
 }
 
+/// What a job's answer came to: a note for the log, and the events to
+/// append when the job is marked done (in that transaction, so a job
+/// retried after a crash never reports them twice).
+pub struct Applied {
+    pub note: String,
+    pub events: Vec<NewEvent>,
+}
+
+impl From<String> for Applied {
+    fn from(note: String) -> Applied {
+        Applied {
+            note,
+            events: Vec::new(),
+        }
+    }
+}
+
 /// Validate an answer and store what it yields; an error leaves the job for a retry.
-pub fn apply(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String> {
+pub fn apply(store: &mut dyn Store, job: &Job, answer: &str) -> Result<Applied> {
     let answer = answer.trim();
     if answer.is_empty() {
         return Err(anyhow!("empty answer"));
     }
+    if job.kind == JobKind::Facts {
+        return apply_facts(store, job, answer);
+    }
+    apply_other(store, job, answer).map(Applied::from)
+}
+
+/// Facts, corrections (facts marked as such, stored first so a correction
+/// the model also listed as a fact keeps its mark) and the drift verdict.
+fn apply_facts(store: &mut dyn Store, job: &Job, answer: &str) -> Result<Applied> {
+    let lines = facts::parse_fact_lines(answer);
+    let verdicts = facts::parse_verdicts(answer);
+    let agent = job.agent.as_str();
+    let user = job.input["user"].as_str();
+    let session_id = job.session_id.as_deref();
+    let new: Vec<NewFact> = verdicts
+        .corrections
+        .iter()
+        .map(|c| (c, true))
+        .chain(
+            lines
+                .iter()
+                .filter(|l| !facts::looks_like_secret(&l.content))
+                .map(|l| (l, false)),
+        )
+        .map(|(l, correction)| NewFact {
+            source_turn: job.turn_id,
+            keywords: &l.keywords,
+            correction,
+            session_id,
+            ..NewFact::new(agent, user, &l.content)
+        })
+        .collect();
+    let stored = store.add_facts(&new)?;
+    let corrections = stored
+        .iter()
+        .zip(&new)
+        .filter(|(id, f)| id.is_some() && f.correction)
+        .count();
+    let added = stored.iter().flatten().count() - corrections;
+    let mut events = Vec::new();
+    let mut note = format!("{added} new facts, {corrections} corrections");
+    if let Some((level, reason)) = verdicts.drift
+        && drift_basis(job).is_some()
+    {
+        note.push_str(&format!(", drift {}", level.as_str()));
+        if level != facts::DriftLevel::None {
+            events.push(NewEvent {
+                kind: EventKind::Drift,
+                agent: job.agent.clone(),
+                session_id: job.session_id.clone(),
+                user: user.map(str::to_string),
+                fact_id: None,
+                turn_id: job.turn_id,
+                data: json!({
+                    "turn": job.turn_id,
+                    "reply_turn": job.input["reply_turn"],
+                    "level": level,
+                    "reason": reason,
+                    "pin": job.input["pin"],
+                }),
+            });
+        }
+    }
+    Ok(Applied { note, events })
+}
+
+fn apply_other(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String> {
     match job.kind {
         JobKind::Pin => {
             let Some(task) = clean_pin(answer)? else {
@@ -510,22 +630,7 @@ pub fn apply(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String> {
                 None => "a pin was already set".into(),
             })
         }
-        JobKind::Facts => {
-            let lines = facts::parse_fact_lines(answer);
-            let agent = job.agent.as_str();
-            let user = job.input["user"].as_str();
-            let new: Vec<NewFact> = lines
-                .iter()
-                .filter(|l| !facts::looks_like_secret(&l.content))
-                .map(|l| NewFact {
-                    source_turn: job.turn_id,
-                    keywords: &l.keywords,
-                    ..NewFact::new(agent, user, &l.content)
-                })
-                .collect();
-            let added = store.add_facts(&new)?.iter().flatten().count();
-            Ok(format!("{added} new facts"))
-        }
+        JobKind::Facts => Err(anyhow!("facts are applied by apply_facts")),
         JobKind::Enrich => {
             let ids: Vec<i64> = enrich_facts(job).iter().map(|(id, _)| *id).collect();
             let mut done = 0;

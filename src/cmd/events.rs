@@ -1,0 +1,281 @@
+//! `events`: the memory's event feed, read once or followed like `tail -f`,
+//! and `events prune`.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{scope_session, summary};
+use crate::cli::{EventsAction, EventsArgs, Since};
+use crate::store::{self, Event, EventFilter, EventKind, Location};
+
+/// Without `--since`, a reading shows the newest this many, as `tail` does.
+const NEWEST: usize = 20;
+
+/// Events read per query while following: a backlog is printed in pages.
+const PAGE: usize = 1000;
+
+/// How long a follower waits for a wake before it checks for Ctrl-C and a
+/// reader that went away: short enough to end promptly, long enough that
+/// an idle follower costs nothing.
+const CHECK_EVERY: Duration = Duration::from_millis(250);
+
+pub fn run(location: &Location, action: Option<&EventsAction>, args: &EventsArgs) -> Result<()> {
+    match action {
+        Some(EventsAction::Prune { older_than }) => prune(location, *older_than),
+        None if args.follow => follow(location, args),
+        None => read(location, args),
+    }
+}
+
+fn prune(location: &Location, older_than: Duration) -> Result<()> {
+    if !location.exists() {
+        summary("deleted 0 events");
+        return Ok(());
+    }
+    let mut store = store::open(location)?;
+    let cutoff = store::events::now_us()
+        .saturating_sub(i64::try_from(older_than.as_micros()).unwrap_or(i64::MAX));
+    let n = store.prune_events(cutoff)?;
+    summary(format!(
+        "deleted {n} event{}",
+        if n == 1 { "" } else { "s" }
+    ));
+    Ok(())
+}
+
+/// The filter the flags describe; `kinds` holds the flattened kinds.
+fn filter<'a>(
+    args: &'a EventsArgs,
+    kinds: &'a [EventKind],
+    session: Option<&'a str>,
+) -> EventFilter<'a> {
+    let (after, since_us) = match args.since {
+        Some(Since::Id(id)) => (Some(id), None),
+        Some(Since::Time(t)) => (None, Some(t)),
+        None => (None, None),
+    };
+    let limit = match (args.limit, args.since) {
+        (Some(n), _) => Some(n as usize),
+        (None, None) => Some(NEWEST),
+        (None, Some(_)) => None,
+    };
+    EventFilter {
+        after,
+        since_us,
+        agent: args.scope.agent(),
+        session_id: session,
+        kinds,
+        limit,
+        // Without a starting point, the newest: where `tail` starts.
+        newest: args.since.is_none(),
+    }
+}
+
+fn kinds(args: &EventsArgs) -> Vec<EventKind> {
+    let mut all: Vec<EventKind> = args.kinds.iter().flatten().copied().collect();
+    all.sort_by_key(|k| k.as_str());
+    all.dedup();
+    all
+}
+
+fn session(args: &EventsArgs) -> Option<String> {
+    if args.scope.all {
+        return None;
+    }
+    scope_session(&args.scope)
+}
+
+fn read(location: &Location, args: &EventsArgs) -> Result<()> {
+    if !location.exists() {
+        return Ok(());
+    }
+    let store = store::open(location)?;
+    let (kinds, session) = (kinds(args), session(args));
+    let events = store.events(&filter(args, &kinds, session.as_deref()))?;
+    let mut out = std::io::stdout().lock();
+    for e in &events {
+        write_event(&mut out, e, args.json)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Print what is there, then every event as it commits, until Ctrl-C,
+/// SIGTERM or a reader that went away. Opening creates the store, so a
+/// consumer can start before the first turn.
+fn follow(location: &Location, args: &EventsArgs) -> Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("could not watch for Ctrl-C")?;
+    }
+    let store = store::open(location)?;
+    let (kinds, session) = (kinds(args), session(args));
+    // Watching starts before the first read: an event committed after the
+    // read wakes the loop, and one committed before it is in the read.
+    let mut watch = store.watch_events()?;
+    let mut out = std::io::stdout().lock();
+    let first = filter(args, &kinds, session.as_deref());
+    let mut last = first.after;
+    let mut next = first.clone();
+    loop {
+        if stop.load(Ordering::Relaxed) || reader_gone() {
+            return Ok(());
+        }
+        let events = store.events(&next)?;
+        for e in &events {
+            write_event(&mut out, e, args.json)?;
+            out.flush()?;
+            last = Some(e.id);
+        }
+        let full_page = next.limit.is_some_and(|n| events.len() >= n) && !next.newest;
+        next = EventFilter {
+            after: last,
+            limit: Some(PAGE),
+            newest: false,
+            ..first.clone()
+        };
+        if !full_page {
+            watch.wait(CHECK_EVERY)?;
+        }
+    }
+}
+
+/// Whether stdout is a pipe whose reader closed: a follower with nothing
+/// to print would otherwise never notice (`events -f | head -1`).
+fn reader_gone() -> bool {
+    use rustix::event::{PollFd, PollFlags, poll};
+    let stdout = std::io::stdout();
+    let mut fds = [PollFd::new(&stdout, PollFlags::empty())];
+    let zero = rustix::time::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    match poll(&mut fds, Some(&zero)) {
+        Ok(n) if n > 0 => fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP),
+        _ => false,
+    }
+}
+
+/// An event as `--json` prints it: the fields a consumer reads, `at` in
+/// RFC 3339, `session_id` and `user` only when it concerns one.
+#[derive(Serialize)]
+struct EventLine<'a> {
+    id: i64,
+    at: String,
+    kind: EventKind,
+    agent: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user: Option<&'a str>,
+    data: &'a Value,
+}
+
+/// An event's time in RFC 3339 (UTC) with milliseconds.
+fn at(micros: i64) -> String {
+    let t = std::time::UNIX_EPOCH + Duration::from_micros(u64::try_from(micros).unwrap_or(0));
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+fn write_event(out: &mut impl Write, e: &Event, json: bool) -> Result<()> {
+    if json {
+        let line = EventLine {
+            id: e.id,
+            at: at(e.at_us),
+            kind: e.kind,
+            agent: &e.agent,
+            session_id: e.session_id.as_deref(),
+            user: e.user.as_deref(),
+            data: &e.data,
+        };
+        let mut text = serde_json::to_string(&line)?;
+        text.push('\n');
+        // One write per line, so a reader never sees half an event.
+        out.write_all(text.as_bytes())?;
+        return Ok(());
+    }
+    let mut who = e.agent.clone();
+    if let Some(s) = &e.session_id {
+        who.push('/');
+        who.push_str(s.get(..8).unwrap_or(s));
+    }
+    if let Some(u) = &e.user {
+        who.push_str(&format!(" user {u}"));
+    }
+    let line = format!(
+        "{:>6}  {}  {:<17} {who}  {}\n",
+        e.id,
+        at(e.at_us),
+        e.kind.as_str(),
+        describe(e)
+    );
+    out.write_all(line.as_bytes())?;
+    Ok(())
+}
+
+/// What a text line says about an event's data.
+fn describe(e: &Event) -> String {
+    let d = &e.data;
+    if d["redacted"] == Value::Bool(true) {
+        return "(redacted)".into();
+    }
+    let n = |k: &str| d[k].as_i64().map_or_else(|| "?".into(), |v| v.to_string());
+    let s = |k: &str| one_line(d[k].as_str().unwrap_or(""));
+    match e.kind {
+        EventKind::TurnDone => format!(
+            "turn {} answered ({}, {}, {} ms)",
+            n("turn"),
+            s("mode"),
+            s("path"),
+            n("duration_ms")
+        ),
+        EventKind::TurnFailed => format!("turn {} failed: {}", n("turn"), s("error")),
+        EventKind::PinSet | EventKind::PinClarified | EventKind::PinConsolidated => {
+            match d["pin"].as_str() {
+                Some(p) => format!("rev {} ({}): {}", n("rev"), s("source"), one_line(p)),
+                None => format!("rev {} ({}): cleared", n("rev"), s("source")),
+            }
+        }
+        EventKind::FactAdded | EventKind::Correction => {
+            format!("fact {}: {}", n("fact_id"), s("content"))
+        }
+        EventKind::FactForgotten => format!("fact {}", n("fact_id")),
+        EventKind::FactEnriched => format!(
+            "fact {}: {} keywords",
+            n("fact_id"),
+            d["keywords"].as_array().map_or(0, Vec::len)
+        ),
+        EventKind::SessionCompacted => {
+            format!("summary up to turn {}: {}", n("upto_turn"), s("summary"))
+        }
+        EventKind::SessionRemoved => format!("{} turns", n("turns")),
+        EventKind::JobFailed => format!(
+            "{} job {} gave up after {} attempts: {}",
+            s("job_kind"),
+            n("job"),
+            n("attempts"),
+            s("error")
+        ),
+        EventKind::Drift => format!("turn {} {}: {}", n("turn"), s("level"), s("reason")),
+    }
+}
+
+/// Text on one line, at most 100 characters.
+fn one_line(s: &str) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut out: String = flat.chars().take(100).collect();
+    if flat.chars().count() > 100 {
+        out.push('…');
+    }
+    out
+}
