@@ -30,6 +30,7 @@ fn fact_json(f: &Fact) -> Value {
         "created_at": f.created_at,
         "last_used_at": f.last_used_at,
         "source_turn": f.source_turn,
+        "correction": f.correction,
     })
 }
 
@@ -57,10 +58,11 @@ fn write_facts(out: &mut impl Write, facts: &[Fact]) -> std::io::Result<()> {
     for f in facts {
         writeln!(
             out,
-            "{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}{}",
             f.id,
             f.access_count,
             f.user.as_deref().map_or_else(|| "-".into(), one_line),
+            if f.correction { "(correction) " } else { "" },
             one_line(&f.content)
         )?;
     }
@@ -295,6 +297,7 @@ fn import(
             access_count: r.access_count,
             created_at: r.created_at,
             last_used_at: r.last_used_at,
+            correction: r.correction,
             ..NewFact::new(&r.agent, r.user.as_deref(), &r.content)
         })
         .collect();
@@ -328,6 +331,9 @@ struct ImportLine {
     access_count: Option<i64>,
     created_at: Option<i64>,
     last_used_at: Option<i64>,
+    /// A correction the user made (`facts list --json` writes it).
+    #[serde(default)]
+    correction: bool,
 }
 
 /// A field that is there, null or not: `Some(None)` for null, so "absent"
@@ -348,6 +354,7 @@ struct Row {
     access_count: i64,
     created_at: Option<i64>,
     last_used_at: Option<i64>,
+    correction: bool,
 }
 
 /// The rows of an import file, every line checked.
@@ -441,6 +448,7 @@ fn read_rows(agent: &str, user: Option<&str>, file: &Path) -> Result<Rows> {
             access_count: v.access_count.unwrap_or(0).max(0),
             created_at: v.created_at,
             last_used_at: v.last_used_at,
+            correction: v.correction,
         });
     }
     Ok(Rows {

@@ -96,6 +96,7 @@ fn copy(source: &Location, target: &Location, bars: Bars) -> Result<Counts> {
                 access_count: f.access_count,
                 created_at: Some(f.created_at),
                 last_used_at: f.last_used_at,
+                correction: f.correction,
                 ..NewFact::new(&f.agent, f.user.as_deref(), &f.content)
             })
             .collect();

@@ -92,9 +92,11 @@ pub fn pin_changed(owner: &Owner, rev: i64, pin: Option<&str>, change: PinChange
     }
 }
 
-/// A fact stored: `correction` for one the user's correction made.
+/// A fact stored: `correction` for one a user's correction in a session
+/// made just now (an imported or copied correction is a `fact.added`
+/// marked as one: nobody corrected anything at that moment).
 pub fn fact_added(id: i64, fact: &NewFact) -> NewEvent {
-    let kind = if fact.correction {
+    let kind = if fact.correction && fact.session_id.is_some() {
         EventKind::Correction
     } else {
         EventKind::FactAdded

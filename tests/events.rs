@@ -1,0 +1,205 @@
+//! Evolution signals end to end, through the real `claude` CLI and the
+//! loopback stand-in: the facts side call reads the pinned task, its
+//! answer's `DRIFT:` line becomes a `drift` event and its `CORRECTION:`
+//! line a fact marked as a correction (a `correction` event) that the next
+//! related message gets injected; the conversation's every change is in
+//! the log once, in order.
+
+mod common;
+
+use common::{Env, assert_ok, stdout};
+use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
+use serde_json::Value;
+use standin::{Recorded, Reply, StandIn};
+
+const TASK: &str = "Migrate our React app from CRA to Vite. Keep the tests passing and do not touch the auth flow.";
+const PIN: &str = "migrate React app from CRA to Vite; keep tests passing; do not touch auth flow";
+const OFF_TASK_REPLY: &str = "I restyled every button with Tailwind and a new colour palette.";
+const PUSHBACK: &str = "No, that is not what I asked for. Keep our CSS modules, never Tailwind, and get back to the Vite migration please.";
+const CORRECTION: &str = "Keep the existing CSS modules, never switch to Tailwind";
+const REASON: &str = "the reply restyled buttons instead of migrating the build to Vite";
+const RELATED: &str = "Which styling approach should the new settings page use, given our setup?";
+
+fn is_side(r: &Recorded, system: &str) -> bool {
+    r.system_text().contains(system)
+}
+
+/// The text between `<tag>` and `</tag>` in a request's user message.
+fn element(r: &Recorded, tag: &str) -> Option<String> {
+    let text = r.last_user_text();
+    let open = format!("<{tag}>\n");
+    let start = text.find(&open)? + open.len();
+    let end = start + text[start..].find(&format!("\n</{tag}>"))?;
+    Some(text[start..end].to_string())
+}
+
+fn model(r: &Recorded) -> Reply {
+    if is_side(r, PIN_SYSTEM) {
+        return Reply::Text(PIN.into());
+    }
+    if is_side(r, FACTS_SYSTEM) {
+        // Judged only when the call shows the task and the reply.
+        let judged = element(r, "pinned_task").is_some()
+            && element(r, "assistant_said").is_some_and(|a| a.contains("Tailwind"));
+        return Reply::Text(if judged {
+            format!(
+                "- Builds the app with Vite | bundler, build tool, 建置工具\n\
+                 CORRECTION: {CORRECTION} | styling, css, tailwind, design system, 樣式\n\
+                 DRIFT: major | {REASON}"
+            )
+        } else {
+            "NONE".into()
+        });
+    }
+    let user = r.last_user_text();
+    Reply::Text(
+        if user.contains("CRA to Vite") {
+            OFF_TASK_REPLY
+        } else if user.contains("CSS modules") {
+            "Understood, back to the Vite migration: the config is next."
+        } else {
+            "The settings page should follow the existing approach."
+        }
+        .into(),
+    )
+}
+
+fn events(env: &Env, args: &[&str]) -> Vec<Value> {
+    let out = env
+        .cmd()
+        .args(["events", "--json", "--since", "0"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+on_both_stores!(drift_and_corrections_come_from_the_facts_call_that_already_runs);
+
+fn drift_and_corrections_come_from_the_facts_call_that_already_runs(server: bool) {
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url()).store_on(server);
+    let first = env.turn_json("a", "c", &["--wait-side"], TASK);
+    let second = env.turn_json("a", "c", &["--wait-side"], PUSHBACK);
+
+    // The facts call of the second turn read the pinned task beside the
+    // exchange; the first turn's had no reply to judge, so no task.
+    let facts_calls: Vec<Recorded> = s
+        .requests()
+        .into_iter()
+        .filter(|r| is_side(r, FACTS_SYSTEM))
+        .collect();
+    assert_eq!(facts_calls.len(), 2, "one facts call per substantive turn");
+    assert_eq!(element(&facts_calls[0], "pinned_task"), None);
+    assert_eq!(
+        element(&facts_calls[1], "pinned_task").as_deref(),
+        Some(PIN)
+    );
+    assert_eq!(
+        element(&facts_calls[1], "assistant_said").as_deref(),
+        Some(OFF_TASK_REPLY)
+    );
+
+    let drift = events(&env, &["--kind", "drift"]);
+    assert_eq!(drift.len(), 1, "{drift:?}");
+    let d = &drift[0]["data"];
+    assert_eq!(d["level"], "major");
+    assert_eq!(d["reason"], REASON);
+    assert_eq!(d["pin"], PIN);
+    assert_eq!(drift[0]["session_id"], second["session_id"]);
+    let turns = env
+        .cmd()
+        .args(["history", "--agent", "a", "--channel", "c", "--json"])
+        .output()
+        .unwrap();
+    assert_ok(&turns);
+    let history: Vec<Value> = serde_json::from_slice(&turns.stdout)
+        .or_else(|_| {
+            stdout(&turns)
+                .lines()
+                .map(serde_json::from_str)
+                .collect::<Result<Vec<Value>, _>>()
+        })
+        .unwrap();
+    let id_of = |text: &str| {
+        history
+            .iter()
+            .find(|t| t["content"] == text)
+            .map(|t| t["id"].clone())
+            .unwrap_or_else(|| panic!("{text} not in history: {history:?}"))
+    };
+    assert_eq!(
+        d["turn"],
+        id_of(PUSHBACK),
+        "the turn whose exchange was judged"
+    );
+    assert_eq!(d["reply_turn"], id_of(OFF_TASK_REPLY), "the reply judged");
+
+    let corrections = events(&env, &["--kind", "correction"]);
+    assert_eq!(corrections.len(), 1, "{corrections:?}");
+    assert_eq!(corrections[0]["data"]["content"], CORRECTION);
+    assert_eq!(corrections[0]["data"]["correction"], true);
+    let listed = env
+        .cmd()
+        .args(["facts", "list", "--agent", "a", "--json"])
+        .output()
+        .unwrap();
+    assert_ok(&listed);
+    let facts: Vec<Value> = serde_json::from_slice(&listed.stdout).unwrap();
+    let marked: Vec<&Value> = facts.iter().filter(|f| f["correction"] == true).collect();
+    assert_eq!(marked.len(), 1, "{facts:?}");
+    assert_eq!(marked[0]["content"], CORRECTION);
+
+    // The next related message gets the correction injected.
+    s.clear();
+    let third = env.turn_json("a", "c", &["--no-extract"], RELATED);
+    let injected: Vec<&str> = third["facts_injected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(injected.contains(&CORRECTION), "{injected:?}");
+    let main = s
+        .requests()
+        .into_iter()
+        .find(|r| r.last_user_text().contains(RELATED))
+        .expect("the third turn's main call");
+    let sent = format!("{}\n{}", main.system_text(), main.last_user_text());
+    assert!(
+        sent.contains(CORRECTION),
+        "the model never saw the correction"
+    );
+
+    // Every change of the conversation, once, in order.
+    let all = events(&env, &[]);
+    let kinds: Vec<&str> = all.iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "turn.done",
+            "pin.set",
+            "turn.done",
+            "correction",
+            "fact.added",
+            "drift",
+            "turn.done"
+        ],
+        "{all:#?}"
+    );
+    let ids: Vec<i64> = all.iter().filter_map(|e| e["id"].as_i64()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    for e in &all {
+        assert_eq!(e["agent"], "a");
+        assert_eq!(e["session_id"], first["session_id"], "{e}");
+        assert!(e["at"].as_str().is_some_and(|t| t.ends_with('Z')), "{e}");
+    }
+    assert_eq!(all[1]["data"]["pin"], PIN);
+    assert_eq!(all[1]["data"]["source"], "extracted");
+    assert_eq!(all[0]["data"]["mode"], "new");
+    assert_eq!(all[2]["data"]["mode"], "resumed");
+}
