@@ -22,6 +22,9 @@ _duduclaw__session() {
             duduclaw__session,doctor)
                 cmd="duduclaw__session__subcmd__doctor"
                 ;;
+            duduclaw__session,events)
+                cmd="duduclaw__session__subcmd__events"
+                ;;
             duduclaw__session,facts)
                 cmd="duduclaw__session__subcmd__facts"
                 ;;
@@ -60,6 +63,18 @@ _duduclaw__session() {
                 ;;
             duduclaw__session,turn)
                 cmd="duduclaw__session__subcmd__turn"
+                ;;
+            duduclaw__session__subcmd__events,help)
+                cmd="duduclaw__session__subcmd__events__subcmd__help"
+                ;;
+            duduclaw__session__subcmd__events,prune)
+                cmd="duduclaw__session__subcmd__events__subcmd__prune"
+                ;;
+            duduclaw__session__subcmd__events__subcmd__help,help)
+                cmd="duduclaw__session__subcmd__events__subcmd__help__subcmd__help"
+                ;;
+            duduclaw__session__subcmd__events__subcmd__help,prune)
+                cmd="duduclaw__session__subcmd__events__subcmd__help__subcmd__prune"
                 ;;
             duduclaw__session__subcmd__facts,add)
                 cmd="duduclaw__session__subcmd__facts__subcmd__add"
@@ -115,6 +130,9 @@ _duduclaw__session() {
             duduclaw__session__subcmd__help,doctor)
                 cmd="duduclaw__session__subcmd__help__subcmd__doctor"
                 ;;
+            duduclaw__session__subcmd__help,events)
+                cmd="duduclaw__session__subcmd__help__subcmd__events"
+                ;;
             duduclaw__session__subcmd__help,facts)
                 cmd="duduclaw__session__subcmd__help__subcmd__facts"
                 ;;
@@ -153,6 +171,9 @@ _duduclaw__session() {
                 ;;
             duduclaw__session__subcmd__help,turn)
                 cmd="duduclaw__session__subcmd__help__subcmd__turn"
+                ;;
+            duduclaw__session__subcmd__help__subcmd__events,prune)
+                cmd="duduclaw__session__subcmd__help__subcmd__events__subcmd__prune"
                 ;;
             duduclaw__session__subcmd__help__subcmd__facts,add)
                 cmd="duduclaw__session__subcmd__help__subcmd__facts__subcmd__add"
@@ -341,7 +362,7 @@ _duduclaw__session() {
 
     case "${cmd}" in
         duduclaw__session)
-            opts="-v -q -h -V --db --claude --verbose --quiet --help --version turn id pin facts history sessions jobs prompt store forget stats doctor completions man help"
+            opts="-v -q -h -V --db --claude --verbose --quiet --help --version turn id pin facts history sessions jobs prompt store forget events stats doctor completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -392,6 +413,120 @@ _duduclaw__session() {
             fi
             case "${prev}" in
                 --side-concurrency)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__events)
+            opts="-f -v -q -h --since --kind --limit --follow --json --agent --channel --thread --all --db --claude --verbose --quiet --help prune help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --channel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --thread)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__events__subcmd__help)
+            opts="prune help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__events__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__events__subcmd__help__subcmd__prune)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__events__subcmd__prune)
+            opts="-v -q -h --older-than --db --claude --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --older-than)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -823,7 +958,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help)
-            opts="turn id pin facts history sessions jobs prompt store forget stats doctor completions man help"
+            opts="turn id pin facts history sessions jobs prompt store forget events stats doctor completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -853,6 +988,34 @@ _duduclaw__session() {
         duduclaw__session__subcmd__help__subcmd__doctor)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__events)
+            opts="prune"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__events__subcmd__prune)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

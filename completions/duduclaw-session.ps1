@@ -41,6 +41,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('prompt', 'prompt', [CompletionResultType]::ParameterValue, 'Dry run: print exactly what `turn` would send, without calling or writing anything')
             [CompletionResult]::new('store', 'store', [CompletionResultType]::ParameterValue, 'Move a store between engines: a SQLite file and a PostgreSQL server')
             [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Erase a person: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude''s transcripts of the sessions touched')
+            [CompletionResult]::new('events', 'events', [CompletionResultType]::ParameterValue, 'The memory''s event feed: turns, pins, facts, compactions, failed side calls, drift and corrections, one per line')
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'What the conversations cost: tokens, cache reads, side calls'' share, injected memory')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check claude, the Messages API and the store, and say what is wrong')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
@@ -674,6 +675,52 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'duduclaw-session;events' {
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only events after this id, or this recent (2h, 7d), or since this time (RFC 3339) [default: the newest --limit]')
+            [CompletionResult]::new('--kind', '--kind', [CompletionResultType]::ParameterName, 'Only this kind, or a family ending in ''.'' (fact.); repeatable')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'At most this many: the oldest after --since, else the newest (with --follow: how many of the newest to show first) [default: 20 without --since, all with it]')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Only this agent''s sessions')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'With --agent: only this channel''s session')
+            [CompletionResult]::new('--thread', '--thread', [CompletionResultType]::ParameterName, 'With --agent and --channel: only this thread''s session')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Keep printing events as they are written, like tail -f')
+            [CompletionResult]::new('--follow', '--follow', [CompletionResultType]::ParameterName, 'Keep printing events as they are written, like tail -f')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'One JSON object per line')
+            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'The whole store, whatever --agent/--channel/--thread or their environment variables say')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete events older than a duration, to bound the log')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'duduclaw-session;events;prune' {
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'How old, e.g. 30d, 12h')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;events;help' {
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete events older than a duration, to bound the log')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'duduclaw-session;events;help;prune' {
+            break
+        }
+        'duduclaw-session;events;help;help' {
+            break
+        }
         'duduclaw-session;stats' {
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Only this agent''s sessions')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'With --agent: only this channel''s session')
@@ -737,6 +784,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('prompt', 'prompt', [CompletionResultType]::ParameterValue, 'Dry run: print exactly what `turn` would send, without calling or writing anything')
             [CompletionResult]::new('store', 'store', [CompletionResultType]::ParameterValue, 'Move a store between engines: a SQLite file and a PostgreSQL server')
             [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Erase a person: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude''s transcripts of the sessions touched')
+            [CompletionResult]::new('events', 'events', [CompletionResultType]::ParameterValue, 'The memory''s event feed: turns, pins, facts, compactions, failed side calls, drift and corrections, one per line')
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'What the conversations cost: tokens, cache reads, side calls'' share, injected memory')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check claude, the Messages API and the store, and say what is wrong')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
@@ -860,6 +908,13 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;help;forget' {
+            break
+        }
+        'duduclaw-session;help;events' {
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete events older than a duration, to bound the log')
+            break
+        }
+        'duduclaw-session;help;events;prune' {
             break
         }
         'duduclaw-session;help;stats' {

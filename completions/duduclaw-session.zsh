@@ -804,6 +804,77 @@ _arguments "${_arguments_options[@]}" : \
 '--help[Print help]' \
 && ret=0
 ;;
+(events)
+_arguments "${_arguments_options[@]}" : \
+'--since=[Only events after this id, or this recent (2h, 7d), or since this time (RFC 3339) \[default\: the newest --limit\]]:ID|DURATION|TIME:_default' \
+'*--kind=[Only this kind, or a family ending in '\''.'\'' (fact.); repeatable]:KIND:_default' \
+'--limit=[At most this many\: the oldest after --since, else the newest (with --follow\: how many of the newest to show first) \[default\: 20 without --since, all with it\]]:N:_default' \
+'--agent=[Only this agent'\''s sessions]:ID:_default' \
+'--channel=[With --agent\: only this channel'\''s session]:ID:_default' \
+'--thread=[With --agent and --channel\: only this thread'\''s session]:ID:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'-f[Keep printing events as they are written, like tail -f]' \
+'--follow[Keep printing events as they are written, like tail -f]' \
+'--json[One JSON object per line]' \
+'--all[The whole store, whatever --agent/--channel/--thread or their environment variables say]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'-h[Print help]' \
+'--help[Print help]' \
+":: :_duduclaw-session__subcmd__events_commands" \
+"*::: :->events" \
+&& ret=0
+
+    case $state in
+    (events)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-events-command-$line[1]:"
+        case $line[1] in
+            (prune)
+_arguments "${_arguments_options[@]}" : \
+'--older-than=[How old, e.g. 30d, 12h]:DURATION:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_duduclaw-session__subcmd__events__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-events-help-command-$line[1]:"
+        case $line[1] in
+            (prune)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+;;
 (stats)
 _arguments "${_arguments_options[@]}" : \
 '--agent=[Only this agent'\''s sessions]:ID:_default' \
@@ -1061,6 +1132,26 @@ esac
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(events)
+_arguments "${_arguments_options[@]}" : \
+":: :_duduclaw-session__subcmd__help__subcmd__events_commands" \
+"*::: :->events" \
+&& ret=0
+
+    case $state in
+    (events)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:duduclaw-session-help-events-command-$line[1]:"
+        case $line[1] in
+            (prune)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
 (stats)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -1103,6 +1194,7 @@ _duduclaw-session_commands() {
 'prompt:Dry run\: print exactly what \`turn\` would send, without calling or writing anything' \
 'store:Move a store between engines\: a SQLite file and a PostgreSQL server' \
 'forget:Erase a person\: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude'\''s transcripts of the sessions touched' \
+'events:The memory'\''s event feed\: turns, pins, facts, compactions, failed side calls, drift and corrections, one per line' \
 'stats:What the conversations cost\: tokens, cache reads, side calls'\'' share, injected memory' \
 'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
@@ -1120,6 +1212,37 @@ _duduclaw-session__subcmd__completions_commands() {
 _duduclaw-session__subcmd__doctor_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session doctor commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__events_commands] )) ||
+_duduclaw-session__subcmd__events_commands() {
+    local commands; commands=(
+'prune:Delete events older than a duration, to bound the log' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'duduclaw-session events commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__events__subcmd__help_commands] )) ||
+_duduclaw-session__subcmd__events__subcmd__help_commands() {
+    local commands; commands=(
+'prune:Delete events older than a duration, to bound the log' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'duduclaw-session events help commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__events__subcmd__help__subcmd__help_commands] )) ||
+_duduclaw-session__subcmd__events__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session events help help commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__events__subcmd__help__subcmd__prune_commands] )) ||
+_duduclaw-session__subcmd__events__subcmd__help__subcmd__prune_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session events help prune commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__events__subcmd__prune_commands] )) ||
+_duduclaw-session__subcmd__events__subcmd__prune_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session events prune commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__facts_commands] )) ||
 _duduclaw-session__subcmd__facts_commands() {
@@ -1242,6 +1365,7 @@ _duduclaw-session__subcmd__help_commands() {
 'prompt:Dry run\: print exactly what \`turn\` would send, without calling or writing anything' \
 'store:Move a store between engines\: a SQLite file and a PostgreSQL server' \
 'forget:Erase a person\: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude'\''s transcripts of the sessions touched' \
+'events:The memory'\''s event feed\: turns, pins, facts, compactions, failed side calls, drift and corrections, one per line' \
 'stats:What the conversations cost\: tokens, cache reads, side calls'\'' share, injected memory' \
 'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
@@ -1259,6 +1383,18 @@ _duduclaw-session__subcmd__help__subcmd__completions_commands() {
 _duduclaw-session__subcmd__help__subcmd__doctor_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session help doctor commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__events_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__events_commands() {
+    local commands; commands=(
+'prune:Delete events older than a duration, to bound the log' \
+    )
+    _describe -t commands 'duduclaw-session help events commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__events__subcmd__prune_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__events__subcmd__prune_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help events prune commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__facts_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__facts_commands() {

@@ -1580,7 +1580,7 @@ fn doctor_on_a_healthy_store() {
         "{text}"
     );
     assert!(
-        text.contains("schema 4 · integrity ok · 1 sessions, 2 turns, 1 facts"),
+        text.contains("schema 5 · integrity ok · 1 sessions, 2 turns, 1 facts"),
         "{text}"
     );
     assert!(text.ends_with("all good\n"), "{text}");
