@@ -159,6 +159,9 @@ fn main() {
     if part("11") {
         erasure_costs(&b, runs, import_runs, &mut rows);
     }
+    if part("12") {
+        event_log(&b, runs, &mut rows);
+    }
     b.dump();
 
     println!("\n## Summary (medians over {runs} runs)\n");
@@ -1992,4 +1995,143 @@ fn erasure_costs(b: &Bench, runs: usize, import_runs: usize, rows: &mut Vec<Row>
         "seconds, not minutes",
         ms(real.total) < 60_000.0,
     ));
+}
+
+/// 12. The event log: a turn's cost with its event write against the build
+///     before the log (`DUDUCLAW_BIN_BEFORE`), each on a store of its own,
+///     with the real claude and with a claude that answers at once,
+///     rotated; and how long a committed event takes to reach a follower's
+///     stdout (`events --follow --json`), on the file and, with
+///     `DUDUCLAW_BENCH_PG_URL`, on the server.
+fn event_log(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
+    use std::os::unix::fs::PermissionsExt;
+    println!("## 12. The event log\n");
+    let pg = std::env::var("DUDUCLAW_BENCH_PG_URL").ok();
+    match std::env::var_os("DUDUCLAW_BIN_BEFORE").map(PathBuf::from) {
+        None => println!(
+            "turn cost not measured: set DUDUCLAW_BIN_BEFORE to a build from before the event log\n"
+        ),
+        Some(before) => {
+            let instant = b.dir.path().join("instant-claude-events");
+            std::fs::write(&instant, INSTANT_CLAUDE).unwrap();
+            std::fs::set_permissions(&instant, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let mut stores: Vec<(&str, std::ffi::OsString, std::ffi::OsString)> = vec![(
+                "SQLite",
+                b.dir.path().join("data/events-now.db").into(),
+                b.dir.path().join("data/events-before.db").into(),
+            )];
+            if let Some(admin) = &pg {
+                stores.push((
+                    "PostgreSQL",
+                    server_database(admin, "duduclaw_bench_events_now").into(),
+                    server_database(admin, "duduclaw_bench_events_before").into(),
+                ));
+            }
+            let msg = "Summarize the last step in one sentence.";
+            for (engine, now_db, before_db) in &stores {
+                for (what, claude, n) in [
+                    ("real claude", b.claude.clone(), runs),
+                    ("claude answering at once", instant.clone(), runs * 5),
+                ] {
+                    let turn = |bin: &Path, db: &std::ffi::OsStr| {
+                        let mut c = b.turn_with(bin, "events", &["--no-extract"]);
+                        c.env("DUDUCLAW_DB", db).env("DUDUCLAW_CLAUDE", &claude);
+                        ms(timed(&mut c, msg).total)
+                    };
+                    let targets = [(b.bin.as_path(), now_db), (before.as_path(), before_db)];
+                    let mut times = [Vec::new(), Vec::new()];
+                    for (bin, db) in &targets {
+                        turn(bin, db);
+                    }
+                    for i in 0..n {
+                        for k in 0..2 {
+                            let j = (i + k) % 2;
+                            times[j].push(turn(targets[j].0, targets[j].1));
+                        }
+                    }
+                    let (with, without) = (median(&times[0]), median(&times[1]));
+                    println!(
+                        "resumed turn on {engine}, {what}, medians of {n}: with events {with:.1} ms, before the log {without:.1} ms"
+                    );
+                    rows.push(row(
+                        &format!("resumed turn on {engine}, {what}: with the event write vs the build before the log"),
+                        format!("{with:.1} ms"),
+                        format!("{without:.1} ms"),
+                        format!("{:.3}", with / without),
+                        "within noise (≤ 1.05)",
+                        with / without <= 1.05,
+                    ));
+                }
+            }
+            println!();
+        }
+    }
+    let mut follows: Vec<(&str, std::ffi::OsString)> =
+        vec![("SQLite", b.dir.path().join("data/follow.db").into())];
+    if let Some(admin) = &pg {
+        follows.push((
+            "PostgreSQL",
+            server_database(admin, "duduclaw_bench_follow").into(),
+        ));
+    }
+    for (engine, db) in follows {
+        let (p50, p95, n) = follow_latency(b, &db, runs * 30);
+        println!(
+            "follow latency on {engine}, commit to printed line, {n} events: p50 {p50:.2} ms, p95 {p95:.2} ms"
+        );
+        rows.push(row(
+            &format!("`events --follow` on {engine}: commit to printed line, p50 / p95"),
+            format!("{p50:.2} / {p95:.2} ms"),
+            "–".into(),
+            "–".into(),
+            "p95 under 100 ms",
+            p95 < 100.0,
+        ));
+    }
+    println!();
+}
+
+/// Events written one at a time through the library, each after a pause
+/// (so the follower is idle, as it mostly is), timed from the write's
+/// commit to the follower's line on its stdout: (p50, p95, count) in ms.
+fn follow_latency(b: &Bench, db: &std::ffi::OsStr, n: usize) -> (f64, f64, usize) {
+    use duduclaw_session::store::{self, Location, NewFact};
+    let location = Location::resolve(Some(db)).expect("the follow store");
+    let mut writer = store::open(&location).expect("open the follow store");
+    let mut follower = b
+        .command(&b.bin)
+        .env("DUDUCLAW_DB", db)
+        .args(["events", "--follow", "--json", "--limit", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start events --follow");
+    let mut lines = BufReader::new(follower.stdout.take().expect("its stdout")).lines();
+    // The follower is listening once it prints the first event.
+    writer
+        .add_facts(&[NewFact::new(
+            "follow",
+            None,
+            "warm-up fact for the follower",
+        )])
+        .expect("write");
+    lines.next().expect("the warm-up line").expect("read");
+    let mut latencies = Vec::with_capacity(n);
+    for i in 0..n {
+        std::thread::sleep(Duration::from_millis(20 + (i as u64 * 37) % 60));
+        let text = format!("follow latency fact number {i}");
+        writer
+            .add_facts(&[NewFact::new("follow", None, &text)])
+            .expect("write");
+        let committed = Instant::now();
+        let line = lines.next().expect("a line").expect("read");
+        latencies.push(ms(committed.elapsed()));
+        assert!(line.contains(&text), "{line}");
+    }
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(follower.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    );
+    let _ = follower.wait();
+    latencies.sort_by(f64::total_cmp);
+    (quantile(&latencies, 0.5), quantile(&latencies, 0.95), n)
 }

@@ -39,8 +39,8 @@ fn model(r: &Recorded) -> Reply {
     }
     if is_side(r, FACTS_SYSTEM) {
         // Judged only when the call shows the task and the reply.
-        let judged = element(r, "pinned_task").is_some()
-            && element(r, "assistant_said").is_some_and(|a| a.contains("Tailwind"));
+        let judged = element(r, "task").is_some()
+            && element(r, "assistant").is_some_and(|a| a.contains("Tailwind"));
         return Reply::Text(if judged {
             format!(
                 "- Builds the app with Vite | bundler, build tool, 建置工具\n\
@@ -94,13 +94,10 @@ fn drift_and_corrections_come_from_the_facts_call_that_already_runs(server: bool
         .filter(|r| is_side(r, FACTS_SYSTEM))
         .collect();
     assert_eq!(facts_calls.len(), 2, "one facts call per substantive turn");
-    assert_eq!(element(&facts_calls[0], "pinned_task"), None);
+    assert_eq!(element(&facts_calls[0], "task"), None);
+    assert_eq!(element(&facts_calls[1], "task").as_deref(), Some(PIN));
     assert_eq!(
-        element(&facts_calls[1], "pinned_task").as_deref(),
-        Some(PIN)
-    );
-    assert_eq!(
-        element(&facts_calls[1], "assistant_said").as_deref(),
+        element(&facts_calls[1], "assistant").as_deref(),
         Some(OFF_TASK_REPLY)
     );
 

@@ -123,6 +123,16 @@ fn follow(location: &Location, args: &EventsArgs) -> Result<()> {
     let mut out = std::io::stdout().lock();
     let first = filter(args, &kinds, session.as_deref());
     let mut last = first.after;
+    if args.since.is_none() {
+        // Where the log ends now: whatever follows is new, even when none
+        // of the newest matched (`--limit 0`, a rare --kind).
+        let end = EventFilter {
+            newest: true,
+            limit: Some(1),
+            ..EventFilter::default()
+        };
+        last = store.events(&end)?.first().map(|e| e.id);
+    }
     let mut next = first.clone();
     loop {
         if stop.load(Ordering::Relaxed) || reader_gone() {
@@ -132,7 +142,7 @@ fn follow(location: &Location, args: &EventsArgs) -> Result<()> {
         for e in &events {
             write_event(&mut out, e, args.json)?;
             out.flush()?;
-            last = Some(e.id);
+            last = last.max(Some(e.id));
         }
         let full_page = next.limit.is_some_and(|n| events.len() >= n) && !next.newest;
         next = EventFilter {

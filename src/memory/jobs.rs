@@ -33,14 +33,13 @@ If it holds no task (greeting, small talk), answer NONE.";
 // so plain full-text search finds the fact by meaning and across languages
 // at no cost per turn.
 pub const FACTS_SYSTEM: &str = "List 2 to 4 durable facts about the user, their project or preferences from this exchange, \
-one per line as: - FACT | keywords. FACT: one short line in the user's language. keywords: 15 to 25 comma-separated \
-search terms for finding the fact later: synonyms and broader terms; the tasks and situations where it matters \
-(for a user who keeps a cat: pets, vet visits, travel plans); three short questions a person might type \
-when it matters; each key term in both English and Chinese (Traditional if the user writes Chinese). \
+one per line: - FACT | keywords. FACT: one short line in the user's language. keywords: 15 to 25 comma-separated \
+search terms: synonyms, broader terms, tasks and situations where it matters (a cat: pets, vet visits, travel), \
+three short questions a person might then type; key terms in English and Chinese (Traditional if the user writes it). \
 Example: - Uses pnpm, never npm i | package manager, install, lockfile, how do I add a library, 套件管理, 安裝套件. \
-Skip small talk, one-offs, unconfirmed suggestions, secrets. None? Answer NONE. \
-If the user corrects the assistant or states a preference, add a line CORRECTION: what to do instead | keywords. \
-Given a <pinned_task>, end with DRIFT: none|minor|major | reason: does the assistant's reply depart from it?";
+Skip small talk, one-offs, unconfirmed suggestions, secrets; none: NONE. \
+User corrections, stated preferences: CORRECTION: what to do instead | keywords. \
+With a <task>, last: DRIFT: none|minor|major | reason, whether the assistant's reply departs from it.";
 
 pub const ENRICH_SYSTEM: &str = "For each fact below (one per line as ID: FACT), write 15 to 25 comma-separated search terms \
 for finding it later: synonyms and broader terms; the tasks and situations where it matters; three short questions or \
@@ -148,17 +147,17 @@ fn job_prompt(job: &Job) -> (&'static str, String) {
         JobKind::Facts => {
             let mut input = String::new();
             if let Some(prev) = job.input["assistant"].as_str() {
-                input.push_str("<assistant_said>\n");
+                input.push_str("<assistant>\n");
                 input.push_str(&text::escape_xml(&bounded(prev)));
-                input.push_str("\n</assistant_said>\n");
+                input.push_str("\n</assistant>\n");
             }
-            input.push_str("<user_said>\n");
+            input.push_str("<user>\n");
             input.push_str(&text::escape_xml(&bounded(s("message"))));
-            input.push_str("\n</user_said>");
+            input.push_str("\n</user>");
             if let Some(task) = drift_basis(job) {
-                input.push_str("\n<pinned_task>\n");
-                input.push_str(&text::escape_xml(task));
-                input.push_str("\n</pinned_task>");
+                input.push_str("\n<task>\n");
+                input.push_str(&text::escape_xml(&task_for_drift(task)));
+                input.push_str("\n</task>");
             }
             (FACTS_SYSTEM, input)
         }
@@ -190,6 +189,27 @@ fn job_prompt(job: &Job) -> (&'static str, String) {
 fn drift_basis(job: &Job) -> Option<&str> {
     job.input["assistant"].as_str()?;
     job.input["pin"].as_str().filter(|p| !p.trim().is_empty())
+}
+
+/// Most of the pin a facts call sees: the task comes first, and a full
+/// pin (1,000 characters) would grow every facts request by as much.
+const DRIFT_TASK_MAX: usize = 600;
+
+/// The pin's first lines, within [`DRIFT_TASK_MAX`] characters (at least
+/// its first line, cut there).
+fn task_for_drift(pin: &str) -> String {
+    let mut out = String::new();
+    for line in pin.lines() {
+        let n = out.chars().count() + line.chars().count() + 1;
+        if !out.is_empty() && n > DRIFT_TASK_MAX {
+            break;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(line);
+    }
+    out.chars().take(DRIFT_TASK_MAX).collect()
 }
 
 /// The (id, text) pairs an enrichment job covers.
@@ -820,6 +840,18 @@ mod tests {
             clean_pin("use key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789").unwrap(),
             None
         );
+    }
+
+    #[test]
+    fn a_facts_call_sees_at_most_the_pins_first_600_characters() {
+        let short = "migrate to Vite\n[+] keep the service worker";
+        assert_eq!(task_for_drift(short), short);
+        let line = "x".repeat(250);
+        let pin = format!("{line}\n[+] {line}\n[+] {line}\n[+] {line}");
+        let seen = task_for_drift(&pin);
+        assert_eq!(seen.lines().count(), 2, "whole lines only");
+        assert!(seen.chars().count() <= DRIFT_TASK_MAX);
+        assert_eq!(task_for_drift(&"y".repeat(900)).chars().count(), 600);
     }
 
     #[test]
