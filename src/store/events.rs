@@ -259,8 +259,11 @@ pub mod redact {
         "UPDATE events SET data = $1 WHERE session_id = $2 AND kind = 'session.compacted'";
     /// Everything a session's events said: `$2` the session.
     pub const SESSION: &str = "UPDATE events SET data = $1 WHERE session_id = $2";
-    /// A person's events lose what they said and their id: `$2` the person.
-    pub const PERSON: &str = "UPDATE events SET data = $1, user_id = NULL WHERE user_id = $2";
+    /// A person's events in one agent lose what they said and their id:
+    /// `$2` the person, `$3` the agent (`forget --user U --agent A` must
+    /// leave U's events in other agents alone).
+    pub const PERSON: &str =
+        "UPDATE events SET data = $1, user_id = NULL WHERE user_id = $2 AND agent = $3";
 }
 
 /// What an engine reads, in the change's transaction, to say whom an
