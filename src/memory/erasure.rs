@@ -199,14 +199,11 @@ pub fn forget_person(
     }
     // The event log keeps that something happened, never what they said:
     // their events lose their data and their id (the facts' and turns'
-    // events were redacted with them above).
-    let agents = match agent {
-        Some(a) => vec![a.to_string()],
-        None => store.agents()?,
-    };
-    for a in &agents {
-        store.redact_person_events(user, a)?;
-    }
+    // events were redacted with them above). Without --agent in one
+    // statement over the whole log: a list of agents taken from sessions
+    // and facts misses an agent whose last rows were the person's (just
+    // forgotten above) or were removed earlier, while its events remain.
+    store.redact_person_events(user, agent)?;
     if !handles.is_empty() {
         store.record_erased_handles(&handles)?;
         crate::session::delete_transcripts(&handles)?;

@@ -261,8 +261,14 @@ pub mod redact {
         "UPDATE events SET data = $1 WHERE session_id = $2 AND kind = 'session.compacted'";
     /// Everything a session's events said: `$2` the session.
     pub const SESSION: &str = "UPDATE events SET data = $1 WHERE session_id = $2";
-    /// A person's events lose what they said and their id: `$2` the person.
+    /// A person's events lose what they said and their id: `$2` the
+    /// person. In every agent, including one left with no sessions or facts
+    /// (the log outlives them).
     pub const PERSON: &str = "UPDATE events SET data = $1, user_id = NULL WHERE user_id = $2";
+    /// The same within one agent (`forget --user U --agent A` leaves U's
+    /// events in other agents alone): `$3` the agent.
+    pub const PERSON_IN_AGENT: &str =
+        "UPDATE events SET data = $1, user_id = NULL WHERE user_id = $2 AND agent = $3";
 }
 
 /// What an engine reads, in the change's transaction, to say whom an

@@ -221,8 +221,8 @@ pub trait Store: Send {
     /// on PostgreSQL a notification, on SQLite a cheap change check.
     fn watch_events(&self) -> Result<Box<dyn EventWatch + '_>>;
     /// Redact a person's events (what they said, and their id) within an
-    /// agent: `forget --user`.
-    fn redact_person_events(&mut self, user: &str, agent: &str) -> Result<usize>;
+    /// agent, or in every agent with `None`: `forget --user`.
+    fn redact_person_events(&mut self, user: &str, agent: Option<&str>) -> Result<usize>;
 
     // Usage.
     fn record_call(&mut self, call: &CallRecord) -> Result<()>;

@@ -233,7 +233,7 @@ impl Store for PgStore {
     fn watch_events(&self) -> Result<Box<dyn crate::store::EventWatch + '_>> {
         Err(anyhow::anyhow!("PG events: in progress").into())
     }
-    fn redact_person_events(&mut self, _user: &str, _agent: &str) -> Result<usize> {
+    fn redact_person_events(&mut self, _user: &str, _agent: Option<&str>) -> Result<usize> {
         Err(anyhow::anyhow!("PG events: in progress").into())
     }
     fn describe(&self) -> String {

@@ -118,11 +118,21 @@ pub fn redact(
         .execute(params![data, key])
 }
 
-/// A person's events in one agent.
-pub fn redact_person(conn: &Connection, user: &str, agent: &str) -> rusqlite::Result<usize> {
+/// A person's events, in one agent or (`None`) in all.
+pub fn redact_person(
+    conn: &Connection,
+    user: &str,
+    agent: Option<&str>,
+) -> rusqlite::Result<usize> {
     let data = crate::store::redacted_data().to_string();
-    conn.prepare_cached(&sql::for_sqlite(redact::PERSON))?
-        .execute(params![data, user, agent])
+    match agent {
+        Some(agent) => conn
+            .prepare_cached(shared!(redact::PERSON_IN_AGENT))?
+            .execute(params![data, user, agent]),
+        None => conn
+            .prepare_cached(shared!(redact::PERSON))?
+            .execute(params![data, user]),
+    }
 }
 
 fn event_from_row(r: &Row) -> rusqlite::Result<Event> {

@@ -647,7 +647,7 @@ impl Store for SqliteStore {
         Ok(Box::new(events::Watch::new(&self.conn)?))
     }
 
-    fn redact_person_events(&mut self, user: &str, agent: &str) -> Result<usize> {
+    fn redact_person_events(&mut self, user: &str, agent: Option<&str>) -> Result<usize> {
         self.write(|tx| events::redact_person(tx, user, agent))
     }
 
