@@ -227,8 +227,7 @@ pub fn select(filter: &EventFilter) -> (String, Vec<Param>) {
             .collect();
         clauses.push(format!("kind IN ({})", list.join(", ")));
     }
-    let mut sql =
-        String::from("SELECT id, at, kind, agent, session_id, user_id, data FROM events");
+    let mut sql = String::from("SELECT id, at, kind, agent, session_id, user_id, data FROM events");
     if !clauses.is_empty() {
         sql.push_str(" WHERE ");
         sql.push_str(&clauses.join(" AND "));
@@ -260,8 +259,10 @@ pub mod redact {
         "UPDATE events SET data = $1 WHERE session_id = $2 AND kind = 'session.compacted'";
     /// Everything a session's events said: `$2` the session.
     pub const SESSION: &str = "UPDATE events SET data = $1 WHERE session_id = $2";
-    /// A person's events lose what they said and their id: `$2` the person.
-    pub const PERSON: &str = "UPDATE events SET data = $1, user_id = NULL WHERE user_id = $2";
+    /// A person's events in one agent lose what they said and their id:
+    /// `$2` the person, `$3` the agent.
+    pub const PERSON: &str =
+        "UPDATE events SET data = $1, user_id = NULL WHERE user_id = $2 AND agent = $3";
 }
 
 /// What an engine reads, in the change's transaction, to say whom an
@@ -275,7 +276,8 @@ pub mod lookup {
     pub const FACT: &str = "SELECT agent, user_id FROM facts WHERE id = $1";
     /// A job given up: its agent, session, kind, turn and attempts, when its
     /// last attempt failed (`$1` the job, `$2` the failed status).
-    pub const FAILED_JOB: &str = "SELECT agent, session_id, kind, turn_id, attempts FROM jobs WHERE id = $1 AND status = $2";
+    pub const FAILED_JOB: &str =
+        "SELECT agent, session_id, kind, turn_id, attempts FROM jobs WHERE id = $1 AND status = $2";
 }
 
 /// Events older than a time (microseconds) go: `$1`.

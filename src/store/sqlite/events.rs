@@ -72,7 +72,10 @@ pub fn session_owner(conn: &Connection, session_id: &str) -> rusqlite::Result<Op
 }
 
 /// A fact's agent and person.
-pub fn fact_owner(conn: &Connection, id: i64) -> rusqlite::Result<Option<(String, Option<String>)>> {
+pub fn fact_owner(
+    conn: &Connection,
+    id: i64,
+) -> rusqlite::Result<Option<(String, Option<String>)>> {
     conn.prepare_cached(shared!(lookup::FACT))?
         .query_row([id], |r| {
             let user: String = r.get(1)?;
@@ -105,7 +108,11 @@ pub fn job_given_up(conn: &Connection, id: i64, error: &str) -> rusqlite::Result
 }
 
 /// Run one of [`redact`]'s statements with `key` as `$2`.
-pub fn redact(conn: &Connection, statement: &str, key: &dyn rusqlite::ToSql) -> rusqlite::Result<usize> {
+pub fn redact(
+    conn: &Connection,
+    statement: &str,
+    key: &dyn rusqlite::ToSql,
+) -> rusqlite::Result<usize> {
     let data = crate::store::redacted_data().to_string();
     conn.prepare_cached(&sql::for_sqlite(statement))?
         .execute(params![data, key])

@@ -180,7 +180,7 @@ pub fn rank(
     };
     let mut stmt = conn.prepare_cached(&sql)?;
     // bm25() is negative, lower is better: flip it so higher is better.
-    let row = |r: &Row| Ok((fact_from_row(r)?, -r.get::<_, f64>(9)?));
+    let row = |r: &Row| Ok((fact_from_row(r)?, -r.get::<_, f64>(10)?));
     let (q, user) = (fts5(query), scope.user.unwrap_or(""));
     let want = i64::try_from(want).unwrap_or(i64::MAX);
     let w = query.keyword_weight;

@@ -20,9 +20,10 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::{
-    CallFilter, CallRecord, CallRow, Counts, Erasure, Event, EventFilter, EventWatch, NewEvent, Fact, FactQuery, FactScope, Job, JobFilter,
-    JobHealth, JobKind, JobRow, JobSelect, NewFact, PinChange, PinRevision, Reply, Result, Roll,
-    Session, SessionListing, SessionLock, Store, TextEnum, Turn, lock,
+    CallFilter, CallRecord, CallRow, Counts, Erasure, Event, EventFilter, EventWatch, Fact,
+    FactQuery, FactScope, Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, NewEvent, NewFact,
+    PinChange, PinRevision, Reply, Result, Roll, Session, SessionListing, SessionLock, Store,
+    TextEnum, Turn, lock,
 };
 use crate::session::SessionKey;
 
@@ -438,10 +439,11 @@ impl Store for SqliteStore {
             let Some(owner) = events::session_owner(tx, id)? else {
                 return Ok(false);
             };
-            let turns: i64 =
-                tx.query_row("SELECT COUNT(*) FROM turns WHERE session_id = ?1", [id], |r| {
-                    r.get(0)
-                })?;
+            let turns: i64 = tx.query_row(
+                "SELECT COUNT(*) FROM turns WHERE session_id = ?1",
+                [id],
+                |r| r.get(0),
+            )?;
             tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
             // What the session's events said goes with the session.
             events::redact(tx, super::events::redact::SESSION, &id)?;
