@@ -18,6 +18,7 @@
 //! this works inside a runtime or outside one, with no thread per call.
 
 mod conn;
+mod events;
 mod facts;
 mod jobs;
 mod pins;
@@ -35,9 +36,10 @@ use tokio_postgres::types::ToSql;
 use conn::{Conn, Queries, Tx, connect};
 
 use super::{
-    CallFilter, CallRecord, CallRow, Counts, Erasure, Fact, FactQuery, FactScope, Job, JobFilter,
-    JobHealth, JobKind, JobRow, JobSelect, NewFact, PinChange, PinRevision, Reply, Result, Roll,
-    Session, SessionListing, SessionLock, Store, StoreError, TextEnum, Turn, Usage, now,
+    CallFilter, CallRecord, CallRow, Counts, Erasure, Event, EventFilter, EventWatch, Fact,
+    FactQuery, FactScope, Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, NewEvent, NewFact,
+    PinChange, PinRevision, Reply, Result, Roll, Session, SessionListing, SessionLock, Store,
+    StoreError, TextEnum, Turn, Usage, now,
 };
 use crate::session::SessionKey;
 pub use schema::SCHEMA_VERSION;
@@ -185,8 +187,9 @@ fn rows<T>(rows: Vec<Row>, f: impl Fn(&Row) -> Result<T>) -> Result<Vec<T>> {
 }
 
 /// The tables that hold what a person says or what is said about them:
-/// vacuumed after an erasure.
-const ERASED_TABLES: [&str; 7] = [
+/// vacuumed after an erasure (the event log's redacted data included: the
+/// old row versions keep what it said until then).
+const ERASED_TABLES: [&str; 8] = [
     "turns",
     "sessions",
     "pin_revisions",
@@ -194,6 +197,7 @@ const ERASED_TABLES: [&str; 7] = [
     "facts",
     "fact_terms",
     "calls",
+    "events",
 ];
 
 /// The advisory-lock key of a session: the first 8 bytes of its hash.
@@ -224,18 +228,6 @@ impl Drop for AdvisoryLock {
 }
 
 impl Store for PgStore {
-    fn events(&self, _filter: &crate::store::EventFilter) -> Result<Vec<crate::store::Event>> {
-        Err(anyhow::anyhow!("PG events: in progress").into())
-    }
-    fn prune_events(&mut self, _before_us: i64) -> Result<usize> {
-        Err(anyhow::anyhow!("PG events: in progress").into())
-    }
-    fn watch_events(&self) -> Result<Box<dyn crate::store::EventWatch + '_>> {
-        Err(anyhow::anyhow!("PG events: in progress").into())
-    }
-    fn redact_person_events(&mut self, _user: &str, _agent: &str) -> Result<usize> {
-        Err(anyhow::anyhow!("PG events: in progress").into())
-    }
     fn describe(&self) -> String {
         self.url.to_string()
     }
@@ -257,7 +249,7 @@ impl Store for PgStore {
     }
 
     fn delete_session(&mut self, id: &str) -> Result<bool> {
-        self.with(|c| sessions::delete(c, id))
+        self.tx(|tx| sessions::delete(tx, id))
     }
 
     fn add_user_turn(
@@ -278,7 +270,7 @@ impl Store for PgStore {
     }
 
     fn fail_user_turn(&mut self, user_turn: i64, error: &str) -> Result<()> {
-        self.with(|c| sessions::fail_user_turn(c, user_turn, error))
+        self.tx(|tx| sessions::fail_user_turn(tx, user_turn, error))
     }
 
     fn turns(&self, session_id: &str, limit: Option<usize>) -> Result<Vec<Turn>> {
@@ -298,7 +290,7 @@ impl Store for PgStore {
     }
 
     fn roll_handle(&mut self, session_id: &str, roll: &Roll) -> Result<bool> {
-        self.with(|c| sessions::roll_handle(c, session_id, roll))
+        self.tx(|tx| sessions::roll_handle(tx, session_id, roll))
     }
 
     fn set_pin(&mut self, session_id: &str, pin: Option<&str>, change: PinChange) -> Result<()> {
@@ -402,12 +394,21 @@ impl Store for PgStore {
         self.with(|c| jobs::claim(c, select, lease_secs, limit))
     }
 
-    fn finish_job(&mut self, id: i64, _events: &[crate::store::NewEvent]) -> Result<()> {
-        self.with(|c| jobs::finish(c, id))
+    fn finish_job(&mut self, id: i64, done: &[NewEvent]) -> Result<()> {
+        self.tx(|tx| {
+            jobs::finish(tx, id)?;
+            events::append(tx, done)
+        })
     }
 
     fn fail_job(&mut self, id: i64, error: &str) -> Result<()> {
-        self.with(|c| jobs::fail(c, id, error))
+        self.tx(|tx| {
+            jobs::fail(tx, id, error)?;
+            if let Some(given_up) = events::job_given_up(tx, id, error)? {
+                events::append(tx, &[given_up])?;
+            }
+            Ok(())
+        })
     }
 
     fn retry_job(&mut self, id: i64) -> Result<bool> {
@@ -420,6 +421,24 @@ impl Store for PgStore {
 
     fn jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>> {
         self.with(|c| jobs::list(c, filter))
+    }
+
+    fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
+        self.with(|c| events::list(c, filter))
+    }
+
+    fn prune_events(&mut self, before_us: i64) -> Result<usize> {
+        let n = self.with(|c| events::prune(c, before_us))?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    fn watch_events(&self) -> Result<Box<dyn EventWatch + '_>> {
+        Ok(Box::new(events::Watch::new(&self.url, DEFAULT_WAIT)?))
+    }
+
+    fn redact_person_events(&mut self, user: &str, agent: &str) -> Result<usize> {
+        let n = self.with(|c| events::redact_person(c, user, agent))?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
     fn record_call(&mut self, c: &CallRecord) -> Result<()> {
