@@ -312,6 +312,23 @@ mod tests {
     }
 
     #[test]
+    fn a_correction_is_reported_as_one_only_when_a_session_made_it() {
+        let made = NewFact {
+            correction: true,
+            session_id: Some("s"),
+            ..NewFact::new("a", None, "Answer in French")
+        };
+        assert_eq!(fact_added(1, &made).kind, EventKind::Correction);
+        let imported = NewFact {
+            session_id: None,
+            ..made
+        };
+        let e = fact_added(2, &imported);
+        assert_eq!(e.kind, EventKind::FactAdded);
+        assert_eq!(e.data["correction"], true);
+    }
+
+    #[test]
     fn a_clarified_pin_reports_its_own_kind() {
         let owner = Owner {
             agent: "a".into(),

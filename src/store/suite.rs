@@ -10,9 +10,9 @@ use std::collections::HashMap;
 use serde_json::json;
 
 use super::{
-    CallFilter, CallKind, CallPath, CallRecord, FactScope, JobFilter, JobKind, JobSelect,
-    JobStatus, Mode, NewFact, PIN_REVISIONS_KEPT, PinChange, PinSource, Reply, Role, Roll, Store,
-    TurnStatus, Usage,
+    CallFilter, CallKind, CallPath, CallRecord, Event, EventFilter, EventKind, FactScope,
+    JobFilter, JobKind, JobSelect, JobStatus, Mode, NewEvent, NewFact, PIN_REVISIONS_KEPT,
+    PinChange, PinSource, Reply, Role, Roll, Store, TurnStatus, Usage,
 };
 use crate::memory::recall;
 use crate::session::SessionKey;
@@ -782,6 +782,587 @@ pub fn meta_health_and_locks(open: Open) {
     assert!(other.try_lock_session("sid", true).unwrap().is_some());
 }
 
+fn all_events(store: &dyn Store) -> Vec<Event> {
+    store.events(&EventFilter::default()).unwrap()
+}
+
+fn event_ids(events: &[Event]) -> Vec<i64> {
+    events.iter().map(|e| e.id).collect()
+}
+
+/// The events appended since `before` (an id), checked to come in
+/// strictly increasing ids.
+fn events_since(store: &dyn Store, before: i64) -> Vec<Event> {
+    let found = store
+        .events(&EventFilter {
+            after: Some(before),
+            ..EventFilter::default()
+        })
+        .unwrap();
+    let ids = event_ids(&found);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    assert!(ids.iter().all(|&id| id > before), "{ids:?}");
+    found
+}
+
+fn last_id(store: &dyn Store) -> i64 {
+    all_events(store).last().map_or(0, |e| e.id)
+}
+
+/// The one event appended after id `last`, of `kind` and agent "a";
+/// `last` moves on to it.
+fn one_event(store: &dyn Store, last: &mut i64, kind: EventKind) -> Event {
+    let found = events_since(store, *last);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let e = found.into_iter().next().unwrap();
+    assert_eq!((e.kind, e.agent.as_str()), (kind, "a"), "{e:?}");
+    *last = e.id;
+    e
+}
+
+fn no_event(store: &dyn Store, last: i64) {
+    let found = events_since(store, last);
+    assert!(found.is_empty(), "{found:?}");
+}
+
+/// Every change a consumer cares about appends exactly one event of its
+/// kind, saying whom it concerns; a change that changes nothing appends
+/// none.
+pub fn every_change_writes_its_event(open: Open) {
+    let mut s = open();
+    let start = crate::store::events::now_us();
+    s.ensure_session("sid", &KEY, "/").unwrap();
+    let u1 = s.add_user_turn("sid", "hello", Some("u1")).unwrap();
+    assert!(
+        all_events(&*s).is_empty(),
+        "a session or a message is no event"
+    );
+    let mut last = 0;
+
+    let r1 = s.add_reply("sid", u1, &reply("hi there", "sid")).unwrap();
+    let e = one_event(&*s, &mut last, EventKind::TurnDone);
+    assert_eq!(
+        (e.session_id.as_deref(), e.user.as_deref()),
+        (Some("sid"), Some("u1"))
+    );
+    assert_eq!(
+        (&e.data["turn"], &e.data["reply_turn"], &e.data["mode"]),
+        (&json!(u1), &json!(r1), &json!("new"))
+    );
+    assert_eq!(e.data["reply_chars"], 8);
+    assert!(e.at_us >= start && e.at_us <= crate::store::events::now_us());
+
+    let u2 = s.add_user_turn("sid", "again", Some("u1")).unwrap();
+    s.fail_user_turn(u2, "claude failed").unwrap();
+    let e = one_event(&*s, &mut last, EventKind::TurnFailed);
+    assert_eq!(e.user.as_deref(), Some("u1"));
+    assert_eq!(e.data, json!({ "turn": u2, "error": "claude failed" }));
+
+    s.set_pin("sid", Some("task"), PinChange::by(PinSource::Set))
+        .unwrap();
+    let e = one_event(&*s, &mut last, EventKind::PinSet);
+    assert_eq!(e.session_id.as_deref(), Some("sid"));
+    assert_eq!(
+        (&e.data["pin"], &e.data["rev"], &e.data["source"]),
+        (&json!("task"), &json!(1), &json!("set"))
+    );
+    s.set_pin("sid", Some("task"), PinChange::by(PinSource::Set))
+        .unwrap();
+    assert!(
+        !s.swap_pin("sid", Some("nope"), "other", PinChange::by(PinSource::Set))
+            .unwrap()
+    );
+    no_event(&*s, last);
+    let clarified = PinChange::from_turn(PinSource::Clarified, Some(u1));
+    assert!(s.swap_pin("sid", Some("task"), "task+", clarified).unwrap());
+    let e = one_event(&*s, &mut last, EventKind::PinClarified);
+    assert_eq!(
+        (&e.data["pin"], &e.data["rev"], &e.data["turn"]),
+        (&json!("task+"), &json!(2), &json!(u1))
+    );
+
+    let kw = vec!["pnpm".to_string()];
+    let ids = s
+        .add_facts(&[
+            NewFact {
+                keywords: &kw,
+                source_turn: Some(u1),
+                session_id: Some("sid"),
+                ..NewFact::new("a", Some("u1"), "Uses pnpm")
+            },
+            NewFact {
+                correction: true,
+                session_id: Some("sid"),
+                ..NewFact::new("a", None, "Answer in French")
+            },
+        ])
+        .unwrap();
+    let (fact, corrected) = (ids[0].unwrap(), ids[1].unwrap());
+    let added = events_since(&*s, last);
+    last = added.last().unwrap().id;
+    assert_eq!(
+        added.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        [EventKind::FactAdded, EventKind::Correction]
+    );
+    assert_eq!(
+        (added[0].session_id.as_deref(), added[0].user.as_deref()),
+        (Some("sid"), Some("u1"))
+    );
+    assert_eq!(
+        added[0].data,
+        json!({ "fact_id": fact, "content": "Uses pnpm", "keywords": ["pnpm"], "turn": u1, "correction": false })
+    );
+    assert_eq!(
+        (added[1].session_id.as_deref(), added[1].user.as_deref()),
+        (Some("sid"), None)
+    );
+    assert_eq!(added[1].data["fact_id"], corrected);
+    assert_eq!(added[1].data["correction"], true);
+    // The mark is stored, and read back by every way facts are read.
+    assert!(fact_by_id(&*s, "a", corrected).correction);
+    assert!(!fact_by_id(&*s, "a", fact).correction);
+    let listed = s.list_facts(scope("a"), None).unwrap();
+    assert!(listed.iter().any(|f| f.id == corrected && f.correction));
+    let hits = recall::search(&*s, scope("a"), "french", 3).unwrap();
+    assert!(hits[0].fact.correction, "{hits:?}");
+    assert_eq!(
+        s.add_facts(&[NewFact::new("a", Some("u1"), "uses PNPM")])
+            .unwrap(),
+        [None]
+    );
+    no_event(&*s, last);
+
+    assert!(s.set_fact_keywords(corrected, &["langue".into()]).unwrap());
+    let e = one_event(&*s, &mut last, EventKind::FactEnriched);
+    assert_eq!(
+        e.data,
+        json!({ "fact_id": corrected, "keywords": ["langue"] })
+    );
+    assert!(!s.set_fact_keywords(999_999, &kw).unwrap());
+    no_event(&*s, last);
+
+    let plain = Roll {
+        from: 0,
+        to: 1,
+        handle: "h1",
+        summary: None,
+    };
+    assert!(s.roll_handle("sid", &plain).unwrap());
+    no_event(&*s, last);
+    let compact = Roll {
+        from: 1,
+        to: 2,
+        handle: "h2",
+        summary: Some(("the summary", r1)),
+    };
+    assert!(s.roll_handle("sid", &compact).unwrap());
+    let e = one_event(&*s, &mut last, EventKind::SessionCompacted);
+    assert_eq!(e.session_id.as_deref(), Some("sid"));
+    assert_eq!(
+        e.data,
+        json!({ "summary": "the summary", "upto_turn": r1, "generation": 2, "handle": "h2" })
+    );
+    assert!(!s.roll_handle("sid", &compact).unwrap(), "no longer on 1");
+    no_event(&*s, last);
+
+    // A job retried later reports nothing; one given up does.
+    let q = |s: &mut Box<dyn Store>, kind| {
+        s.enqueue_job(kind, "a", Some("sid"), Some(u1), &json!({}))
+            .unwrap()
+    };
+    let retried = q(&mut s, JobKind::Summary);
+    let given_up = q(&mut s, JobKind::Facts);
+    let of = |kind| JobSelect {
+        kind: Some(kind),
+        ..JobSelect::session("sid")
+    };
+    assert_eq!(s.claim_jobs(of(JobKind::Summary), 60, 1).unwrap().len(), 1);
+    s.fail_job(retried, "once").unwrap();
+    for _ in 0..3 {
+        assert_eq!(s.claim_jobs(of(JobKind::Facts), -1, 1).unwrap().len(), 1);
+    }
+    no_event(&*s, last);
+    s.fail_job(given_up, "for good").unwrap();
+    let e = one_event(&*s, &mut last, EventKind::JobFailed);
+    assert_eq!(e.session_id.as_deref(), Some("sid"));
+    assert_eq!(
+        e.data,
+        json!({ "job": given_up, "job_kind": "facts", "turn": u1, "attempts": 3, "error": "for good" })
+    );
+
+    // A finished job's events are appended as given.
+    let drift = NewEvent {
+        kind: EventKind::Drift,
+        agent: "a".into(),
+        session_id: Some("sid".into()),
+        user: Some("u1".into()),
+        fact_id: None,
+        turn_id: Some(u1),
+        data: json!({ "reason": "off task", "turn": u1 }),
+    };
+    assert_eq!(s.claim_jobs(of(JobKind::Summary), -1, 1).unwrap().len(), 0);
+    s.retry_job(retried).unwrap();
+    assert_eq!(s.claim_jobs(of(JobKind::Summary), 60, 1).unwrap().len(), 1);
+    s.finish_job(retried, std::slice::from_ref(&drift)).unwrap();
+    let e = one_event(&*s, &mut last, EventKind::Drift);
+    assert_eq!(
+        (e.session_id, e.user, e.data),
+        (drift.session_id, drift.user, drift.data)
+    );
+    s.finish_job(given_up, &[]).unwrap();
+    no_event(&*s, last);
+
+    assert_eq!(s.forget_facts("a", &[fact, 999_999]).unwrap(), 1);
+    let e = one_event(&*s, &mut last, EventKind::FactForgotten);
+    assert_eq!(e.user.as_deref(), Some("u1"));
+    assert_eq!(e.data, json!({ "fact_id": fact }));
+    assert_eq!(s.forget_facts("a", &[fact]).unwrap(), 0);
+    no_event(&*s, last);
+
+    assert!(s.delete_session("sid").unwrap());
+    let e = one_event(&*s, &mut last, EventKind::SessionRemoved);
+    assert_eq!(e.session_id.as_deref(), Some("sid"));
+    assert_eq!(e.data, json!({ "turns": 3 }));
+    assert!(!s.delete_session("sid").unwrap());
+    no_event(&*s, last);
+
+    // The whole log, as another connection reads it: in order, one each.
+    let kinds: Vec<EventKind> = all_events(&*open()).iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            EventKind::TurnDone,
+            EventKind::TurnFailed,
+            EventKind::PinSet,
+            EventKind::PinClarified,
+            EventKind::FactAdded,
+            EventKind::Correction,
+            EventKind::FactEnriched,
+            EventKind::SessionCompacted,
+            EventKind::JobFailed,
+            EventKind::Drift,
+            EventKind::FactForgotten,
+            EventKind::SessionRemoved,
+        ]
+    );
+}
+
+/// What a reading asks for: after an id, since a time, of an agent, a
+/// session or some kinds, the oldest or the newest few.
+pub fn events_are_filtered(open: Open) {
+    let mut s = open();
+    let fact = |agent, session, content, correction| NewFact {
+        session_id: session,
+        correction,
+        ..NewFact::new(agent, None, content)
+    };
+    s.add_facts(&[fact("a", Some("s1"), "one", false)]).unwrap();
+    s.add_facts(&[fact("b", Some("s2"), "two", false)]).unwrap();
+    s.add_facts(&[fact("a", Some("s3"), "three", true)])
+        .unwrap();
+    // Clear of the third event's microsecond, whatever the clock's grain.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let mid = crate::store::events::now_us();
+    s.add_facts(&[fact("a", Some("s1"), "four", false)])
+        .unwrap();
+    let all = all_events(&*s);
+    assert_eq!(all.len(), 4);
+    let e = event_ids(&all);
+    assert!(e.windows(2).all(|w| w[0] < w[1]), "{e:?}");
+    let read = |f: EventFilter| event_ids(&s.events(&f).unwrap());
+    let none = EventFilter::default;
+
+    assert_eq!(
+        read(EventFilter {
+            after: Some(e[0]),
+            ..none()
+        }),
+        e[1..]
+    );
+    assert!(
+        read(EventFilter {
+            after: Some(e[3]),
+            ..none()
+        })
+        .is_empty()
+    );
+    assert_eq!(
+        read(EventFilter {
+            since_us: Some(mid),
+            ..none()
+        }),
+        [e[3]]
+    );
+    assert_eq!(
+        read(EventFilter {
+            agent: Some("b"),
+            ..none()
+        }),
+        [e[1]]
+    );
+    assert_eq!(
+        read(EventFilter {
+            session_id: Some("s1"),
+            ..none()
+        }),
+        [e[0], e[3]]
+    );
+    assert_eq!(
+        read(EventFilter {
+            kinds: &[EventKind::Correction],
+            ..none()
+        }),
+        [e[2]]
+    );
+    assert_eq!(
+        read(EventFilter {
+            kinds: &[EventKind::FactAdded, EventKind::Correction],
+            ..none()
+        }),
+        e
+    );
+    assert!(
+        read(EventFilter {
+            kinds: &[EventKind::Drift],
+            ..none()
+        })
+        .is_empty()
+    );
+    assert_eq!(
+        read(EventFilter {
+            limit: Some(2),
+            ..none()
+        }),
+        e[..2]
+    );
+    // The newest few, still oldest first.
+    assert_eq!(
+        read(EventFilter {
+            limit: Some(2),
+            newest: true,
+            ..none()
+        }),
+        e[2..]
+    );
+    assert_eq!(
+        read(EventFilter {
+            agent: Some("a"),
+            after: Some(e[0]),
+            limit: Some(1),
+            newest: true,
+            ..none()
+        }),
+        [e[3]]
+    );
+    assert_eq!(
+        read(EventFilter {
+            agent: Some("a"),
+            after: Some(e[0]),
+            limit: Some(1),
+            ..none()
+        }),
+        [e[2]]
+    );
+}
+
+/// Forgetting takes what an event said with it, never that it happened.
+pub fn forgetting_redacts_events(open: Open) {
+    let mut s = open();
+    let redacted = crate::store::redacted_data();
+    let ids = s
+        .add_facts(&[
+            NewFact::new("a", Some("u1"), "secret one"),
+            NewFact::new("a", Some("u1"), "kept one"),
+        ])
+        .unwrap();
+    let (secret, kept) = (ids[0].unwrap(), ids[1].unwrap());
+    s.set_fact_keywords(secret, &["hush".into()]).unwrap();
+    assert_eq!(s.forget_facts("a", &[secret]).unwrap(), 1);
+    let all = all_events(&*s);
+    assert_eq!(
+        all.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        [
+            EventKind::FactAdded,
+            EventKind::FactAdded,
+            EventKind::FactEnriched,
+            EventKind::FactForgotten
+        ]
+    );
+    assert_eq!(all[0].data, redacted, "the forgotten fact's text");
+    assert_eq!(all[2].data, redacted, "its keywords");
+    assert_eq!(all[1].data["fact_id"], kept);
+    assert_eq!(all[1].data["content"], "kept one");
+    assert_eq!(all[3].data, json!({ "fact_id": secret }));
+    assert_eq!(all[3].user.as_deref(), Some("u1"));
+
+    // A removed session's events say nothing any more; its removal is said.
+    for sid in ["gone", "stays"] {
+        let key = SessionKey {
+            channel: sid,
+            ..KEY
+        };
+        s.ensure_session(sid, &key, "/").unwrap();
+        let u = s.add_user_turn(sid, "hi", Some("u2")).unwrap();
+        s.add_reply(sid, u, &reply("hello", sid)).unwrap();
+        s.set_pin(sid, Some("task"), PinChange::by(PinSource::Set))
+            .unwrap();
+    }
+    let before = last_id(&*s);
+    assert!(s.delete_session("gone").unwrap());
+    let session = |s: &dyn Store, sid| {
+        s.events(&EventFilter {
+            session_id: Some(sid),
+            ..EventFilter::default()
+        })
+        .unwrap()
+    };
+    let gone = session(&*s, "gone");
+    assert_eq!(
+        gone.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        [
+            EventKind::TurnDone,
+            EventKind::PinSet,
+            EventKind::SessionRemoved
+        ]
+    );
+    assert!(gone[..2].iter().all(|e| e.data == redacted), "{gone:?}");
+    assert_eq!(gone[2].data, json!({ "turns": 2 }));
+    assert!(gone[2].id > before);
+    assert!(session(&*s, "stays").iter().all(|e| e.data != redacted));
+
+    // A person's events within an agent lose what they said and who they
+    // are; another agent's stay.
+    s.add_facts(&[
+        NewFact::new("a", Some("u2"), "likes rust"),
+        NewFact::new("b", Some("u2"), "elsewhere"),
+    ])
+    .unwrap();
+    let n = s.redact_person_events("u2", Some("a")).unwrap();
+    assert_eq!(n, 3, "both sessions' replies to them, and their fact");
+    let stays = session(&*s, "stays");
+    assert_eq!(
+        (stays[0].kind, &stays[0].data, stays[0].user.as_deref()),
+        (EventKind::TurnDone, &redacted, None)
+    );
+    assert_eq!(stays[1].kind, EventKind::PinSet);
+    assert_eq!(stays[1].data["pin"], "task", "no one's words");
+    let person = |agent: &str| {
+        all_events(&*s)
+            .into_iter()
+            .rfind(|e| e.agent == agent && e.kind == EventKind::FactAdded)
+            .unwrap()
+    };
+    let mine = person("a");
+    assert_eq!((mine.data, mine.user), (redacted.clone(), None));
+    let theirs = person("b");
+    assert_eq!(theirs.user.as_deref(), Some("u2"));
+    assert_eq!(theirs.data["content"], "elsewhere");
+    assert_eq!(s.redact_person_events("u2", Some("a")).unwrap(), 0);
+
+    // An erasure's rows: the turns' events, the summaries and the pins of
+    // the sessions named.
+    let key = SessionKey {
+        channel: "erased",
+        ..KEY
+    };
+    s.ensure_session("e", &key, "/").unwrap();
+    let u = s.add_user_turn("e", "private", Some("u3")).unwrap();
+    s.add_reply("e", u, &reply("answer", "e")).unwrap();
+    let u2 = s.add_user_turn("e", "other", Some("u4")).unwrap();
+    s.add_reply("e", u2, &reply("answer 2", "e")).unwrap();
+    s.set_pin("e", Some("pin"), PinChange::by(PinSource::Set))
+        .unwrap();
+    let roll = Roll {
+        from: 0,
+        to: 1,
+        handle: "e1",
+        summary: Some(("summary", u)),
+    };
+    s.roll_handle("e", &roll).unwrap();
+    s.erase_rows(&crate::store::Erasure {
+        turns: &[u],
+        tombstone: "[erased]",
+        revisions_from: &[("e".to_string(), 1)],
+        jobs: &[],
+        summaries: &["e".to_string()],
+    })
+    .unwrap();
+    let e = session(&*s, "e");
+    let said: Vec<(EventKind, bool)> = e.iter().map(|e| (e.kind, e.data == redacted)).collect();
+    assert_eq!(
+        said,
+        [
+            (EventKind::TurnDone, true),
+            (EventKind::TurnDone, false),
+            (EventKind::PinSet, true),
+            (EventKind::SessionCompacted, true),
+        ]
+    );
+}
+
+/// Pruning drops old events; an id is never handed out again.
+pub fn prune_keeps_ids_increasing(open: Open) {
+    let mut s = open();
+    add(&mut *s, "a", &["one"]);
+    add(&mut *s, "a", &["two"]);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let mid = crate::store::events::now_us();
+    add(&mut *s, "a", &["three"]);
+    let all = event_ids(&all_events(&*s));
+    assert_eq!(s.prune_events(0).unwrap(), 0);
+    assert_eq!(s.prune_events(mid).unwrap(), 2);
+    assert_eq!(event_ids(&all_events(&*s)), all[2..]);
+    // Even the newest: the next id still comes after it.
+    let later = crate::store::events::now_us() + 1;
+    assert_eq!(s.prune_events(later).unwrap(), 1);
+    assert!(all_events(&*s).is_empty());
+    add(&mut *s, "a", &["four"]);
+    let next = event_ids(&all_events(&*open()));
+    assert_eq!(next.len(), 1);
+    assert!(next[0] > all[2], "{next:?} after {all:?}");
+}
+
+/// A follower's watch wakes soon after another connection appends an
+/// event, also one appended before it began to wait, and otherwise waits
+/// its time.
+pub fn a_watch_wakes_when_events_are_appended(open: Open) {
+    use std::time::{Duration, Instant};
+    let reader = open();
+    let mut writer = open();
+    let mut watch = reader.watch_events().unwrap();
+    let quiet = Duration::from_millis(300);
+    let t = Instant::now();
+    watch.wait(quiet).unwrap();
+    let waited = t.elapsed();
+    assert!(
+        waited >= quiet,
+        "returned after {waited:?} with nothing written"
+    );
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+
+    // Written after the watch began, before the wait.
+    add(&mut *writer, "a", &["one"]);
+    let t = Instant::now();
+    watch.wait(Duration::from_secs(60)).unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert_eq!(all_events(&*reader).len(), 1);
+
+    // Written while it waits.
+    let written = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        add(&mut *writer, "a", &["two"]);
+    });
+    // A wake may be left over from the first write: wait until the second
+    // event is there, each wait bounded by the long maximum.
+    let t = Instant::now();
+    while all_events(&*reader).len() < 2 {
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        watch.wait(Duration::from_secs(60)).unwrap();
+    }
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    written.join().unwrap();
+}
+
 /// Instantiate the suite for an engine: `store_suite!(open_fn)` where
 /// `open_fn()` returns a closure opening one fresh store (again).
 #[macro_export]
@@ -804,7 +1385,12 @@ macro_rules! store_suite {
             bounded_claims_are_fair_between_sessions,
             job_health_counts_open_and_failed,
             calls_are_recorded,
-            meta_health_and_locks
+            meta_health_and_locks,
+            every_change_writes_its_event,
+            events_are_filtered,
+            forgetting_redacts_events,
+            prune_keeps_ids_increasing,
+            a_watch_wakes_when_events_are_appended
         );
     };
     (@cases $fixture:expr; $($case:ident),+) => {

@@ -18,9 +18,12 @@ use tokio_postgres::config::SslMode;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres::types::{FromSqlOwned, ToSql};
-use tokio_postgres::{Client, Config, Error, GenericClient, NoTls, Row, Socket, Transaction};
+use tokio_postgres::{
+    AsyncMessage, Client, Config, Error, GenericClient, NoTls, Row, Socket, Transaction,
+};
 
 use super::ServerUrl;
+use crate::store::StoreError;
 
 /// How long to wait before asking a full or starting server again.
 const RETRY_EVERY: Duration = Duration::from_millis(200);
@@ -143,6 +146,31 @@ impl Drop for Driver {
 /// Open a connection, waiting up to `wait` while the server is full or
 /// starting. Errors name the store (never its password).
 pub fn connect(url: &ServerUrl, wait: Duration) -> anyhow::Result<Conn> {
+    open(url, wait, None)
+}
+
+/// A connection that listens on `channel` (an SQL identifier), with what
+/// says a notification arrived: a slot of one, so wakes that pile up while
+/// nobody waits count once and hold no memory. The LISTEN has taken effect
+/// when this returns: every transaction that notifies and commits after
+/// that is seen.
+pub fn listen(
+    url: &ServerUrl,
+    wait: Duration,
+    channel: &str,
+) -> anyhow::Result<(Conn, mpsc::Receiver<()>)> {
+    let (wake, woken) = mpsc::sync_channel(1);
+    let conn = open(url, wait, Some(wake))?;
+    conn.batch_execute(&format!("LISTEN {channel}"))
+        .map_err(StoreError::from)?;
+    Ok((conn, woken))
+}
+
+fn open(
+    url: &ServerUrl,
+    wait: Duration,
+    wake: Option<mpsc::SyncSender<()>>,
+) -> anyhow::Result<Conn> {
     let (config, tls) = url.config()?;
     // No TLS setup at all when the URL says sslmode=disable.
     let tls = match config.get_ssl_mode() {
@@ -154,8 +182,8 @@ pub fn connect(url: &ServerUrl, wait: Duration) -> anyhow::Result<Conn> {
     let driver = std::thread::Builder::new()
         .name("duduclaw-pg".into())
         .spawn(move || match tls {
-            Some(tls) => drive(&config, tls, &url, wait, &tell),
-            None => drive(&config, NoTls, &url, wait, &tell),
+            Some(tls) => drive(&config, tls, &url, wait, &tell, wake.as_ref()),
+            None => drive(&config, NoTls, &url, wait, &tell, wake.as_ref()),
         })
         .context("could not start the session store's connection thread")?;
     let driver = Driver(Some(driver));
@@ -173,13 +201,14 @@ pub fn connect(url: &ServerUrl, wait: Duration) -> anyhow::Result<Conn> {
 
 /// The connection thread: connect (retrying while the server is full or
 /// starting), hand the client over, then serve it until it is dropped or
-/// the connection breaks.
+/// the connection breaks, passing on notifications to `wake`.
 fn drive<T: MakeTlsConnect<Socket> + Clone>(
     config: &Config,
     tls: T,
     url: &ServerUrl,
     wait: Duration,
     tell: &mpsc::SyncSender<anyhow::Result<Client>>,
+    wake: Option<&mpsc::SyncSender<()>>,
 ) {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -194,7 +223,7 @@ fn drive<T: MakeTlsConnect<Socket> + Clone>(
     };
     let start = Instant::now();
     let mut said_waiting = false;
-    let connection = loop {
+    let mut connection = loop {
         match rt.block_on(config.connect(tls.clone())) {
             Ok((client, connection)) => {
                 if tell.send(Ok(client)).is_err() {
@@ -229,9 +258,32 @@ fn drive<T: MakeTlsConnect<Socket> + Clone>(
             }
         }
     };
-    // A broken connection shows in the client's next call as well; this
-    // is only the first word of it.
-    if let Err(e) = rt.block_on(connection) {
+    // What awaiting the connection does, except that notifications, which
+    // it would drop, are passed on. A message is handled as it comes, with
+    // no polling loop: an idle connection costs nothing.
+    let served = rt.block_on(async {
+        loop {
+            match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                None => return Ok(()),
+                Some(Err(e)) => return Err(e),
+                Some(Ok(AsyncMessage::Notification(_))) => {
+                    // Full: a wake is pending already. Gone: the listener
+                    // is being dropped.
+                    if let Some(wake) = wake {
+                        let _ = wake.try_send(());
+                    }
+                }
+                Some(Ok(AsyncMessage::Notice(notice))) => {
+                    tracing::debug!("session store: {}: {}", notice.severity(), notice.message());
+                }
+                Some(Ok(_)) => {}
+            }
+        }
+    });
+    // A broken connection shows in the client's next call as well (and a
+    // listener's receiver sees its sender gone); this is only the first
+    // word of it.
+    if let Err(e) = served {
         tracing::debug!("session store connection ended: {e}");
     }
 }

@@ -14,11 +14,13 @@ use std::collections::HashMap;
 use tokio_postgres::Row;
 
 use super::conn::{Queries, Tx};
+use super::events;
 use super::{count, nul_free, rows};
-use crate::store::{Fact, FactQuery, FactScope, NewFact, Result, now};
+use crate::store::events as store_events;
+use crate::store::{Fact, FactQuery, FactScope, NewEvent, NewFact, Result, now};
 use crate::text::terms::{keyword_index_text, normalize, stemmed_terms};
 
-const FACT_COLS: &str = "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords";
+const FACT_COLS: &str = "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords, f.correction";
 
 /// The fact's text (field 0) and its keywords (field 1).
 const BODY: i16 = 0;
@@ -37,8 +39,7 @@ fn fact_from_row(r: &Row) -> Result<Fact> {
         created_at: r.try_get(5)?,
         last_used_at: r.try_get(6)?,
         source_turn: r.try_get(7)?,
-        // Until the engine stores it (the event log's migration).
-        correction: false,
+        correction: r.try_get(9)?,
     })
 }
 
@@ -151,13 +152,21 @@ pub const BATCH: usize = 1_000;
 pub fn add(tx: &Tx, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
     let t = now();
     let mut out = Vec::with_capacity(new.len());
+    let mut added = Vec::new();
     for chunk in new.chunks(BATCH) {
-        add_batch(tx, chunk, t, &mut out)?;
+        add_batch(tx, chunk, t, &mut out, &mut added)?;
     }
+    events::append(tx, &added)?;
     Ok(out)
 }
 
-fn add_batch(tx: &Tx, new: &[NewFact], t: i64, out: &mut Vec<Option<i64>>) -> Result<()> {
+fn add_batch(
+    tx: &Tx,
+    new: &[NewFact],
+    t: i64,
+    out: &mut Vec<Option<i64>>,
+    added: &mut Vec<NewEvent>,
+) -> Result<()> {
     let norms: Vec<String> = new.iter().map(|f| normalize(f.content)).collect();
     let indexed: Vec<Indexed> = new
         .iter()
@@ -185,19 +194,20 @@ fn add_batch(tx: &Tx, new: &[NewFact], t: i64, out: &mut Vec<Option<i64>>) -> Re
     let source: Vec<Option<i64>> = keep.iter().map(|&i| new[i].source_turn).collect();
     let body_len: Vec<i64> = keep.iter().map(|&i| indexed[i].body.1).collect();
     let keys_len: Vec<i64> = keep.iter().map(|&i| indexed[i].keys.1).collect();
+    let correction: Vec<bool> = keep.iter().map(|&i| new[i].correction).collect();
     let inserted = tx.query(
         "INSERT INTO facts (agent, user_id, content, norm, keywords, access_count, created_at, last_used_at,
-                            source_turn, body_len, keys_len, terms)
-         SELECT a, u, c, n, k, ac, ca, lu, st, bl, kl, ARRAY(SELECT json_array_elements_text(tm::json))
+                            source_turn, body_len, keys_len, terms, correction)
+         SELECT a, u, c, n, k, ac, ca, lu, st, bl, kl, ARRAY(SELECT json_array_elements_text(tm::json)), co
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
-                     $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[])
-              WITH ORDINALITY AS x(a, u, c, n, k, ac, ca, lu, st, bl, kl, tm, i)
+                     $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::boolean[])
+              WITH ORDINALITY AS x(a, u, c, n, k, ac, ca, lu, st, bl, kl, tm, co, i)
          ORDER BY i
          ON CONFLICT (agent, user_id, norm) DO NOTHING
          RETURNING id, agent, user_id, norm",
         &[
             &agents, &users, &contents, &norm, &keywords, &access, &created, &used, &source, &body_len,
-            &keys_len, &terms,
+            &keys_len, &terms, &correction,
         ],
     )?;
     // Which input each new row is: the first of its key (a repeat within
@@ -229,6 +239,7 @@ fn add_batch(tx: &Tx, new: &[NewFact], t: i64, out: &mut Vec<Option<i64>>) -> Re
             }
             rows += 1;
             tokens += ix.len();
+            added.push(store_events::fact_added(id, f));
         }
         out.push(id);
     }
@@ -245,7 +256,7 @@ fn add_batch(tx: &Tx, new: &[NewFact], t: i64, out: &mut Vec<Option<i64>>) -> Re
 
 pub fn set_keywords(tx: &Tx, id: i64, keywords: &[String]) -> Result<bool> {
     let Some(row) = tx.query_opt(
-        "SELECT content, keys_len, terms FROM facts WHERE id = $1 FOR UPDATE",
+        "SELECT content, keys_len, terms, agent, user_id FROM facts WHERE id = $1 FOR UPDATE",
         &[&id],
     )?
     else {
@@ -253,6 +264,7 @@ pub fn set_keywords(tx: &Tx, id: i64, keywords: &[String]) -> Result<bool> {
     };
     let (content, old_len, old_terms): (String, i64, Vec<String>) =
         (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+    let (agent, user): (String, String) = (row.try_get(3)?, row.try_get(4)?);
     let ix = Indexed::new(&content, keywords);
     let stored = serde_json::to_string(keywords).unwrap_or_else(|_| "[]".into());
     tx.execute(
@@ -278,6 +290,9 @@ pub fn set_keywords(tx: &Tx, id: i64, keywords: &[String]) -> Result<bool> {
         "UPDATE fact_stats SET tokens = tokens + $1",
         &[&(ix.keys.1 - old_len)],
     )?;
+    let user = (!user.is_empty()).then_some(user.as_str());
+    let enriched = store_events::fact_enriched(&agent, user, id, keywords);
+    events::append(tx, &[enriched])?;
     Ok(true)
 }
 
@@ -384,30 +399,43 @@ pub fn rank(
             &query.keyword_weight,
         ],
     )?;
-    rows(found, |r| Ok((fact_from_row(r)?, r.try_get::<_, f64>(9)?)))
+    rows(found, |r| Ok((fact_from_row(r)?, r.try_get::<_, f64>(10)?)))
 }
 
 pub fn forget(tx: &Tx, agent: &str, ids: &[i64]) -> Result<usize> {
     // The term rows go with the facts (ON DELETE CASCADE); the counts of
     // their terms and the index's size shrink by what went.
     let gone = tx.query(
-        "DELETE FROM facts WHERE id = ANY($1) AND agent = $2 RETURNING body_len + keys_len, terms",
+        "DELETE FROM facts WHERE id = ANY($1) AND agent = $2 RETURNING body_len + keys_len, terms, id, user_id",
         &[&ids, &agent],
     )?;
     let mut tokens = 0i64;
     let mut df: HashMap<String, i64> = HashMap::new();
+    let mut users: HashMap<i64, String> = HashMap::new();
     for r in &gone {
         tokens += r.try_get::<_, i64>(0)?;
         for t in r.try_get::<_, Vec<String>>(1)? {
             *df.entry(t).or_default() -= 1;
         }
+        users.insert(r.try_get(2)?, r.try_get(3)?);
     }
     change_df(tx, &df)?;
+    // Reported in the order asked, as SQLite does; what the fact's events
+    // said goes with it.
+    let mut forgotten = Vec::with_capacity(gone.len());
+    for id in ids {
+        if let Some(user) = users.remove(id) {
+            events::redact(tx, store_events::redact::FACT, id)?;
+            let user = (!user.is_empty()).then_some(user.as_str());
+            forgotten.push(store_events::fact_forgotten(agent, user, *id));
+        }
+    }
     if !gone.is_empty() {
         tx.execute(
             "UPDATE fact_stats SET rows = rows - $1, tokens = tokens - $2",
             &[&count(gone.len()), &tokens],
         )?;
     }
+    events::append(tx, &forgotten)?;
     Ok(gone.len())
 }

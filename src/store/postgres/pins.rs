@@ -2,7 +2,9 @@
 //! state it had in `pin_revisions`, numbered per session.
 
 use super::conn::{Queries, Tx};
+use super::events;
 use super::{nul_free, rows, text};
+use crate::store::events as store_events;
 use crate::store::{PIN_REVISIONS_KEPT, PinChange, PinRevision, Result, now};
 
 /// Write a session's pin and record the revision (see the SQLite engine):
@@ -57,6 +59,9 @@ pub fn write(
         "DELETE FROM pin_revisions WHERE session_id = $1 AND rev <= $2",
         &[&session_id, &(rev - PIN_REVISIONS_KEPT)],
     )?;
+    if let Some(owner) = events::session_owner(tx, session_id)? {
+        events::append(tx, &[store_events::pin_changed(&owner, rev, pin, change)])?;
+    }
     Ok(true)
 }
 

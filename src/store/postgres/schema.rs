@@ -155,10 +155,46 @@ CREATE TABLE erased_handles (
 );
 CREATE INDEX erased_handles_time ON erased_handles(erased_at);
 ",
+    // 5: as on SQLite: the event log, and facts marked as the user's
+    // corrections. An event outlives its session (`session.removed`), so
+    // it references nothing. Ids come from `event_counter`, not a
+    // sequence: see events::append for why.
+    r"
+CREATE TABLE events (
+    id         BIGINT PRIMARY KEY,
+    -- microseconds since the epoch
+    at         BIGINT NOT NULL,
+    kind       TEXT NOT NULL,
+    agent      TEXT NOT NULL,
+    session_id TEXT,
+    user_id    TEXT,
+    -- what the event concerns, for redaction when it is forgotten
+    fact_id    BIGINT,
+    turn_id    BIGINT,
+    -- JSON as text, not jsonb: jsonb would reorder the keys
+    data       TEXT NOT NULL
+);
+CREATE INDEX events_at ON events(at);
+CREATE INDEX events_agent ON events(agent, id);
+CREATE INDEX events_session ON events(session_id, id) WHERE session_id IS NOT NULL;
+CREATE INDEX events_fact ON events(fact_id) WHERE fact_id IS NOT NULL;
+CREATE INDEX events_turn ON events(turn_id) WHERE turn_id IS NOT NULL;
+CREATE INDEX events_user ON events(user_id) WHERE user_id IS NOT NULL;
+CREATE TABLE event_counter (
+    one  BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one),
+    last BIGINT NOT NULL
+);
+INSERT INTO event_counter (last) VALUES (0);
+ALTER TABLE facts ADD COLUMN correction BOOLEAN NOT NULL DEFAULT FALSE;
+",
 ];
 
 /// The schema version this build writes (the same as SQLite's).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+// A migration added to one engine only would make `doctor` and the
+// version check disagree between them: refuse to build instead.
+const _: () = assert!(SCHEMA_VERSION == crate::store::SCHEMA_VERSION);
 
 /// Keys of the advisory locks this program takes outside sessions.
 const MIGRATION_LOCK: i64 = 0x6475_6475_636c_6177; // "duduclaw"

@@ -5,8 +5,11 @@ use tokio_postgres::Row;
 use tokio_postgres::types::FromSqlOwned;
 
 use super::conn::{Queries, Tx};
+use super::events;
 use super::{count, nul_free, opt_text, rows, text};
 use crate::session::SessionKey;
+use crate::store::events as store_events;
+use crate::store::events::redact;
 use crate::store::{Erasure, Reply, Result, Roll, Session, SessionListing, TextEnum, Turn, now};
 
 const SESSION_COLS: &str = "id, agent, channel, thread, generation, handle, handle_turns, handle_host, cwd, pin, summary, summary_upto, created_at, updated_at";
@@ -95,8 +98,16 @@ pub fn stale(c: &impl Queries, before: i64) -> Result<Vec<Session>> {
     rows(c.query(&sql, &[&before])?, session_from_row)
 }
 
-pub fn delete(c: &impl Queries, id: &str) -> Result<bool> {
-    Ok(c.execute("DELETE FROM sessions WHERE id = $1", &[&id])? > 0)
+pub fn delete(tx: &Tx, id: &str) -> Result<bool> {
+    let Some(owner) = events::session_owner(tx, id)? else {
+        return Ok(false);
+    };
+    let turns = turn_count(tx, id)?;
+    tx.execute("DELETE FROM sessions WHERE id = $1", &[&id])?;
+    // What the session's events said goes with the session.
+    events::redact(tx, redact::SESSION, &id)?;
+    events::append(tx, &[store_events::removed(&owner, turns)])?;
+    Ok(true)
 }
 
 pub fn add_user_turn(tx: &Tx, session_id: &str, content: &str, user: Option<&str>) -> Result<i64> {
@@ -169,11 +180,14 @@ pub fn add_reply(tx: &Tx, session_id: &str, user_turn: i64, reply: &Reply) -> Re
          WHERE id = $1 AND handle = $3",
         &[&session_id, &t, &reply.handle, &reply.host],
     )?;
+    if let Some(owner) = events::turn_owner(tx, user_turn)? {
+        events::append(tx, &[store_events::turn_done(&owner, user_turn, id, reply)])?;
+    }
     Ok(id)
 }
 
-pub fn fail_user_turn(c: &impl Queries, user_turn: i64, error: &str) -> Result<()> {
-    c.execute(
+pub fn fail_user_turn(tx: &Tx, user_turn: i64, error: &str) -> Result<()> {
+    tx.execute(
         "UPDATE turns SET status = $2, error = $3 WHERE id = $1",
         &[
             &user_turn,
@@ -181,6 +195,9 @@ pub fn fail_user_turn(c: &impl Queries, user_turn: i64, error: &str) -> Result<(
             &nul_free(error),
         ],
     )?;
+    if let Some(owner) = events::turn_owner(tx, user_turn)? {
+        events::append(tx, &[store_events::turn_failed(&owner, user_turn, error)])?;
+    }
     Ok(())
 }
 
@@ -218,20 +235,26 @@ pub fn mark_handle_started(
     Ok(())
 }
 
-pub fn roll_handle(c: &impl Queries, session_id: &str, roll: &Roll) -> Result<bool> {
+pub fn roll_handle(tx: &Tx, session_id: &str, roll: &Roll) -> Result<bool> {
     let (from, to) = (i64::from(roll.from), i64::from(roll.to));
     let n = match roll.summary {
-        None => c.execute(
+        None => tx.execute(
             "UPDATE sessions SET generation = $3, handle = $4, handle_turns = 0, handle_host = NULL, updated_at = $5
              WHERE id = $1 AND generation = $2",
             &[&session_id, &from, &to, &roll.handle, &now()],
         )?,
-        Some((summary, upto)) => c.execute(
+        Some((summary, upto)) => tx.execute(
             "UPDATE sessions SET generation = $3, handle = $4, handle_turns = 0, handle_host = NULL, summary = $5, summary_upto = $6
              WHERE id = $1 AND generation = $2",
             &[&session_id, &from, &to, &roll.handle, &nul_free(summary), &upto],
         )?,
     };
+    if n > 0
+        && let Some(owner) = events::session_owner(tx, session_id)?
+        && let Some(compacted) = store_events::compacted(&owner, roll)
+    {
+        events::append(tx, &[compacted])?;
+    }
     Ok(n > 0)
 }
 
@@ -320,6 +343,15 @@ pub fn erase_rows(tx: &Tx, e: &Erasure) -> Result<()> {
         "UPDATE sessions SET summary = NULL, summary_upto = NULL WHERE id = ANY($1)",
         &[&e.summaries],
     )?;
+    for sid in e.summaries {
+        events::redact(tx, redact::SUMMARIES, sid)?;
+    }
+    for id in e.turns {
+        events::redact(tx, redact::TURN, id)?;
+    }
+    for (sid, _) in e.revisions_from {
+        events::redact(tx, redact::PINS, sid)?;
+    }
     Ok(())
 }
 

@@ -1,0 +1,196 @@
+//! The event log on PostgreSQL.
+//!
+//! A follower reads `id > last` and must never miss an event, so ids have
+//! to grow in commit order, which a sequence does not give: it hands out
+//! numbers in call order, and a transaction that took 7 may commit after
+//! one that took 8 was read, hiding 7 from that follower for good. Ids
+//! come from a one-row counter instead, updated in the writing
+//! transaction: its row lock is held until the commit, so the next writer
+//! takes its numbers only once the previous ones are visible.
+
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
+
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use super::conn::{self, Conn, Queries, Tx};
+use super::{ServerUrl, count, rows, text};
+use crate::store::events::{self, Owner, Param, lookup, redact};
+use crate::store::{Event, EventFilter, EventWatch, JobStatus, NewEvent, Result, redacted_data};
+
+/// The channel a commit with events notifies, for followers.
+const CHANNEL: &str = "duduclaw_events";
+
+/// Append events in the caller's transaction, as its last statement.
+///
+/// The counter update locks the counter row until the commit: every other
+/// transaction appending events waits there, so ids are handed out in
+/// commit order (see the module's note). It also serializes all writers
+/// of events from that update to their commit, which is why it must come
+/// last, right before the commit: anything after it would hold every
+/// other writer back, and a lock taken after it could deadlock with a
+/// writer holding that lock while waiting for the counter.
+pub fn append(tx: &Tx, events: &[NewEvent]) -> Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let n = count(events.len());
+    let last: i64 = tx.value(
+        "UPDATE event_counter SET last = last + $1 RETURNING last",
+        &[&n],
+    )?;
+    let ids: Vec<i64> = (last - n + 1..=last).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    let agents: Vec<&str> = events.iter().map(|e| e.agent.as_str()).collect();
+    let sessions: Vec<Option<&str>> = events.iter().map(|e| e.session_id.as_deref()).collect();
+    let users: Vec<Option<&str>> = events.iter().map(|e| e.user.as_deref()).collect();
+    let facts: Vec<Option<i64>> = events.iter().map(|e| e.fact_id).collect();
+    let turns: Vec<Option<i64>> = events.iter().map(|e| e.turn_id).collect();
+    // JSON text escapes a NUL, so the data always fits in a text value.
+    let data: Vec<String> = events.iter().map(|e| e.data.to_string()).collect();
+    tx.execute(
+        "INSERT INTO events (id, at, kind, agent, session_id, user_id, fact_id, turn_id, data)
+         SELECT i, $2, k, a, s, u, f, t, d
+         FROM unnest($1::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[],
+                     $8::bigint[], $9::text[]) AS x(i, k, a, s, u, f, t, d)",
+        &[
+            &ids,
+            &events::now_us(),
+            &kinds,
+            &agents,
+            &sessions,
+            &users,
+            &facts,
+            &turns,
+            &data,
+        ],
+    )?;
+    // Delivered at the commit, and only if it commits.
+    tx.execute("SELECT pg_notify($1, '')", &[&CHANNEL])?;
+    Ok(())
+}
+
+/// Whom a turn's event concerns; `None` when the turn is gone.
+pub fn turn_owner(c: &impl Queries, turn: i64) -> Result<Option<Owner>> {
+    c.query_opt(lookup::TURN, &[&turn])?
+        .map(|r| {
+            Ok(Owner {
+                agent: r.try_get(0)?,
+                session_id: r.try_get(1)?,
+                user: r.try_get(2)?,
+            })
+        })
+        .transpose()
+}
+
+/// Whom a session's event concerns; `None` when the session is gone.
+pub fn session_owner(c: &impl Queries, session_id: &str) -> Result<Option<Owner>> {
+    c.query_opt(lookup::SESSION, &[&session_id])?
+        .map(|r| {
+            Ok(Owner {
+                agent: r.try_get(0)?,
+                session_id: Some(session_id.to_string()),
+                user: None,
+            })
+        })
+        .transpose()
+}
+
+/// The `job.failed` event of a job whose last attempt just failed, if it
+/// was given up.
+pub fn job_given_up(c: &impl Queries, id: i64, error: &str) -> Result<Option<NewEvent>> {
+    c.query_opt(lookup::FAILED_JOB, &[&id, &JobStatus::Failed.as_str()])?
+        .map(|r| {
+            let owner = Owner {
+                agent: r.try_get(0)?,
+                session_id: r.try_get(1)?,
+                user: None,
+            };
+            let kind: String = r.try_get(2)?;
+            Ok(events::job_failed(
+                &owner,
+                id,
+                &kind,
+                r.try_get(3)?,
+                r.try_get(4)?,
+                error,
+            ))
+        })
+        .transpose()
+}
+
+/// Run one of [`redact`]'s statements with `key` as `$2`.
+pub fn redact(c: &impl Queries, statement: &str, key: &(dyn ToSql + Sync)) -> Result<u64> {
+    let data = redacted_data().to_string();
+    Ok(c.execute(statement, &[&data, key])?)
+}
+
+/// A person's events, in one agent or (`None`) in all.
+pub fn redact_person(c: &impl Queries, user: &str, agent: Option<&str>) -> Result<u64> {
+    let data = redacted_data().to_string();
+    Ok(match agent {
+        Some(agent) => c.execute(redact::PERSON_IN_AGENT, &[&data, &user, &agent])?,
+        None => c.execute(redact::PERSON, &[&data, &user])?,
+    })
+}
+
+fn event_from_row(r: &Row) -> Result<Event> {
+    let data: String = r.try_get(6)?;
+    Ok(Event {
+        id: r.try_get(0)?,
+        at_us: r.try_get(1)?,
+        kind: text(r, 2)?,
+        agent: r.try_get(3)?,
+        session_id: r.try_get(4)?,
+        user: r.try_get(5)?,
+        data: serde_json::from_str(&data)?,
+    })
+}
+
+pub fn list(c: &impl Queries, filter: &EventFilter) -> Result<Vec<Event>> {
+    let (sql, params) = events::select(filter);
+    let values: Vec<Box<dyn ToSql + Sync>> = params
+        .into_iter()
+        .map(|p| -> Box<dyn ToSql + Sync> {
+            match p {
+                Param::Int(n) => Box::new(n),
+                Param::Text(s) => Box::new(s),
+            }
+        })
+        .collect();
+    let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(AsRef::as_ref).collect();
+    rows(c.query(&sql, &refs)?, event_from_row)
+}
+
+pub fn prune(c: &impl Queries, before_us: i64) -> Result<u64> {
+    Ok(c.execute(events::PRUNE, &[&before_us])?)
+}
+
+/// Wakes when a transaction that appended events commits: a connection
+/// of its own listening on [`CHANNEL`], so the store's connection (and
+/// the turn locks it holds) stays as it is, and dropping the watch ends
+/// the listening with the connection.
+pub struct Watch {
+    _conn: Conn,
+    woken: mpsc::Receiver<()>,
+}
+
+impl Watch {
+    pub fn new(url: &ServerUrl, wait: Duration) -> Result<Watch> {
+        let (conn, woken) = conn::listen(url, wait, CHANNEL)?;
+        Ok(Watch { _conn: conn, woken })
+    }
+}
+
+impl EventWatch for Watch {
+    fn wait(&mut self, max: Duration) -> Result<()> {
+        match self.woken.recv_timeout(max) {
+            Ok(()) | Err(RecvTimeoutError::Timeout) => Ok(()),
+            Err(RecvTimeoutError::Disconnected) => Err(anyhow::anyhow!(
+                "the session store connection watching for events ended"
+            )
+            .into()),
+        }
+    }
+}
