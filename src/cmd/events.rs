@@ -151,8 +151,15 @@ fn follow(location: &Location, args: &EventsArgs) -> Result<()> {
             newest: false,
             ..first.clone()
         };
-        if !full_page {
-            watch.wait(CHECK_EVERY)?;
+        if full_page {
+            continue;
+        }
+        // Read again only when something was written: an idle follower
+        // costs a cheap check, never a query.
+        while !watch.wait(CHECK_EVERY)? {
+            if stop.load(Ordering::Relaxed) || reader_gone() {
+                return Ok(());
+            }
         }
     }
 }

@@ -285,10 +285,10 @@ pub fn redacted_data() -> Value {
 
 /// Wakes an `events --follow` when events may have been written.
 pub trait EventWatch {
-    /// Return once events may have been appended since the last call (or
-    /// since the watch began), or after `max` anyway. Spurious wakes are
-    /// allowed; a missed one is not.
-    fn wait(&mut self, max: std::time::Duration) -> super::Result<()>;
+    /// Return `true` once events may have been appended since the last
+    /// call (or since the watch began), `false` when `max` passed without.
+    /// A spurious `true` is allowed; a missed one is not.
+    fn wait(&mut self, max: std::time::Duration) -> super::Result<bool>;
 }
 
 /// One stored state of a session's pin (`pin history`).

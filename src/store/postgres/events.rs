@@ -184,9 +184,10 @@ impl Watch {
 }
 
 impl EventWatch for Watch {
-    fn wait(&mut self, max: Duration) -> Result<()> {
+    fn wait(&mut self, max: Duration) -> Result<bool> {
         match self.woken.recv_timeout(max) {
-            Ok(()) | Err(RecvTimeoutError::Timeout) => Ok(()),
+            Ok(()) => Ok(true),
+            Err(RecvTimeoutError::Timeout) => Ok(false),
             Err(RecvTimeoutError::Disconnected) => Err(anyhow::anyhow!(
                 "the session store connection watching for events ended"
             )

@@ -189,17 +189,17 @@ fn data_version(conn: &Connection) -> rusqlite::Result<i64> {
 }
 
 impl EventWatch for Watch<'_> {
-    fn wait(&mut self, max: Duration) -> Result<()> {
+    fn wait(&mut self, max: Duration) -> Result<bool> {
         let until = Instant::now() + max;
         loop {
             let now = data_version(self.conn)?;
             if now != self.seen {
                 self.seen = now;
-                return Ok(());
+                return Ok(true);
             }
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Ok(());
+                return Ok(false);
             }
             std::thread::sleep(left.min(CHECK_EVERY));
         }
