@@ -36,11 +36,6 @@ pub fn append(tx: &Tx, events: &[NewEvent]) -> Result<()> {
         return Ok(());
     }
     let n = count(events.len());
-    let last: i64 = tx.value(
-        "UPDATE event_counter SET last = last + $1 RETURNING last",
-        &[&n],
-    )?;
-    let ids: Vec<i64> = (last - n + 1..=last).collect();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     let agents: Vec<&str> = events.iter().map(|e| e.agent.as_str()).collect();
     let sessions: Vec<Option<&str>> = events.iter().map(|e| e.session_id.as_deref()).collect();
@@ -49,13 +44,19 @@ pub fn append(tx: &Tx, events: &[NewEvent]) -> Result<()> {
     let turns: Vec<Option<i64>> = events.iter().map(|e| e.turn_id).collect();
     // JSON text escapes a NUL, so the data always fits in a text value.
     let data: Vec<String> = events.iter().map(|e| e.data.to_string()).collect();
+    // One statement, one round trip, on every turn: take the ids, write
+    // the rows numbered by their place, and notify (delivered at the
+    // commit, and only if it commits). A data-modifying CTE runs whether
+    // or not the final SELECT reads it.
     tx.execute(
-        "INSERT INTO events (id, at, kind, agent, session_id, user_id, fact_id, turn_id, data)
-         SELECT i, $2, k, a, s, u, f, t, d
-         FROM unnest($1::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[],
-                     $8::bigint[], $9::text[]) AS x(i, k, a, s, u, f, t, d)",
+        "WITH c AS (UPDATE event_counter SET last = last + $1 RETURNING last),
+         w AS (INSERT INTO events (id, at, kind, agent, session_id, user_id, fact_id, turn_id, data)
+               SELECT c.last - $1 + x.o, $2, x.k, x.a, x.s, x.u, x.f, x.t, x.d
+               FROM c, unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[],
+                              $8::bigint[], $9::text[]) WITH ORDINALITY AS x(k, a, s, u, f, t, d, o))
+         SELECT pg_notify($10, '')",
         &[
-            &ids,
+            &n,
             &events::now_us(),
             &kinds,
             &agents,
@@ -64,10 +65,9 @@ pub fn append(tx: &Tx, events: &[NewEvent]) -> Result<()> {
             &facts,
             &turns,
             &data,
+            &CHANNEL,
         ],
     )?;
-    // Delivered at the commit, and only if it commits.
-    tx.execute("SELECT pg_notify($1, '')", &[&CHANNEL])?;
     Ok(())
 }
 
