@@ -108,8 +108,19 @@ fn read(location: &Location, args: &EventsArgs) -> Result<()> {
 
 /// Print what is there, then every event as it commits, until Ctrl-C,
 /// SIGTERM or a reader that went away. Opening creates the store, so a
-/// consumer can start before the first turn.
+/// consumer can start before the first turn. A store that fails meanwhile
+/// ends it, saying where to pick up.
 fn follow(location: &Location, args: &EventsArgs) -> Result<()> {
+    let mut last = None;
+    follow_from(location, args, &mut last).map_err(|e| match last {
+        Some(id) => e.context(format!(
+            "events --follow stopped after event {id}: run it again with --since {id}"
+        )),
+        None => e,
+    })
+}
+
+fn follow_from(location: &Location, args: &EventsArgs, last: &mut Option<i64>) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
@@ -122,7 +133,7 @@ fn follow(location: &Location, args: &EventsArgs) -> Result<()> {
     let mut watch = store.watch_events()?;
     let mut out = std::io::stdout().lock();
     let first = filter(args, &kinds, session.as_deref());
-    let mut last = first.after;
+    *last = first.after;
     if args.since.is_none() {
         // Where the log ends now: whatever follows is new, even when none
         // of the newest matched (`--limit 0`, a rare --kind).
@@ -131,7 +142,7 @@ fn follow(location: &Location, args: &EventsArgs) -> Result<()> {
             limit: Some(1),
             ..EventFilter::default()
         };
-        last = store.events(&end)?.first().map(|e| e.id);
+        *last = store.events(&end)?.first().map(|e| e.id);
     }
     let mut next = first.clone();
     loop {
@@ -142,11 +153,11 @@ fn follow(location: &Location, args: &EventsArgs) -> Result<()> {
         for e in &events {
             write_event(&mut out, e, args.json)?;
             out.flush()?;
-            last = last.max(Some(e.id));
+            *last = (*last).max(Some(e.id));
         }
         let full_page = next.limit.is_some_and(|n| events.len() >= n) && !next.newest;
         next = EventFilter {
-            after: last,
+            after: *last,
             limit: Some(PAGE),
             newest: false,
             ..first.clone()
