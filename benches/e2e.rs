@@ -12,6 +12,7 @@
 //! DUDUCLAW_BENCH_PG_URL=$(scripts/pg.sh start /tmp/pg) BENCH_ONLY=9 cargo bench --bench e2e
 //! ... DUDUCLAW_BIN_BEFORE=path/to/an/older/build BENCH_ONLY=9 ...  # and that build on the server too
 //! BENCH_ONLY=10 DUDUCLAW_BIN_BEFORE=path/to/an/older/build cargo bench --bench e2e  # bursts, side by side
+//! BENCH_ONLY=12 DUDUCLAW_BIN_BEFORE=a/build/before/the/event/log cargo bench --bench e2e  # events (server too with the URL)
 //! ```
 //!
 //! Part 9 (the PostgreSQL store next to the SQLite file) needs a server
