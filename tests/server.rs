@@ -434,3 +434,46 @@ fn tls_is_used_and_sslmode_checks_what_libpq_checks() {
     assert_eq!(code, Some(4), "{err}");
     assert!(err.contains("sslmode=sometimes"), "{err}");
 }
+
+#[test]
+fn a_follower_whose_connections_drop_ends_with_4_and_says_where_to_pick_up() {
+    let env = Env::fake("").on_server();
+    let url = env.server.clone().unwrap();
+    let added = env
+        .cmd()
+        .args(["facts", "add", "--agent", "a", "seen before the drop"])
+        .output()
+        .unwrap();
+    assert_ok(&added);
+    let mut child = env
+        .std_cmd()
+        .args(["events", "--follow", "--json", "--since", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once it printed the event, it is following (its LISTEN is in place).
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut lines, &mut first).unwrap();
+    assert!(first.contains("seen before the drop"), "{first}");
+    let id = serde_json::from_str::<serde_json::Value>(&first).unwrap()["id"].clone();
+    client(&url)
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("run it again with --since {id}")),
+        "{err}"
+    );
+    if let Some(password) = pg::password(&url) {
+        assert!(!err.contains(&password), "{err}");
+    }
+}
