@@ -20,6 +20,17 @@ fn client(url: &str) -> postgres::Client {
     postgres::Client::connect(url, postgres::NoTls).unwrap()
 }
 
+/// The server drops every other connection to the database, as a failover,
+/// an idle-killer or a restart would.
+fn drop_connections(c: &mut postgres::Client) {
+    c.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        &[],
+    )
+    .unwrap();
+}
+
 /// A fresh login role (with `options`, e.g. a connection limit) owning a
 /// fresh database on the test server; the URL that logs in as it.
 fn role_with_database(role: &str, password: &str, options: &str, db: &str) -> String {
@@ -219,13 +230,7 @@ fn a_connection_dropped_mid_turn_keeps_the_message_for_again() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    watch
-        .execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-             WHERE datname = current_database() AND pid <> pg_backend_pid()",
-            &[],
-        )
-        .unwrap();
+    drop_connections(&mut watch);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", printed(&out));
     assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
@@ -458,13 +463,7 @@ fn a_follower_whose_connections_drop_ends_with_4_and_says_where_to_pick_up() {
     std::io::BufRead::read_line(&mut lines, &mut first).unwrap();
     assert!(first.contains("seen before the drop"), "{first}");
     let id = serde_json::from_str::<serde_json::Value>(&first).unwrap()["id"].clone();
-    client(&url)
-        .execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-             WHERE datname = current_database() AND pid <> pg_backend_pid()",
-            &[],
-        )
-        .unwrap();
+    drop_connections(&mut client(&url));
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let err = stderr(&out);

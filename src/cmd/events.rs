@@ -297,10 +297,7 @@ fn describe(e: &Event) -> String {
 
 /// Text on one line, at most 100 characters.
 fn one_line(s: &str) -> String {
-    let flat: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
+    let flat = super::one_line(s);
     let mut out: String = flat.chars().take(100).collect();
     if flat.chars().count() > 100 {
         out.push('…');

@@ -34,21 +34,7 @@ fn fact_json(f: &Fact) -> Value {
     })
 }
 
-/// A fact is one line: control characters (newlines, tabs) become single
-/// spaces, so plain-text listings keep one fact per line and their columns.
-fn one_line(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for part in s.split(char::is_control).map(str::trim) {
-        if part.is_empty() {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(part);
-    }
-    out
-}
+use super::one_line;
 
 /// Plain text, tab-separated: id, uses, person (`-` for agent-wide), text.
 fn write_facts(out: &mut impl Write, facts: &[Fact]) -> std::io::Result<()> {

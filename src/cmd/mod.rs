@@ -170,6 +170,22 @@ fn erase_sessions(store: &mut dyn crate::store::Store, handles: &[String]) -> Re
     Ok(())
 }
 
+/// Text on one line: control characters (newlines, tabs) become single
+/// spaces, so plain-text listings keep one item per line and their columns.
+fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for part in s.split(char::is_control).map(str::trim) {
+        if part.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(part);
+    }
+    out
+}
+
 /// Seconds since the epoch as RFC 3339 (UTC), the one time format shown.
 fn time(secs: i64) -> String {
     let t =

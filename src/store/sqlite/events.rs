@@ -10,16 +10,6 @@ use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 use crate::store::events::{self, Owner, Param, lookup, redact};
 use crate::store::{Event, EventFilter, EventWatch, JobStatus, NewEvent, Result, sql};
 
-/// A [`crate::store::events`] statement in SQLite's placeholders, converted
-/// once per process.
-macro_rules! shared {
-    ($path:path) => {{
-        static CONVERTED: std::sync::LazyLock<String> =
-            std::sync::LazyLock::new(|| sql::for_sqlite($path).into_owned());
-        CONVERTED.as_str()
-    }};
-}
-
 /// Append events in the caller's transaction.
 pub fn append(conn: &Connection, events: &[NewEvent]) -> rusqlite::Result<()> {
     if events.is_empty() {

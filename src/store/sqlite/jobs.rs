@@ -16,17 +16,6 @@ const SELECT: &str =
 /// [`sql::JOB_RUNNABLE`] in SQLite's placeholders. Parameters ?4..?7.
 static RUNNABLE: LazyLock<String> = LazyLock::new(|| sql::for_sqlite(sql::JOB_RUNNABLE).into());
 
-/// A statement of [`sql`] in SQLite's placeholders, converted once per
-/// process (each use site holds its own copy): jobs are queued and finished
-/// on every turn.
-macro_rules! shared {
-    ($statement:ident) => {{
-        static CONVERTED: LazyLock<String> =
-            LazyLock::new(|| sql::for_sqlite(sql::$statement).into_owned());
-        CONVERTED.as_str()
-    }};
-}
-
 pub fn enqueue(
     conn: &Connection,
     kind: JobKind,
@@ -37,7 +26,7 @@ pub fn enqueue(
 ) -> Result<i64> {
     let t = now();
     Ok(conn.query_row(
-        shared!(JOB_INSERT),
+        shared!(sql::JOB_INSERT),
         params![
             kind,
             agent,
@@ -154,13 +143,16 @@ pub fn claim(
 }
 
 pub fn finish(conn: &Connection, id: i64) -> rusqlite::Result<()> {
-    conn.execute(shared!(JOB_FINISH), params![id, JobStatus::Done, now()])?;
+    conn.execute(
+        shared!(sql::JOB_FINISH),
+        params![id, JobStatus::Done, now()],
+    )?;
     Ok(())
 }
 
 pub fn fail(conn: &Connection, id: i64, error: &str) -> rusqlite::Result<()> {
     conn.execute(
-        shared!(JOB_FAIL),
+        shared!(sql::JOB_FAIL),
         params![
             id,
             error,
@@ -175,7 +167,10 @@ pub fn fail(conn: &Connection, id: i64, error: &str) -> rusqlite::Result<()> {
 }
 
 pub fn retry(conn: &Connection, id: i64) -> Result<bool> {
-    let n = conn.execute(shared!(JOB_RETRY), params![id, JobStatus::Pending, now()])?;
+    let n = conn.execute(
+        shared!(sql::JOB_RETRY),
+        params![id, JobStatus::Pending, now()],
+    )?;
     Ok(n > 0)
 }
 
@@ -220,7 +215,7 @@ pub fn list(conn: &Connection, filter: &JobFilter) -> Result<Vec<JobRow>> {
 }
 
 pub fn of_session(conn: &Connection, session_id: &str) -> Result<Vec<Job>> {
-    let mut stmt = conn.prepare(shared!(SESSION_JOBS))?;
+    let mut stmt = conn.prepare(shared!(sql::SESSION_JOBS))?;
     let rows = stmt.query_map([session_id], job_from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

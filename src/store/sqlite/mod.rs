@@ -4,6 +4,17 @@
 //! and migrations keyed by `user_version`. A file that is not a database, or
 //! that a newer version of this program wrote, is refused and left untouched.
 
+/// A statement both engines share (`store::sql`, `store::events`) in
+/// SQLite's placeholders, converted once per process (each use site holds
+/// its own copy): jobs and events are written on every turn.
+macro_rules! shared {
+    ($statement:path) => {{
+        static CONVERTED: std::sync::LazyLock<String> =
+            std::sync::LazyLock::new(|| crate::store::sql::for_sqlite($statement).into_owned());
+        CONVERTED.as_str()
+    }};
+}
+
 mod calls;
 mod events;
 mod facts;
