@@ -24,7 +24,7 @@ mod sessions;
 use std::fs;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
@@ -372,12 +372,7 @@ impl SqliteStore {
         if read_only {
             return Ok(());
         }
-        let mode: String = self
-            .conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            tracing::warn!("store journal mode is {mode}, not wal");
-        }
+        self.use_wal()?;
         // NORMAL is durable across process crashes in WAL mode; only a power
         // loss can drop the last commits, which is the trade SQLite documents.
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
@@ -385,6 +380,34 @@ impl SqliteStore {
         // person has us forget must not be readable from the file later.
         self.conn.pragma_update(None, "secure_delete", true)?;
         self.migrate(version)
+    }
+
+    /// Switch the file to WAL. A store that is already WAL costs one no-op
+    /// statement. A new store changes its journal, which needs the file to
+    /// itself; when several processes create the store at once (a burst of
+    /// first turns), SQLite may answer that change with SQLITE_BUSY at once,
+    /// without asking the busy handler, because waiting there could
+    /// deadlock. Nothing is held between attempts, so trying again until
+    /// the busy timeout is safe.
+    fn use_wal(&self) -> anyhow::Result<()> {
+        let deadline = Instant::now() + BUSY_TIMEOUT;
+        let mut pause = Duration::from_millis(2);
+        let mode: String = loop {
+            match self
+                .conn
+                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            {
+                Err(e) if is_busy(&e) && Instant::now() + pause < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                r => break r?,
+            }
+        };
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!("store journal mode is {mode}, not wal");
+        }
+        Ok(())
     }
 
     fn migrate(&mut self, from: i64) -> anyhow::Result<()> {
@@ -821,6 +844,10 @@ impl Store for SqliteStore {
     }
 }
 
+fn is_busy(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+}
+
 fn is_cant_open(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<rusqlite::Error>()
@@ -913,6 +940,44 @@ mod tests {
         // Reopening is a no-op migration.
         let store = SqliteStore::open(&path).unwrap();
         assert_eq!(store.integrity_check().unwrap(), vec!["ok".to_string()]);
+    }
+
+    /// A burst of first turns creates the store from several processes at
+    /// once. Each switch to WAL needs the file alone and SQLite may refuse
+    /// it without waiting; before the retry in `use_wal` about one round in
+    /// ten of this test had an opener fail with "database is locked" (and
+    /// CI saw it across processes, in the two-hosts test).
+    #[test]
+    fn openers_racing_to_create_the_store_all_succeed() {
+        const OPENERS: usize = 8;
+        let mut failures = Vec::new();
+        for round in 0..60 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("sessions.db");
+            let start = std::sync::Arc::new(std::sync::Barrier::new(OPENERS));
+            let openers: Vec<_> = (0..OPENERS)
+                .map(|_| {
+                    let (path, start) = (path.clone(), start.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        SqliteStore::open(&path).map(|s| s.schema_version().unwrap())
+                    })
+                })
+                .collect();
+            for opener in openers {
+                match opener.join().unwrap() {
+                    Ok(version) => assert_eq!(version, SCHEMA_VERSION),
+                    Err(e) => failures.push(format!("round {round}: {e:#}")),
+                }
+            }
+            let store = SqliteStore::open(&path).unwrap();
+            let mode: String = store
+                .conn
+                .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(mode, "wal");
+        }
+        assert!(failures.is_empty(), "{failures:#?}");
     }
 
     #[test]
