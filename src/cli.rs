@@ -430,7 +430,8 @@ pub enum StoreAction {
     /// the environment: `DUDUCLAW_DB=postgres://… duduclaw-session store copy
     /// --from ~/.local/share/duduclaw/sessions.db`. Sessions already in the
     /// target (by id) and facts it already holds are skipped, so running it
-    /// again copies nothing. Usage records and side-call jobs stay behind.
+    /// again copies nothing. Usage records, side-call jobs and the event
+    /// log stay behind.
     #[command(verbatim_doc_comment)]
     Copy {
         /// The store to copy into: a file path or a postgres:// URL [default: --db]
