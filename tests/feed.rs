@@ -114,6 +114,19 @@ fn wait_bounded(child: &mut Child, what: &str) -> ExitStatus {
     }
 }
 
+/// A follower that has exited did so with 0 and wrote nothing on stderr.
+fn assert_ended_quietly(child: &mut Child, status: ExitStatus, what: &str) {
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{what}: {err}");
+    assert_eq!(err, "", "{what}: nothing on stderr");
+}
+
 /// `events --follow --json ARGS` as a child, without a reader attached.
 fn spawn_follow(env: &Env, args: &[&str]) -> Child {
     env.std_cmd()
@@ -420,14 +433,7 @@ fn follow_ends_cleanly(server: bool) {
         assert_eq!(parse(&line)["kind"], "fact.added");
     } // the read end closes here
     let status = wait_bounded(&mut idle, "an idle follower whose reader went away");
-    let mut err = String::new();
-    idle.stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert_eq!(status.code(), Some(0), "{err}");
-    assert_eq!(err, "");
+    assert_ended_quietly(&mut idle, status, "an idle follower whose reader went away");
 
     // The same while events keep coming: a write to the closed pipe.
     let mut busy = spawn_follow(&env, &["--since", "0"]);
@@ -450,14 +456,7 @@ fn follow_ends_cleanly(server: bool) {
         done.store(true, Ordering::Relaxed);
         status
     });
-    let mut err = String::new();
-    busy.stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert_eq!(status.code(), Some(0), "{err}");
-    assert_eq!(err, "");
+    assert_ended_quietly(&mut busy, status, "a busy follower whose reader went away");
 }
 
 /// Reading: kinds and families, `--since` as an id, a duration and a time,
