@@ -74,6 +74,7 @@ fn bench_prompt(c: &mut Criterion) {
     ];
     let mem = Memory {
         pin: Some(PIN),
+        system_pin: Some(PIN),
         summary: None,
         facts: &facts,
         facts_in: FactsPlacement::Message,

@@ -211,6 +211,16 @@ pub enum FactsIn {
     System,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SystemPinArg {
+    /// The newest pin when a handle starts or the prompt cache has gone cold (--cache-ttl); meanwhile the system prompt stays byte-identical and a newer pin rides in the recap
+    Auto,
+    /// The newest pin on every turn: each pin change while the cache is warm re-writes the whole conversation's prompt cache
+    Always,
+    /// Never: the pin rides in the recap at the head of each message only
+    Never,
+}
+
 /// Where the main call and the side calls may go.
 #[derive(Debug, Clone, Args)]
 pub struct RouteArgs {
@@ -302,6 +312,36 @@ pub struct TurnArgs {
     /// Where the injected facts go
     #[arg(long, value_enum, default_value_t = FactsIn::Message, value_name = "WHERE")]
     pub facts_in: FactsIn,
+
+    /// Run the memory side call (facts, corrections, clarifications, drift) once this many substantive exchanges wait (1: after each; a pause past --cache-ttl, a compaction and `jobs run` run it sooner)
+    #[arg(
+        long,
+        env = "DUDUCLAW_MEMORY_EVERY",
+        value_name = "N",
+        default_value_t = crate::memory::review::DEFAULT_EVERY as u16,
+        value_parser = clap::value_parser!(u16).range(1..=100)
+    )]
+    pub memory_every: u16,
+
+    /// When the pin goes at the system-prompt tail (the recap always carries the newest pin)
+    #[arg(
+        long,
+        value_enum,
+        env = "DUDUCLAW_SYSTEM_PIN",
+        default_value_t = SystemPinArg::Auto,
+        value_name = "WHEN"
+    )]
+    pub system_pin: SystemPinArg,
+
+    /// How long the prompt cache stays warm after a turn (the API's default lifetime is 5m; 0s: always cold; at most 24h)
+    #[arg(
+        long,
+        env = "DUDUCLAW_CACHE_TTL",
+        value_name = "DURATION",
+        default_value = "5m",
+        value_parser = parse_cache_ttl
+    )]
+    pub cache_ttl: Duration,
 
     /// An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src
     #[arg(long = "claude-arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -707,6 +747,17 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 
 fn parse_side_timeout(s: &str) -> Result<Duration, String> {
     parse_duration(s, "side timeout", Duration::from_secs(3600))
+}
+
+/// The prompt cache's lifetime: like a timeout, but 0 is allowed (the
+/// cache counts as cold on every turn).
+fn parse_cache_ttl(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if t.parse::<u64>() == Ok(0) || humantime::parse_duration(t).is_ok_and(|d| d.is_zero()) {
+        return Ok(Duration::ZERO);
+    }
+    parse_duration(s, "cache TTL", Duration::from_secs(24 * 3600))
+        .map_err(|e| format!("{e} (or 0s: the cache counts as cold on every turn)"))
 }
 
 /// An age (humantime). However large, it is only ever subtracted from now,

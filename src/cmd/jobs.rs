@@ -11,6 +11,7 @@ use crate::backend::{self, ProbeCache};
 use crate::cli::{JobsAction, Scope, SideArgs};
 use crate::error::{Kind, fail};
 use crate::memory::jobs::{self, Runner, WhenBusy};
+use crate::memory::review;
 use crate::memory::slots::SideSlots;
 use crate::memory::worker::{self, WorkerSettings};
 use crate::progress::Bars;
@@ -168,6 +169,36 @@ fn waiting(j: &JobRow, all: &[JobRow], limit: usize, in_use: Option<usize>) -> O
     })
 }
 
+/// Queue a memory call in each session of the scope with exchanges
+/// waiting for one, so `jobs run` judges every reply, a session's last
+/// included. A session with a turn under way is left to that turn. How
+/// many were queued.
+fn flush_reviews(
+    store: &mut dyn store::Store,
+    sid: Option<&str>,
+    agent: Option<&str>,
+    model: &str,
+) -> Result<usize> {
+    let sessions: Vec<store::Session> = match sid {
+        Some(id) => store.session(id)?.into_iter().collect(),
+        None => store
+            .sessions(agent)?
+            .into_iter()
+            .map(|l| l.session)
+            .collect(),
+    };
+    let mut queued = 0;
+    for session in &sessions {
+        let Some(_lock) = store.try_lock_session(&session.id, false)? else {
+            continue;
+        };
+        if review::flush(store, session, model)? {
+            queued += 1;
+        }
+    }
+    Ok(queued)
+}
+
 async fn run_now(
     location: &Location,
     claude: Option<&Path>,
@@ -186,6 +217,18 @@ async fn run_now(
         agent: scope.agent(),
         kind: None,
     };
+    let judged = flush_reviews(
+        &mut *store,
+        sid.as_deref(),
+        scope.agent(),
+        &side.extract_model,
+    )?;
+    if judged > 0 {
+        summary(format!(
+            "queued the memory call of {judged} session{} with exchanges waiting",
+            if judged == 1 { "" } else { "s" }
+        ));
+    }
     if !store.has_runnable_jobs(select)? {
         summary("no runnable jobs");
         return Ok(());

@@ -10,8 +10,9 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::{open_for_reading, scope_session};
+use crate::backend::models;
 use crate::cli::Scope;
-use crate::store::{self, CallFilter, CallKind, CallRow, Location};
+use crate::store::{self, CacheUse, CallFilter, CallKind, CallRow, Location};
 
 /// Input tokens split the way the API bills them.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Serialize)]
@@ -88,6 +89,24 @@ pub struct Memory {
     pub share_of_input: Option<f64>,
 }
 
+/// What the memory costs, in the bill's own terms: the side calls, the
+/// cache writes of turns whose system prompt changed while the prompt cache
+/// was warm (the whole conversation written again), and the injected text.
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+pub struct Bill {
+    pub side_calls_usd: f64,
+    /// Main calls whose system prompt changed while the cache was warm.
+    pub rewritten_turns: u64,
+    /// Their cache writes.
+    pub rewrites_usd: f64,
+    /// The injected pin, recap and facts, priced as cache writes (each is
+    /// written once; its later reads are not counted).
+    pub injected_usd: f64,
+    pub memory_usd: f64,
+    /// Of the whole bill.
+    pub share_of_cost: Option<f64>,
+}
+
 /// Everything `stats` reports.
 #[derive(Debug, Default, Clone, PartialEq, Serialize)]
 pub struct Stats {
@@ -95,8 +114,28 @@ pub struct Stats {
     pub main: Figures,
     pub side_calls: Side,
     pub memory: Memory,
+    pub memory_bill: Bill,
     pub cost_usd: f64,
     pub by_path: BTreeMap<String, Figures>,
+}
+
+/// What `tokens` of a main call cost as cache writes: from the model's
+/// price when known, else as their part of the call's own cost at the
+/// API's ratios (input 1, cache write 1.25, cache read 0.1, output 5).
+#[allow(clippy::cast_precision_loss)]
+fn as_cache_writes(c: &CallRow, tokens: u64) -> f64 {
+    if let Some(p) = c.model.as_deref().and_then(models::prices) {
+        return tokens as f64 * p.cache_write / 1e6;
+    }
+    let u = c.usage;
+    let weight = u.input_tokens as f64
+        + 1.25 * u.cache_creation_input_tokens as f64
+        + 0.1 * u.cache_read_input_tokens as f64
+        + 5.0 * u.output_tokens as f64;
+    match c.cost_usd {
+        Some(cost) if weight > 0.0 => cost * (1.25 * tokens as f64 / weight).min(1.0),
+        _ => 0.0,
+    }
 }
 
 impl Stats {
@@ -106,6 +145,12 @@ impl Stats {
             if c.kind == CallKind::Main {
                 s.main.add(c);
                 s.memory.injected_tokens += c.memory_tokens;
+                s.memory_bill.injected_usd += as_cache_writes(c, c.memory_tokens);
+                if c.cache == Some(CacheUse::Rewritten) {
+                    s.memory_bill.rewritten_turns += 1;
+                    s.memory_bill.rewrites_usd +=
+                        as_cache_writes(c, c.usage.cache_creation_input_tokens);
+                }
                 s.by_path.entry(c.path.to_string()).or_default().add(c);
             } else {
                 s.side_calls.figures.add(c);
@@ -124,6 +169,10 @@ impl Stats {
             s.side_calls.figures.tokens() + s.main.tokens(),
         );
         s.memory.share_of_input = share(s.memory.injected_tokens, s.main.input_tokens.total);
+        let b = &mut s.memory_bill;
+        b.side_calls_usd = s.side_calls.figures.cost_usd;
+        b.memory_usd = b.side_calls_usd + b.rewrites_usd + b.injected_usd;
+        b.share_of_cost = share_f(b.memory_usd, s.cost_usd);
         s
     }
 }
@@ -205,6 +254,18 @@ fn table(out: &mut impl Write, s: &Stats) -> std::io::Result<()> {
         s.memory.injected_tokens,
         pct(s.memory.share_of_input)
     )?;
+    let b = &s.memory_bill;
+    writeln!(
+        out,
+        "memory: {} of the bill (${:.4}: side calls ${:.4}, cache rewrites ${:.4} in {} turn{}, injected text ${:.4})",
+        pct(b.share_of_cost),
+        b.memory_usd,
+        b.side_calls_usd,
+        b.rewrites_usd,
+        b.rewritten_turns,
+        if b.rewritten_turns == 1 { "" } else { "s" },
+        b.injected_usd
+    )?;
     Ok(())
 }
 
@@ -228,6 +289,7 @@ mod tests {
             cost_usd: cost,
             duration_ms: 1,
             memory_tokens: memory,
+            cache: None,
         }
     }
 
@@ -283,6 +345,42 @@ mod tests {
         assert!(text.contains("94.5%"), "{text}");
         assert!(text.contains("(+1 unpriced)"), "{text}");
         assert!(text.contains("10.0% of cost"), "{text}");
+    }
+
+    /// The memory's share of the bill counts the side calls, the cache
+    /// writes of a turn that re-wrote a warm cache, and the injected text.
+    #[test]
+    fn the_memory_bill_counts_rewrites_and_injected_text() {
+        let usage = Usage {
+            input_tokens: 0,
+            cache_creation_input_tokens: 1_000_000,
+            cache_read_input_tokens: 0,
+            output_tokens: 0,
+        };
+        let mut rewritten = call(CallKind::Main, CallPath::Cli, usage, Some(3.75), 100_000);
+        rewritten.model = Some("claude-sonnet-4-6".into());
+        rewritten.cache = Some(CacheUse::Rewritten);
+        let mut kept = call(CallKind::Main, CallPath::Cli, usage, Some(3.75), 0);
+        kept.cache = Some(CacheUse::Kept);
+        let side = call(CallKind::Memory, CallPath::Cli, usage, Some(0.25), 0);
+        let s = Stats::of(&[rewritten, kept, side]);
+        let b = &s.memory_bill;
+        assert_eq!(b.rewritten_turns, 1);
+        assert!((b.rewrites_usd - 3.75).abs() < 1e-9, "{b:?}");
+        assert!((b.injected_usd - 0.375).abs() < 1e-9, "{b:?}");
+        assert!((b.memory_usd - 4.375).abs() < 1e-9, "{b:?}");
+        assert!((b.share_of_cost.unwrap() - 4.375 / 7.75).abs() < 1e-9);
+        let mut text = Vec::new();
+        table(&mut text, &s).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("memory: 56.5% of the bill ($4.3750: side calls $0.2500, cache rewrites $3.7500 in 1 turn, injected text $0.3750)"),
+            "{text}"
+        );
+        // Without a known price, the part of the call's own cost.
+        let mut unknown = call(CallKind::Main, CallPath::Cli, usage, Some(2.0), 0);
+        unknown.cache = Some(CacheUse::Rewritten);
+        assert!((Stats::of(&[unknown]).memory_bill.rewrites_usd - 2.0).abs() < 1e-9);
     }
 
     #[test]

@@ -118,6 +118,8 @@ mod tests {
     use crate::session::SessionKey;
     use crate::store::{CallPath, Mode, Reply, Roll, postgres::testing::fresh_database};
 
+    static NO_SYSTEM: crate::store::SystemSent = crate::store::SystemSent::UNRECORDED;
+
     /// A file store with two sessions (one summarized), a pin and facts.
     fn filled(path: &std::path::Path) -> Location {
         let loc = Location::File(path.into());
@@ -142,6 +144,8 @@ mod tests {
                     usage: None,
                     cost_usd: Some(0.01),
                     duration_ms: 5,
+                    system: &NO_SYSTEM,
+                    facts: &[],
                 };
                 s.add_reply(id, u, &reply).unwrap();
             }

@@ -7,14 +7,14 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::{address, route};
-use crate::cli::{FactsIn, TurnArgs};
+use crate::cli::{FactsIn, SystemPinArg, TurnArgs};
 use serde_json::json;
 
 use crate::error::{Kind, exit_code_of, kind_of};
 use crate::output::{Output, Shape};
 use crate::store::Location;
 use crate::turn::prompt::FactsPlacement;
-use crate::turn::{self, Input, TurnSettings, message};
+use crate::turn::{self, Input, SystemPin, TurnSettings, message};
 
 /// The settings a `turn` (or its dry run) runs with.
 pub fn settings(
@@ -31,6 +31,7 @@ pub fn settings(
         model: args.model.clone(),
         extract_model: args.side.extract_model.clone(),
         extract: !args.no_extract,
+        memory_every: usize::from(args.memory_every),
         compact: !args.no_compact,
         compact_at: usize::try_from(args.compact_at).unwrap_or(usize::MAX),
         light: args.light,
@@ -42,6 +43,12 @@ pub fn settings(
             FactsIn::Message => FactsPlacement::Message,
             FactsIn::System => FactsPlacement::System,
         },
+        system_pin: match args.system_pin {
+            SystemPinArg::Auto => SystemPin::Auto,
+            SystemPinArg::Always => SystemPin::Always,
+            SystemPinArg::Never => SystemPin::Never,
+        },
+        cache_ttl: args.cache_ttl,
         claude_args: args.claude_args.clone(),
         wait_side: args.wait_side,
     })

@@ -165,13 +165,18 @@ pub fn parse_fact_lines(answer: &str) -> Vec<Extracted> {
     answer
         .lines()
         .map(unbulleted)
-        .filter(|line| marked(line, DRIFT).is_none() && marked(line, CORRECTION).is_none())
+        .filter(|line| {
+            marked(line, DRIFT).is_none()
+                && marked(line, CORRECTION).is_none()
+                && marked(line, CLARIFY).is_none()
+        })
         .filter_map(fact_line)
         .take(MAX_FACTS_PER_ANSWER)
         .collect()
 }
 
-fn unbulleted(line: &str) -> &str {
+/// A line without its list bullet (`- `, `* `, `1. `).
+pub fn unbulleted(line: &str) -> &str {
     let line = line.trim();
     BULLET.find(line).map_or(line, |m| &line[m.end()..])
 }
@@ -196,9 +201,11 @@ fn fact_line(line: &str) -> Option<Extracted> {
 
 const DRIFT: &str = "DRIFT";
 const CORRECTION: &str = "CORRECTION";
+/// A memory call's clarification of the task (see `memory::review`).
+const CLARIFY: &str = "CLARIFY";
 
 /// The rest of a line that starts `MARKER:` (any case, bold or not).
-fn marked<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
+pub fn marked<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
     let line = line.trim_start_matches(['*', '_']);
     let head = line.get(..marker.len())?;
     if !head.eq_ignore_ascii_case(marker) {

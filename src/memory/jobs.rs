@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use crate::backend::{Backend, CallError, Outcome, SideRequest};
 use crate::memory::slots::{SideSlots, Slot};
-use crate::memory::{clarify, compact, facts, pin};
+use crate::memory::{clarify, compact, facts, pin, review};
 use crate::store::{
     self, CallRecord, EventKind, Job, JobKind, JobSelect, NewEvent, NewFact, PinChange, PinSource,
     Store,
@@ -114,7 +114,17 @@ impl NewJob {
         }
     }
 
-    /// Extract facts from a message and the reply it answers.
+    /// The memory call over the exchanges after the user turn `after`, up
+    /// to the turn the job is queued with (see [`review`]).
+    pub fn memory(after: i64, model: &str) -> NewJob {
+        NewJob {
+            kind: JobKind::Memory,
+            input: json!({ "v": 1, "after": after, "model": model }),
+        }
+    }
+
+    /// Extract facts from a message and the reply it answers (queued by
+    /// releases before the memory call; such jobs still run).
     pub fn facts(
         agent: &str,
         user: Option<&str>,
@@ -174,6 +184,7 @@ fn job_prompt(job: &Job) -> (&'static str, String) {
             clarify::CONSOLIDATE_SYSTEM,
             clarify::consolidate_input(job.input["pin"].as_str(), s("add")),
         ),
+        JobKind::Memory => (review::MEMORY_SYSTEM, s("text").to_string()),
         JobKind::Enrich => {
             let lines: Vec<String> = enrich_facts(job)
                 .iter()
@@ -227,6 +238,9 @@ fn enrich_facts(job: &Job) -> Vec<(i64, String)> {
 /// is now, after the jobs of earlier turns, and the facts call the task it
 /// judges drift against (`input.pin`, not stored).
 pub fn prepare(store: &dyn Store, job: &mut Job) -> Result<()> {
+    if job.kind == JobKind::Memory {
+        return prepare_memory(store, job);
+    }
     if !matches!(
         job.kind,
         JobKind::Clarify | JobKind::Consolidate | JobKind::Facts
@@ -251,6 +265,41 @@ pub fn prepare(store: &dyn Store, job: &mut Job) -> Result<()> {
         if job.kind == JobKind::Facts {
             input.insert("reply_turn".into(), json!(reply_turn));
         }
+    }
+    Ok(())
+}
+
+/// A memory job reads its exchanges and the task from the store when it
+/// runs (its row holds no text): `text` is the call's input, `exchanges`
+/// what each numbered exchange was, `task` whether drift is judged.
+fn prepare_memory(store: &dyn Store, job: &mut Job) -> Result<()> {
+    let sid = job
+        .session_id
+        .clone()
+        .ok_or_else(|| anyhow!("a memory job without a session"))?;
+    let after = job.input["after"]
+        .as_i64()
+        .ok_or_else(|| anyhow!("a memory job without its range"))?;
+    let through = job
+        .turn_id
+        .ok_or_else(|| anyhow!("a memory job without its last turn"))?;
+    let pin = store.session(&sid)?.and_then(|s| s.pin);
+    let task = pin
+        .as_deref()
+        .map(|p| task_for_drift(&crate::memory::pin::task(p)));
+    let exchanges = review::exchanges(&store.turns_after(&sid, after)?, through);
+    let list: Vec<Value> = exchanges
+        .iter()
+        .map(|e| json!({ "n": e.n, "turn": e.turn, "reply_turn": e.reply_turn, "user": e.user }))
+        .collect();
+    if let Some(input) = job.input.as_object_mut() {
+        input.insert(
+            "text".into(),
+            json!(review::input(task.as_deref(), &exchanges)),
+        );
+        input.insert("exchanges".into(), json!(list));
+        input.insert("pin".into(), json!(pin));
+        input.insert("task".into(), json!(task));
     }
     Ok(())
 }
@@ -536,6 +585,7 @@ fn record_call(store: &mut dyn Store, runner: &Runner, job: &Job, outcome: &Outc
         cost_usd: outcome.cost_usd,
         duration_ms: outcome.duration_ms,
         memory_tokens: 0,
+        cache: None,
     })?;
     Ok(())
 }
@@ -563,8 +613,10 @@ pub fn apply(store: &mut dyn Store, job: &Job, answer: &str) -> Result<Applied> 
     if answer.is_empty() {
         return Err(anyhow!("empty answer"));
     }
-    if job.kind == JobKind::Facts {
-        return apply_facts(store, job, answer);
+    match job.kind {
+        JobKind::Facts => return apply_facts(store, job, answer),
+        JobKind::Memory => return apply_memory(store, job, answer),
+        _ => {}
     }
     apply_other(store, job, answer).map(Applied::from)
 }
@@ -629,6 +681,123 @@ fn apply_facts(store: &mut dyn Store, job: &Job, answer: &str) -> Result<Applied
     Ok(Applied { note, events })
 }
 
+/// One numbered exchange of a prepared memory job.
+#[derive(serde::Deserialize)]
+struct Covered {
+    n: usize,
+    turn: i64,
+    reply_turn: i64,
+    user: Option<String>,
+}
+
+/// A memory call's answer, exchange by exchange: facts and corrections as
+/// the person who sent it said them, clarifications appended to the pin in
+/// turn order, a drift event for each reply judged off the task.
+fn apply_memory(store: &mut dyn Store, job: &Job, answer: &str) -> Result<Applied> {
+    let covered: Vec<Covered> = serde_json::from_value(job.input["exchanges"].clone())
+        .map_err(|e| anyhow!("a memory job without its exchanges: {e}"))?;
+    let said = review::parse(answer, covered.len());
+    let session_id = job.session_id.as_deref();
+    let judged = job.input["task"].is_string();
+    let model = job.input["model"].as_str().unwrap_or("haiku");
+    let (mut added, mut corrections, mut clarified, mut drifted) = (0, 0, 0, 0);
+    let mut events = Vec::new();
+    for e in &covered {
+        let Some(s) = said.get(&e.n) else { continue };
+        let new: Vec<NewFact> = s
+            .corrections
+            .iter()
+            .map(|c| (c, true))
+            .chain(
+                s.facts
+                    .iter()
+                    .filter(|l| !facts::looks_like_secret(&l.content))
+                    .map(|l| (l, false)),
+            )
+            .map(|(l, correction)| NewFact {
+                source_turn: Some(e.turn),
+                keywords: &l.keywords,
+                correction,
+                session_id,
+                ..NewFact::new(&job.agent, e.user.as_deref(), &l.content)
+            })
+            .collect();
+        let stored = store.add_facts(&new)?;
+        for (id, f) in stored.iter().zip(&new) {
+            match (id, f.correction) {
+                (Some(_), true) => corrections += 1,
+                (Some(_), false) => added += 1,
+                (None, _) => {}
+            }
+        }
+        if let (Some(line), Some(sid)) = (&s.clarify, session_id)
+            && clarify_pin(store, job, sid, e.turn, line, model)?
+        {
+            clarified += 1;
+        }
+        if let Some((level, reason)) = &s.drift
+            && judged
+            && *level != facts::DriftLevel::None
+        {
+            drifted += 1;
+            events.push(NewEvent {
+                kind: EventKind::Drift,
+                agent: job.agent.clone(),
+                session_id: job.session_id.clone(),
+                user: e.user.clone(),
+                fact_id: None,
+                turn_id: Some(e.turn),
+                data: json!({
+                    "turn": e.turn,
+                    "reply_turn": e.reply_turn,
+                    "level": level,
+                    "reason": reason,
+                    "pin": job.input["task"],
+                }),
+            });
+        }
+    }
+    Ok(Applied {
+        note: format!(
+            "{} exchanges: {added} new facts, {corrections} corrections, {clarified} clarifications, {drifted} drifted replies",
+            covered.len()
+        ),
+        events,
+    })
+}
+
+/// Append a memory call's clarification to the pin, as a clarify call's
+/// is; whether the pin took it (a full pin queues a consolidation).
+fn clarify_pin(
+    store: &mut dyn Store,
+    job: &Job,
+    session_id: &str,
+    turn: i64,
+    line: &str,
+    model: &str,
+) -> Result<bool> {
+    let mut slot = StoredPin {
+        store,
+        session_id,
+        change: PinChange::from_turn(PinSource::Clarified, Some(turn)),
+    };
+    match append_with_retries(&mut slot, line)? {
+        Appended::Done(_) => Ok(true),
+        Appended::Held => Ok(false),
+        Appended::Full => {
+            let next = NewJob::consolidate(line, model);
+            store.enqueue_job(
+                next.kind,
+                &job.agent,
+                Some(session_id),
+                Some(turn),
+                &next.input,
+            )?;
+            Ok(false)
+        }
+    }
+}
+
 fn apply_other(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String> {
     match job.kind {
         JobKind::Pin => {
@@ -650,7 +819,7 @@ fn apply_other(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String>
                 None => "a pin was already set".into(),
             })
         }
-        JobKind::Facts => Err(anyhow!("facts are applied by apply_facts")),
+        JobKind::Facts | JobKind::Memory => Err(anyhow!("applied by apply_facts and apply_memory")),
         JobKind::Enrich => {
             let ids: Vec<i64> = enrich_facts(job).iter().map(|(id, _)| *id).collect();
             let mut done = 0;

@@ -9,5 +9,6 @@ pub mod facts;
 pub mod jobs;
 pub mod pin;
 pub mod recall;
+pub mod review;
 pub mod slots;
 pub mod worker;

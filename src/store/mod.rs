@@ -250,6 +250,8 @@ pub trait Store: Send {
     fn person_turns(&self, user: &str, agent: Option<&str>) -> Result<Vec<(String, i64)>>;
     /// Every side-call job of a session, with its input.
     fn session_jobs(&self, session_id: &str) -> Result<Vec<Job>>;
+    /// The last user turn of a session that a memory call covers.
+    fn memory_watermark(&self, session_id: &str) -> Result<Option<i64>>;
     /// Rewrite and delete what an erasure names, in one transaction.
     fn erase_rows(&mut self, erasure: &Erasure) -> Result<()>;
     /// Remember handles whose claude transcripts every host must delete.
@@ -413,6 +415,18 @@ pub fn moved_bound(ids: &[(i64, i64)], upto: Option<i64>) -> Option<i64> {
         .filter(|(old, _)| *old <= upto)
         .map(|(_, new)| *new)
         .max()
+}
+
+/// A reply's injected fact ids as stored: a JSON array, `None` for none.
+pub fn fact_ids_to_text(ids: &[i64]) -> Option<String> {
+    (!ids.is_empty()).then(|| serde_json::to_string(ids).unwrap_or_default())
+}
+
+/// A reply's injected fact ids as read back; anything unreadable is none
+/// (the worst it costs is a fact injected once more).
+pub fn fact_ids_from_text(text: Option<&str>) -> Vec<i64> {
+    text.and_then(|t| serde_json::from_str(t).ok())
+        .unwrap_or_default()
 }
 
 /// Seconds since the Unix epoch: the store's one time unit.

@@ -85,6 +85,47 @@ text_enum! {
 }
 
 text_enum! {
+    /// What a main call's appended system prompt did to the conversation's
+    /// prompt cache: anything that changes before the last cache breakpoint
+    /// makes the next request write the whole prefix again.
+    CacheUse {
+        /// A new handle (or the first turn on a path): its prefix is written
+        /// whatever it holds.
+        New = "new",
+        /// Byte-identical to the handle's previous turn: the prefix is read.
+        Kept = "kept",
+        /// Changed after the cache had gone cold (`--cache-ttl`): nothing was
+        /// left to read anyway.
+        Cold = "cold",
+        /// Changed while the cache was warm: the whole prefix is written again.
+        Rewritten = "rewritten",
+        /// The handle's previous turn left no record of its system prompt
+        /// (stored before 0.6).
+        Unknown = "unknown",
+    }
+}
+
+/// What a reply's main call appended to the system prompt: the pin
+/// revision it carried and a hash of the whole appended text, so the next
+/// turn can send the same bytes and tell whether it did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SystemSent {
+    /// The pin revision in the system tail; `None`: no pin there.
+    pub rev: Option<i64>,
+    /// SHA-256 (hex) of the appended text; of the empty string when nothing
+    /// was appended.
+    pub hash: String,
+}
+
+impl SystemSent {
+    /// For rows written without a main call's record (tests, copies).
+    pub const UNRECORDED: SystemSent = SystemSent {
+        rev: None,
+        hash: String::new(),
+    };
+}
+
+text_enum! {
     /// What a side-call job does.
     JobKind {
         /// Condense the session's first message into its pinned task.
@@ -100,6 +141,10 @@ text_enum! {
         Clarify = "clarify",
         /// Rewrite a pin that an append would take past its cap.
         Consolidate = "consolidate",
+        /// Read the exchanges since the previous memory call (each message
+        /// with its reply) and answer facts, corrections, clarifications
+        /// and a drift verdict per reply, in one call.
+        Memory = "memory",
     }
 }
 
@@ -107,8 +152,12 @@ impl JobKind {
     /// Jobs that change the pin: one session's run one at a time, in turn
     /// order, so a later clarification never lands before an earlier one
     /// (or before the task it clarifies).
-    pub const PIN_FAMILY: &'static [JobKind] =
-        &[JobKind::Pin, JobKind::Clarify, JobKind::Consolidate];
+    pub const PIN_FAMILY: &'static [JobKind] = &[
+        JobKind::Pin,
+        JobKind::Clarify,
+        JobKind::Consolidate,
+        JobKind::Memory,
+    ];
 }
 
 text_enum! {
@@ -134,6 +183,7 @@ text_enum! {
         Enrich = "enrich",
         Clarify = "clarify",
         Consolidate = "consolidate",
+        Memory = "memory",
     }
 }
 
@@ -146,6 +196,7 @@ impl From<JobKind> for CallKind {
             JobKind::Enrich => CallKind::Enrich,
             JobKind::Clarify => CallKind::Clarify,
             JobKind::Consolidate => CallKind::Consolidate,
+            JobKind::Memory => CallKind::Memory,
         }
     }
 }
@@ -415,6 +466,16 @@ pub struct Turn {
     /// Who sent a user turn (`--user`), where known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// The claude handle (or `api`) that answered.
+    #[serde(skip)]
+    pub handle: Option<String>,
+    /// Replies: what the main call appended to the system prompt; `None`
+    /// for replies stored before this was recorded.
+    #[serde(skip)]
+    pub system: Option<SystemSent>,
+    /// Replies: the facts injected with the message they answer.
+    #[serde(skip)]
+    pub facts: Vec<i64>,
 }
 
 impl Turn {
@@ -437,6 +498,10 @@ pub struct Reply<'a> {
     pub usage: Option<&'a Value>,
     pub cost_usd: Option<f64>,
     pub duration_ms: i64,
+    /// What the main call appended to the system prompt.
+    pub system: &'a SystemSent,
+    /// The facts injected with the message.
+    pub facts: &'a [i64],
 }
 
 /// The next handle of a session: where a roll moves it.
@@ -625,6 +690,8 @@ pub struct CallRecord<'a> {
     pub duration_ms: i64,
     /// Estimated tokens of injected memory (pin, recap, facts): main calls only.
     pub memory_tokens: u64,
+    /// Main calls: what the system prompt did to the prompt cache.
+    pub cache: Option<CacheUse>,
 }
 
 /// A stored call, as `stats` reads it.
@@ -637,6 +704,7 @@ pub struct CallRow {
     pub cost_usd: Option<f64>,
     pub duration_ms: i64,
     pub memory_tokens: u64,
+    pub cache: Option<CacheUse>,
 }
 
 /// Which calls `stats` counts.

@@ -14,13 +14,13 @@ use regex::Regex;
 /// runner died); `lease_until` holds both. Parameters `$4` (the attempt
 /// limit), `$5` (pending), `$6` (running), `$7` (now).
 ///
-/// A pin-family job (pin, clarify, consolidate) also waits while an earlier
+/// A pin-family job (pin, clarify, consolidate, memory) also waits while an earlier
 /// one of its session (by turn, then by id) is open: they apply in turn
 /// order.
 pub const JOB_RUNNABLE: &str = "attempts < $4 AND ((status = $5 AND lease_until <= $7) OR (status = $6 AND lease_until < $7))
-    AND NOT (kind IN ('pin', 'clarify', 'consolidate') AND EXISTS (
+    AND NOT (kind IN ('pin', 'clarify', 'consolidate', 'memory') AND EXISTS (
         SELECT 1 FROM jobs o WHERE o.session_id = jobs.session_id
-           AND o.kind IN ('pin', 'clarify', 'consolidate') AND o.status IN ($5, $6) AND o.attempts < $4
+           AND o.kind IN ('pin', 'clarify', 'consolidate', 'memory') AND o.status IN ($5, $6) AND o.attempts < $4
            AND (COALESCE(o.turn_id, 0), o.id) < (COALESCE(jobs.turn_id, 0), jobs.id)))";
 
 /// Queue a job: kind, agent, session, turn, input, status, now.
@@ -42,6 +42,11 @@ pub const JOB_RETRY: &str =
 
 /// A session's jobs, oldest first: the session.
 pub const SESSION_JOBS: &str = "SELECT id, kind, agent, session_id, turn_id, input, attempts FROM jobs WHERE session_id = $1 ORDER BY id";
+
+/// The last user turn a memory call covered (queued, in any state), or
+/// before the memory call a facts call: the session.
+pub const MEMORY_WATERMARK: &str =
+    "SELECT MAX(turn_id) FROM jobs WHERE session_id = $1 AND kind IN ('memory', 'facts')";
 
 /// `sql` with SQLite's placeholders.
 pub fn for_sqlite(sql: &str) -> Cow<'_, str> {
@@ -67,6 +72,7 @@ mod tests {
             JOB_FAIL,
             JOB_RETRY,
             SESSION_JOBS,
+            MEMORY_WATERMARK,
         ] {
             assert!(!for_sqlite(sql).contains('$'), "{sql}");
         }

@@ -52,6 +52,8 @@ fn fact_by_id(store: &dyn Store, agent: &str, id: i64) -> crate::store::Fact {
         .unwrap()
 }
 
+static NO_SYSTEM: crate::store::SystemSent = crate::store::SystemSent::UNRECORDED;
+
 fn reply<'a>(content: &'a str, handle: &'a str) -> Reply<'a> {
     Reply {
         content,
@@ -62,6 +64,8 @@ fn reply<'a>(content: &'a str, handle: &'a str) -> Reply<'a> {
         usage: None,
         cost_usd: Some(0.01),
         duration_ms: 5,
+        system: &NO_SYSTEM,
+        facts: &[],
     }
 }
 
@@ -718,12 +722,15 @@ pub fn calls_are_recorded(open: Open) {
             cost_usd: Some(0.5),
             duration_ms: 7,
             memory_tokens: 3,
+            cache: (kind == CallKind::Main).then_some(crate::store::CacheUse::Rewritten),
         })
         .unwrap();
     }
     let all = s.calls(&CallFilter::default()).unwrap();
     assert_eq!(all.len(), 3);
     assert_eq!(all[0].usage, usage);
+    assert_eq!(all[0].cache, Some(crate::store::CacheUse::Rewritten));
+    assert_eq!(all[1].cache, None);
     assert_eq!(all[1].path, CallPath::Api);
     assert_eq!(all[2].kind, CallKind::Enrich);
     let of_session = s
@@ -751,6 +758,60 @@ pub fn calls_are_recorded(open: Open) {
     );
     s.delete_session("sid").unwrap();
     assert_eq!(s.calls(&CallFilter::default()).unwrap().len(), 1);
+}
+
+/// What a reply's main call sent (its system prompt, its facts) reads back
+/// with the turn, and the memory calls' watermark is the newest turn one
+/// covers (or, before them, a facts call).
+pub fn replies_record_their_system_prompt_and_facts(open: Open) {
+    let mut s = open();
+    s.ensure_session("sid", &KEY, "/").unwrap();
+    assert_eq!(s.memory_watermark("sid").unwrap(), None);
+    let u = s.add_user_turn("sid", "hello", None).unwrap();
+    let sent = crate::store::SystemSent {
+        rev: Some(3),
+        hash: "ab".repeat(32),
+    };
+    let r = Reply {
+        system: &sent,
+        facts: &[7, 9],
+        ..reply("hi", "sid")
+    };
+    s.add_reply("sid", u, &r).unwrap();
+    let u2 = s.add_user_turn("sid", "again", None).unwrap();
+    let none = crate::store::SystemSent {
+        rev: None,
+        hash: "cd".repeat(32),
+    };
+    s.add_reply(
+        "sid",
+        u2,
+        &Reply {
+            system: &none,
+            ..reply("hello", "sid")
+        },
+    )
+    .unwrap();
+    let turns = s.turns("sid", None).unwrap();
+    assert_eq!(turns[1].handle.as_deref(), Some("sid"));
+    assert_eq!(turns[1].system.as_ref(), Some(&sent));
+    assert_eq!(turns[1].facts, [7, 9]);
+    assert_eq!(turns[3].system.as_ref(), Some(&none));
+    assert!(turns[3].facts.is_empty());
+    assert_eq!(
+        (turns[0].system.as_ref(), turns[0].handle.as_deref()),
+        (None, Some("sid"))
+    );
+
+    let input = serde_json::json!({});
+    s.enqueue_job(JobKind::Facts, "a", Some("sid"), Some(u), &input)
+        .unwrap();
+    assert_eq!(s.memory_watermark("sid").unwrap(), Some(u));
+    s.enqueue_job(JobKind::Memory, "a", Some("sid"), Some(u2), &input)
+        .unwrap();
+    s.enqueue_job(JobKind::Summary, "a", Some("sid"), Some(u2 + 10), &input)
+        .unwrap();
+    assert_eq!(s.memory_watermark("sid").unwrap(), Some(u2));
 }
 
 pub fn meta_health_and_locks(open: Open) {
@@ -1385,6 +1446,7 @@ macro_rules! store_suite {
             bounded_claims_are_fair_between_sessions,
             job_health_counts_open_and_failed,
             calls_are_recorded,
+            replies_record_their_system_prompt_and_facts,
             meta_health_and_locks,
             every_change_writes_its_event,
             events_are_filtered,

@@ -3,6 +3,7 @@
 //! Side calls are queued for a detached worker: the turn never waits for
 //! them unless asked to (`--wait-side`).
 
+pub mod cache;
 pub mod message;
 pub mod plan;
 pub mod prompt;
@@ -28,9 +29,10 @@ use crate::store::{
     self, CallPath, CallRecord, FactScope, JobFilter, JobHealth, JobKind, JobSelect, Mode, Reply,
     Role, Roll, Session, SessionLock, Store, Turn, TurnStatus,
 };
+use cache::Verdict;
 use plan::{Attempt, MemoryPlan, Rendered, State, Target};
 use recovery::Next;
-pub use settings::{Input, Route, TurnSettings};
+pub use settings::{Input, Route, SystemPin, TurnSettings};
 
 /// What a turn reports (`turn --json`).
 #[derive(Debug, Clone, Serialize)]
@@ -44,6 +46,8 @@ pub struct Answer {
     /// The pin as stored when the reply was recorded.
     pub pinned: Option<String>,
     pub facts_injected: Vec<String>,
+    /// What the turn's system prompt did to the prompt cache, and why.
+    pub cache: Verdict,
     pub usage: Value,
     pub cost_usd: Option<f64>,
     pub duration_ms: u64,
@@ -180,6 +184,10 @@ pub struct Gathered {
     pub queued: Vec<JobKind>,
     pub facts: Vec<store::ScoredFact>,
     pub cwd: Option<PathBuf>,
+    pub revisions: Vec<store::PinRevision>,
+    /// When it was read (epoch seconds).
+    pub now: i64,
+    pub watermark: Option<i64>,
 }
 
 impl Gathered {
@@ -192,6 +200,9 @@ impl Gathered {
             queued: Vec::new(),
             facts: Vec::new(),
             cwd: Some(PathBuf::from(&session.cwd)).filter(|p| p.is_dir()),
+            revisions: Vec::new(),
+            now: store::now(),
+            watermark: None,
         }
     }
 
@@ -233,6 +244,9 @@ impl Gathered {
             })?,
             facts: recall::search(store, scope, message, recall::FACTS_PER_TURN * 3)?,
             cwd: Some(PathBuf::from(&session.cwd)).filter(|p| p.is_dir()),
+            revisions: store.pin_history(&session.id)?,
+            now: store::now(),
+            watermark: store.memory_watermark(&session.id)?,
         })
     }
 
@@ -246,6 +260,9 @@ impl Gathered {
             facts: self.facts.clone(),
             cwd: self.cwd.clone(),
             host,
+            revisions: &self.revisions,
+            now: self.now,
+            watermark: self.watermark,
         }
     }
 }
@@ -316,7 +333,7 @@ async fn answer(
         user_turn,
         &host,
         (&attempt, path, &outcome),
-        rendered.memory_tokens,
+        &rendered,
         duration_ms,
     )?;
     tracing::info!(
@@ -324,7 +341,8 @@ async fn answer(
         handle = %attempt.handle(),
         mode = %attempt.mode(),
         path = %path,
-        facts = memory.facts.len(),
+        facts = rendered.facts.len(),
+        cache = %rendered.cache.system,
         ms = duration_ms,
         "turn answered"
     );
@@ -335,6 +353,7 @@ async fn answer(
         let (_, handle) = session.next_handle();
         roll(store, &session, session.generation, &handle)?;
     }
+    queue_review(store, settings, sid, user_turn, &memory);
     after_reply(store, settings, sid, &backend).await;
     erasure::delete_erased_transcripts(store, &host);
     let memory_health = store.job_health(sid, 0)?;
@@ -354,11 +373,12 @@ async fn answer(
         path,
         reply: outcome.text,
         pinned: store.session(sid)?.and_then(|s| s.pin),
-        facts_injected: memory
+        facts_injected: rendered
             .facts
             .iter()
             .map(|f| f.fact.content.clone())
             .collect(),
+        cache: rendered.cache,
         usage: outcome.usage_json.unwrap_or(Value::Null),
         cost_usd: outcome.cost_usd,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -440,7 +460,7 @@ async fn attempt_until_answered(
                 mode: attempt.mode(),
                 path: backend.path(),
                 pinned: memory.pin.as_deref(),
-                facts_injected: memory
+                facts_injected: rendered
                     .facts
                     .iter()
                     .map(|f| f.fact.content.as_str())
@@ -569,9 +589,10 @@ fn record_reply(
     user_turn: i64,
     host: &str,
     (attempt, path, outcome): (&Attempt, CallPath, &Outcome),
-    memory_tokens: usize,
+    rendered: &Rendered,
     duration_ms: u64,
 ) -> Result<()> {
+    let facts: Vec<i64> = rendered.facts.iter().map(|f| f.fact.id).collect();
     store.add_reply(
         &session.id,
         user_turn,
@@ -584,9 +605,11 @@ fn record_reply(
             usage: outcome.usage_json.as_ref(),
             cost_usd: outcome.cost_usd,
             duration_ms: i64::try_from(duration_ms).unwrap_or(i64::MAX),
+            system: &rendered.sent,
+            facts: &facts,
         },
     )?;
-    record_main_call(store, session, user_turn, path, outcome, memory_tokens);
+    record_main_call(store, session, user_turn, path, outcome, rendered);
     Ok(())
 }
 
@@ -598,7 +621,7 @@ fn record_main_call(
     user_turn: i64,
     path: CallPath,
     outcome: &Outcome,
-    memory_tokens: usize,
+    rendered: &Rendered,
 ) {
     let call = CallRecord {
         session_id: Some(&session.id),
@@ -610,10 +633,40 @@ fn record_main_call(
         usage: outcome.usage,
         cost_usd: outcome.cost_usd,
         duration_ms: outcome.duration_ms,
-        memory_tokens: memory_tokens as u64,
+        memory_tokens: rendered.memory_tokens as u64,
+        cache: Some(rendered.cache.system),
     };
     if let Err(e) = store.record_call(&call) {
         tracing::warn!("could not record the turn's usage: {e:#}");
+    }
+}
+
+/// Queue the memory call the plan found due, now that the exchange it
+/// ends on has its reply, and start a worker for it (the one started with
+/// the turn may be done already). Never fails the turn: the exchanges stay
+/// waiting for the next call.
+fn queue_review(
+    store: &mut dyn Store,
+    settings: &TurnSettings,
+    sid: &str,
+    user_turn: i64,
+    memory: &MemoryPlan,
+) {
+    let Some(due) = &memory.review else {
+        return;
+    };
+    let job = jobs::NewJob::memory(due.after, &settings.extract_model);
+    let queued = store.enqueue_job(
+        job.kind,
+        &settings.address.agent,
+        Some(sid),
+        Some(user_turn),
+        &job.input,
+    );
+    match queued {
+        Ok(_) if !settings.wait_side => worker::spawn(&settings.worker(sid, None)),
+        Ok(_) => {}
+        Err(e) => tracing::warn!("could not queue the memory call: {e:#}"),
     }
 }
 

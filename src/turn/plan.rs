@@ -10,12 +10,15 @@ use std::path::PathBuf;
 
 use crate::backend::claude::{self, MainSpec};
 use crate::backend::{ApiCall, Arg, Capabilities, CliCall, Request, api};
-use crate::memory::jobs::{self, NewJob};
-use crate::memory::{clarify, compact, recall};
-use crate::store::{JobKind, Mode, Role, ScoredFact, Session, Turn};
+use crate::memory::jobs::NewJob;
+use crate::memory::{compact, recall, review};
+use crate::store::{
+    CacheUse, JobKind, Mode, PinRevision, Role, ScoredFact, Session, SystemSent, Turn,
+};
 use crate::text;
 use crate::turn::TurnSettings;
-use crate::turn::prompt::{self, FactsPlacement, HistoryTurn, Memory};
+use crate::turn::cache::{self, Verdict};
+use crate::turn::prompt::{self, HistoryTurn, Memory};
 use crate::turn::recovery::Step;
 
 /// What the store holds for this turn, gathered before planning. Never
@@ -37,6 +40,13 @@ pub struct State<'a> {
     pub cwd: Option<PathBuf>,
     /// Who keeps transcripts here ([`crate::session::transcript_host`]).
     pub host: &'a str,
+    /// The session's pin revisions, oldest first: a kept system pin is
+    /// sent again from its revision.
+    pub revisions: &'a [PinRevision],
+    /// Epoch seconds: whether the prompt cache is still warm.
+    pub now: i64,
+    /// The last user turn a memory call covers.
+    pub watermark: Option<i64>,
 }
 
 /// The backend the attempt is rendered for.
@@ -56,8 +66,10 @@ pub struct MemoryPlan {
     pub pin: Option<String>,
     /// The facts to inject (their use is counted).
     pub facts: Vec<ScoredFact>,
-    /// Side calls to queue.
+    /// Side calls to queue before the main call.
     pub jobs: Vec<NewJob>,
+    /// The memory call to queue once the reply is recorded.
+    pub review: Option<review::Due>,
 }
 
 /// How the main call reaches its conversation.
@@ -124,8 +136,15 @@ impl Attempt {
 pub struct Rendered {
     /// Appended to the system prompt: summary, pin (and facts with `--facts-in system`).
     pub system: Option<String>,
+    /// What the reply records of it, for the next turn to keep.
+    pub sent: SystemSent,
+    /// What it does to the prompt cache, and why.
+    pub cache: Verdict,
     /// The user message: recap, facts, a replay, the message.
     pub user: String,
+    /// The facts injected: the plan's, less those the handle's transcript
+    /// holds already.
+    pub facts: Vec<ScoredFact>,
     pub request: Request,
     /// Estimated tokens of the injected memory (pin, recap, facts).
     pub memory_tokens: usize,
@@ -152,31 +171,19 @@ pub fn decide(state: &State, message: &str, settings: &TurnSettings, target: Tar
 }
 
 /// The memory for the turn: the pin as stored, the facts within the
-/// turn's budget, and the side calls to queue. An answer to the reply's
-/// question is never pinned here: past the gate, a clarify call decides.
+/// turn's budget, the side calls to queue before the main call (the pin of
+/// a first message, a compaction), and whether the reply completes a memory
+/// call. Nothing the user typed is pinned here: side calls decide.
 pub fn memory(state: &State, message: &str, settings: &TurnSettings) -> MemoryPlan {
     let session = state.session;
-    let last_reply = state.live.iter().rev().find(|t| t.role == Role::Assistant);
-
     let mut jobs = Vec::new();
     if settings.extract {
         let answered_before =
             session.summary.is_some() || state.live.iter().any(|t| t.role == Role::User);
-        // The first message usually holds the whole task.
+        // The first message usually holds the whole task; the recap needs
+        // it from the second turn on, so it does not wait for a batch.
         if session.pin.is_none() && !answered_before && !state.pin_job_open {
             jobs.push(NewJob::pin(message, &settings.extract_model));
-        }
-        if let Some(question) = last_reply.and_then(|r| clarify::gate(&r.content, message)) {
-            jobs.push(NewJob::clarify(&question, message, &settings.extract_model));
-        }
-        if jobs::is_substantive(message) {
-            jobs.push(NewJob::facts(
-                &session.agent,
-                settings.user.as_deref(),
-                last_reply.map(|r| r.content.as_str()),
-                message,
-                &settings.extract_model,
-            ));
         }
     }
     if settings.compact
@@ -195,11 +202,37 @@ pub fn memory(state: &State, message: &str, settings: &TurnSettings) -> MemoryPl
         });
     }
     jobs.retain(|j| !state.queued.contains(&j.kind));
+    let compacting = jobs.iter().any(|j| j.kind == JobKind::Summary);
+    let review = if settings.extract {
+        review::due(
+            state.live,
+            state.watermark,
+            message,
+            settings.memory_every,
+            idle(state, settings),
+            compacting,
+        )
+    } else {
+        None
+    };
     MemoryPlan {
         pin: session.pin.clone(),
         facts: recall::within_budget(state.facts.clone()),
         jobs,
+        review,
     }
+}
+
+/// Whether the session's previous reply is older than the cache lifetime:
+/// the person came back after a pause.
+fn idle(state: &State, settings: &TurnSettings) -> bool {
+    let ttl = i64::try_from(settings.cache_ttl.as_secs()).unwrap_or(i64::MAX);
+    state
+        .live
+        .iter()
+        .rev()
+        .find(|t| t.role == Role::Assistant)
+        .is_some_and(|t| state.now.saturating_sub(t.created_at) >= ttl)
 }
 
 /// The attempt the stored session calls for.
@@ -260,18 +293,45 @@ pub fn render(
     settings: &TurnSettings,
     target: Target,
 ) -> Rendered {
-    let facts: Vec<String> = memory
-        .facts
-        .iter()
-        .map(|f| f.fact.content.clone())
-        .collect();
-    let mem = Memory {
+    let new_handle = matches!(attempt, Attempt::Start { .. } | Attempt::Replay { .. });
+    let previous = if new_handle {
+        None
+    } else {
+        cache::previous_on(state.live, attempt.handle())
+    };
+    let facts = unseen_facts(&memory.facts, state.live, attempt);
+    let texts: Vec<String> = facts.iter().map(|f| f.fact.content.clone()).collect();
+    let base = Memory {
         pin: memory.pin.as_deref(),
+        system_pin: None,
         summary: state.session.summary.as_deref(),
-        facts: &facts,
+        facts: &texts,
         facts_in: settings.facts_in,
     };
+    let inputs = cache::Inputs {
+        pin: memory.pin.as_deref(),
+        revisions: state.revisions,
+        previous,
+        now: state.now,
+        policy: settings.system_pin,
+        ttl: settings.cache_ttl,
+    };
+    let chosen = cache::choose(&inputs, |pin| {
+        prompt::system_append(&Memory {
+            system_pin: pin,
+            ..base.clone()
+        })
+    });
+    let mem = Memory {
+        system_pin: chosen.pin.as_deref(),
+        ..base
+    };
     let system = prompt::system_append(&mem);
+    let sent = SystemSent {
+        rev: chosen.rev,
+        hash: cache::hash(system.as_deref()),
+    };
+    let cache = cache::verdict(&inputs, &chosen, &sent, new_handle);
     let replayed = match attempt {
         Attempt::Replay { history, .. } => Some(history.as_slice()),
         _ => None,
@@ -322,21 +382,51 @@ pub fn render(
             })
         }
     };
-    let memory_tokens = memory_tokens(memory, &facts, settings.facts_in);
+    let memory_tokens = memory_tokens(&mem, cache.system != CacheUse::Kept);
     Rendered {
         system,
+        sent,
+        cache,
         user,
+        facts,
         request,
         memory_tokens,
     }
 }
 
-/// The injected memory in estimated tokens: the pin twice (system tail and
-/// recap), the facts once. The summary is not counted: it replaces history.
-fn memory_tokens(memory: &MemoryPlan, facts: &[String], _placement: FactsPlacement) -> usize {
-    let pin = memory.pin.as_deref().map_or(0, text::estimate_tokens);
-    2 * pin
-        + facts
+/// The facts to inject: on a resumed handle, those its transcript holds
+/// already (injected with an earlier message of the handle) are left out:
+/// the model still sees them, and each injected token is written once and
+/// read on every later turn. A new handle or the API path (whose history
+/// is the stored messages) gets them all.
+fn unseen_facts(facts: &[ScoredFact], live: &[Turn], attempt: &Attempt) -> Vec<ScoredFact> {
+    let Attempt::Resume { handle } = attempt else {
+        return facts.to_vec();
+    };
+    let seen: Vec<i64> = live
+        .iter()
+        .filter(|t| t.role == Role::Assistant && t.handle.as_deref() == Some(handle))
+        .flat_map(|t| t.facts.iter().copied())
+        .collect();
+    facts
+        .iter()
+        .filter(|f| !seen.contains(&f.fact.id))
+        .cloned()
+        .collect()
+}
+
+/// The injected memory in estimated tokens: the recap and the facts, and
+/// the system pin when it is written (not when the handle's kept prefix is
+/// read). The summary is not counted: it replaces history.
+fn memory_tokens(mem: &Memory, system_written: bool) -> usize {
+    let pin = mem.pin.map_or(0, text::estimate_tokens);
+    let system_pin = mem
+        .system_pin
+        .filter(|_| system_written)
+        .map_or(0, text::estimate_tokens);
+    pin + system_pin
+        + mem
+            .facts
             .iter()
             .map(|f| text::estimate_tokens(f))
             .sum::<usize>()
@@ -371,7 +461,10 @@ mod tests {
             side_timeout: Duration::from_secs(60),
             side_concurrency: 2,
             route: Route::Auto,
-            facts_in: FactsPlacement::Message,
+            facts_in: crate::turn::prompt::FactsPlacement::Message,
+            system_pin: crate::turn::SystemPin::Auto,
+            cache_ttl: Duration::from_secs(300),
+            memory_every: 1,
             claude_args: Vec::new(),
             wait_side: false,
         }
@@ -412,6 +505,9 @@ mod tests {
             error: None,
             created_at: 0,
             user: None,
+            handle: Some("sid".into()),
+            system: None,
+            facts: Vec::new(),
         }
     }
 
@@ -425,6 +521,9 @@ mod tests {
             facts: Vec::new(),
             cwd: None,
             host: "here",
+            revisions: &[],
+            now: 0,
+            watermark: None,
         }
     }
 
@@ -433,7 +532,7 @@ mod tests {
     }
 
     #[test]
-    fn first_message_starts_the_handle_and_queues_pin_and_facts() {
+    fn first_message_starts_the_handle_and_queues_its_pin() {
         let s = session(0, None, None);
         let st = state(&s, &[]);
         let c = caps();
@@ -450,11 +549,14 @@ mod tests {
             }
         );
         let kinds: Vec<_> = plan.memory.jobs.iter().map(|j| j.kind).collect();
+        assert_eq!(kinds, [JobKind::Pin]);
+        // With --memory-every 1 its reply is judged at once, after the reply.
         assert_eq!(
-            kinds,
-            [crate::store::JobKind::Pin, crate::store::JobKind::Facts]
+            plan.memory.review.as_ref().map(|r| (r.after, r.exchanges)),
+            Some((0, 1))
         );
         assert_eq!(plan.rendered.system, None);
+        assert_eq!(plan.rendered.cache.system, CacheUse::New);
         assert_eq!(
             plan.rendered.user,
             "Migrate the React app from CRA to Vite, keep the tests."
@@ -462,42 +564,138 @@ mod tests {
     }
 
     #[test]
-    fn an_answer_to_a_question_queues_one_clarify_call_and_pins_nothing() {
+    fn an_answer_to_a_question_is_judged_by_the_memory_call_and_pins_nothing() {
         let s = session(1, Some("task"), Some("here"));
         let live = [
             turn(1, Role::User, "do it"),
             turn(2, Role::Assistant, "Which Node?"),
         ];
-        let st = state(&s, &live);
-        let m = memory(&st, "Node 20", &settings());
+        let mut st = state(&s, &live);
+        st.watermark = Some(1);
+        let every = |n| TurnSettings {
+            memory_every: n,
+            ..settings()
+        };
+        let m = memory(&st, "Node 20", &every(1));
         assert_eq!(m.pin.as_deref(), Some("task"), "sent as stored");
-        let kinds: Vec<_> = m.jobs.iter().map(|j| j.kind).collect();
-        assert_eq!(kinds, [JobKind::Clarify]);
-        assert_eq!(m.jobs[0].input["question"], "Which Node?");
-        assert_eq!(m.jobs[0].input["answer"], "Node 20");
-
-        // A new question, or a paste, after the question: no call.
-        for other in [
-            "what does Node 20 change?",
-            "diff --git a/x b/x
-@@ -1 +1 @@
--a
-+b",
-        ] {
-            let m = memory(&st, other, &settings());
-            assert!(
-                !m.jobs.iter().any(|j| j.kind == JobKind::Clarify),
-                "{other}"
-            );
-        }
-        // The same message sent again: its calls are queued already.
-        let mut again = state(&s, &live);
-        again.queued = vec![JobKind::Clarify];
-        assert!(memory(&again, "Node 20", &settings()).jobs.is_empty());
+        assert!(m.jobs.is_empty(), "no side call before the reply");
+        assert_eq!(m.review.as_ref().map(|r| r.exchanges), Some(1));
+        // A chatty message after an unasked reply waits for more.
+        let plain = [
+            turn(1, Role::User, "do it"),
+            turn(2, Role::Assistant, "Done."),
+        ];
+        let mut st2 = state(&s, &plain);
+        st2.watermark = Some(1);
+        assert_eq!(memory(&st2, "ok", &every(1)).review, None);
         // --no-extract: no side calls at all.
-        let mut set = settings();
+        let mut set = every(1);
         set.extract = false;
-        assert!(memory(&st, "Node 20", &set).jobs.is_empty());
+        let m = memory(&st, "Node 20", &set);
+        assert!(m.jobs.is_empty() && m.review.is_none());
+    }
+
+    fn revision(rev: i64, pin: &str) -> PinRevision {
+        PinRevision {
+            rev,
+            pin: Some(pin.into()),
+            source: crate::store::PinSource::Set,
+            turn_id: None,
+            from_rev: None,
+            created_at: 0,
+        }
+    }
+
+    /// While the prompt cache is warm the handle's system text stays the
+    /// bytes it sent (no pin, as on turn 1), the newest pin rides in the
+    /// recap, and facts the handle's transcript holds are not sent again.
+    #[test]
+    fn a_warm_handle_keeps_its_system_prompt_and_skips_facts_it_has_seen() {
+        let c = caps();
+        let s = session(1, Some("task"), Some("here"));
+        let first = plan_of(&session(0, None, None), &[], 0, &settings(), &c);
+        let mut reply = turn(2, Role::Assistant, "a");
+        reply.created_at = 1_000;
+        reply.system = Some(first.rendered.sent.clone());
+        reply.facts = vec![1];
+        let live = [turn(1, Role::User, "q"), reply];
+        let revs = [revision(1, "task")];
+        let mut st = state(&s, &live);
+        st.revisions = &revs;
+        st.now = 1_060;
+        st.facts = vec![fact(1), fact(2)];
+        let plan = decide(&st, "next", &settings(), Target::Cli(&c));
+        assert!(matches!(plan.attempt, Attempt::Resume { .. }));
+        assert_eq!(plan.rendered.system, None);
+        assert_eq!(plan.rendered.cache.system, CacheUse::Kept);
+        assert!(
+            plan.rendered
+                .user
+                .starts_with("<task_recap source=\"user\">\ntask\n")
+        );
+        let ids: Vec<i64> = plan.rendered.facts.iter().map(|f| f.fact.id).collect();
+        assert_eq!(ids, [2], "fact 1 is in the transcript already");
+
+        // Cold: the pin reaches the system tail (and the prefix is
+        // rewritten for free); --system-pin always does it while warm.
+        st.now = 1_000 + 300;
+        let cold = decide(&st, "next", &settings(), Target::Cli(&c));
+        assert!(
+            cold.rendered
+                .system
+                .as_deref()
+                .unwrap()
+                .contains("<pinned_task")
+        );
+        assert_eq!(cold.rendered.cache.system, CacheUse::Cold);
+        st.now = 1_060;
+        let always = TurnSettings {
+            system_pin: crate::turn::SystemPin::Always,
+            ..settings()
+        };
+        let rewrite = decide(&st, "next", &always, Target::Cli(&c));
+        assert_eq!(rewrite.rendered.cache.system, CacheUse::Rewritten);
+        // A new handle carries the newest pin.
+        let mut rolled = s.clone();
+        rolled.handle_turns = 0;
+        let mut st3 = state(&rolled, &live);
+        st3.revisions = &revs;
+        st3.facts = vec![fact(1), fact(2)];
+        let replay = decide(&st3, "next", &settings(), Target::Cli(&c));
+        assert!(matches!(replay.attempt, Attempt::Replay { .. }));
+        assert!(replay.rendered.system.as_deref().unwrap().contains("task"));
+        assert_eq!(replay.rendered.cache.system, CacheUse::New);
+        assert_eq!(replay.rendered.facts.len(), 2, "a new handle has seen none");
+    }
+
+    fn fact(id: i64) -> ScoredFact {
+        ScoredFact {
+            fact: crate::store::Fact {
+                id,
+                agent: "a".into(),
+                user: None,
+                content: format!("fact {id}"),
+                keywords: Vec::new(),
+                access_count: 0,
+                created_at: 0,
+                last_used_at: None,
+                source_turn: None,
+                correction: false,
+            },
+            score: 1.0,
+        }
+    }
+
+    fn plan_of(
+        session: &Session,
+        live: &[Turn],
+        now: i64,
+        settings: &TurnSettings,
+        caps: &Capabilities,
+    ) -> TurnPlan {
+        let mut st = state(session, live);
+        st.now = now;
+        decide(&st, "first message", settings, Target::Cli(caps))
     }
 
     #[test]

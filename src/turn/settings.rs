@@ -9,6 +9,7 @@ pub use crate::backend::Route;
 use crate::memory::worker::WorkerSettings;
 use crate::session::Address;
 use crate::store::Location;
+pub use crate::turn::cache::SystemPin;
 use crate::turn::prompt::FactsPlacement;
 
 /// What to send.
@@ -33,6 +34,8 @@ pub struct TurnSettings {
     pub extract_model: String,
     /// Pin and fact extraction.
     pub extract: bool,
+    /// The memory call runs once this many substantive exchanges wait.
+    pub memory_every: usize,
     /// Compaction past `compact_at` estimated tokens.
     pub compact: bool,
     pub compact_at: usize,
@@ -44,6 +47,10 @@ pub struct TurnSettings {
     pub side_concurrency: usize,
     pub route: Route,
     pub facts_in: FactsPlacement,
+    /// Where the pin goes in the system prompt.
+    pub system_pin: SystemPin,
+    /// How long the prompt cache stays warm after a turn.
+    pub cache_ttl: Duration,
     /// Passed to claude's main call, last.
     pub claude_args: Vec<OsString>,
     /// Run this turn's side calls in the foreground, bounded, instead of in

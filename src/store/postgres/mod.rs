@@ -36,10 +36,10 @@ use tokio_postgres::types::ToSql;
 use conn::{Conn, Queries, Tx, connect};
 
 use super::{
-    CallFilter, CallRecord, CallRow, Counts, Erasure, Event, EventFilter, EventWatch, Fact,
-    FactQuery, FactScope, Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, NewEvent, NewFact,
-    PinChange, PinRevision, Reply, Result, Roll, Session, SessionListing, SessionLock, Store,
-    StoreError, TextEnum, Turn, Usage, now,
+    CacheUse, CallFilter, CallRecord, CallRow, Counts, Erasure, Event, EventFilter, EventWatch,
+    Fact, FactQuery, FactScope, Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, NewEvent,
+    NewFact, PinChange, PinRevision, Reply, Result, Roll, Session, SessionListing, SessionLock,
+    Store, StoreError, TextEnum, Turn, Usage, now,
 };
 use crate::session::SessionKey;
 pub use schema::SCHEMA_VERSION;
@@ -445,8 +445,8 @@ impl Store for PgStore {
         let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         self.execute(
             "INSERT INTO calls (session_id, agent, turn_id, kind, path, model, input_tokens, cache_creation_input_tokens,
-                                cache_read_input_tokens, output_tokens, cost_usd, duration_ms, memory_tokens, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                                cache_read_input_tokens, output_tokens, cost_usd, duration_ms, memory_tokens, created_at, cache)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
             &[
                 &c.session_id,
                 &c.agent,
@@ -462,6 +462,7 @@ impl Store for PgStore {
                 &c.duration_ms,
                 &signed(c.memory_tokens),
                 &now(),
+                &c.cache.map(CacheUse::as_str),
             ],
         )?;
         Ok(())
@@ -471,7 +472,7 @@ impl Store for PgStore {
         let unsigned = |n: i64| u64::try_from(n).unwrap_or(0);
         let found = self.query(
             "SELECT kind, path, model, input_tokens, cache_creation_input_tokens, cache_read_input_tokens,
-                    output_tokens, cost_usd, duration_ms, memory_tokens
+                    output_tokens, cost_usd, duration_ms, memory_tokens, cache
              FROM calls WHERE ($1::text IS NULL OR agent = $1) AND ($2::text IS NULL OR session_id = $2)
                AND ($3::bigint IS NULL OR created_at >= $3)
              ORDER BY id",
@@ -491,6 +492,7 @@ impl Store for PgStore {
                 cost_usd: r.try_get(7)?,
                 duration_ms: r.try_get(8)?,
                 memory_tokens: unsigned(r.try_get(9)?),
+                cache: opt_text(r, 10)?,
             })
         })
     }
@@ -554,6 +556,10 @@ impl Store for PgStore {
 
     fn session_jobs(&self, session_id: &str) -> Result<Vec<Job>> {
         self.with(|c| jobs::of_session(c, session_id))
+    }
+
+    fn memory_watermark(&self, session_id: &str) -> Result<Option<i64>> {
+        self.with(|c| Ok(c.value::<Option<i64>>(super::sql::MEMORY_WATERMARK, &[&session_id])?))
     }
 
     fn erase_rows(&mut self, e: &Erasure) -> Result<()> {
@@ -723,6 +729,8 @@ mod tests {
         assert!(format!("{err:#}").contains("newer"), "{err:#}");
     }
 
+    static NO_SYSTEM: crate::store::SystemSent = crate::store::SystemSent::UNRECORDED;
+
     /// What the model or claude wrote is kept even with a NUL in it, which
     /// a PostgreSQL text value cannot hold.
     #[test]
@@ -746,6 +754,8 @@ mod tests {
             usage: None,
             cost_usd: None,
             duration_ms: 1,
+            system: &NO_SYSTEM,
+            facts: &[],
         };
         s.add_reply("sid", u, &reply).unwrap();
         let u2 = s.add_user_turn("sid", "again", None).unwrap();

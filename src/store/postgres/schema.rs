@@ -187,6 +187,14 @@ CREATE TABLE event_counter (
 INSERT INTO event_counter (last) VALUES (0);
 ALTER TABLE facts ADD COLUMN correction BOOLEAN NOT NULL DEFAULT FALSE;
 ",
+    // 6: as on SQLite: each reply's system prompt (pin revision, hash) and
+    // injected facts; each main call's effect on the prompt cache.
+    r"
+ALTER TABLE turns ADD COLUMN system_rev BIGINT;
+ALTER TABLE turns ADD COLUMN system_hash TEXT;
+ALTER TABLE turns ADD COLUMN facts TEXT;
+ALTER TABLE calls ADD COLUMN cache TEXT;
+",
 ];
 
 /// The schema version this build writes (the same as SQLite's).

@@ -10,7 +10,9 @@ use super::{count, nul_free, opt_text, rows, text};
 use crate::session::SessionKey;
 use crate::store::events as store_events;
 use crate::store::events::{Owner, redact};
-use crate::store::{Erasure, Reply, Result, Roll, Session, SessionListing, TextEnum, Turn, now};
+use crate::store::{
+    Erasure, Reply, Result, Roll, Session, SessionListing, SystemSent, TextEnum, Turn, now,
+};
 
 const SESSION_COLS: &str = "id, agent, channel, thread, generation, handle, handle_turns, handle_host, cwd, pin, summary, summary_upto, created_at, updated_at";
 
@@ -33,10 +35,12 @@ fn session_from_row(r: &Row) -> Result<Session> {
     })
 }
 
-const TURN_COLS: &str = "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id";
+const TURN_COLS: &str = "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id, handle, system_rev, system_hash, facts";
 
 fn turn_from_row(r: &Row) -> Result<Turn> {
     let usage: Option<String> = r.try_get(6)?;
+    let system_hash: Option<String> = r.try_get(14)?;
+    let facts: Option<String> = r.try_get(15)?;
     Ok(Turn {
         id: r.try_get(0)?,
         role: text(r, 1)?,
@@ -50,6 +54,15 @@ fn turn_from_row(r: &Row) -> Result<Turn> {
         error: r.try_get(9)?,
         created_at: r.try_get(10)?,
         user: r.try_get(11)?,
+        handle: r.try_get(12)?,
+        system: match system_hash {
+            Some(hash) => Some(SystemSent {
+                rev: r.try_get(13)?,
+                hash,
+            }),
+            None => None,
+        },
+        facts: crate::store::fact_ids_from_text(facts.as_deref()),
     })
 }
 
@@ -150,8 +163,9 @@ pub fn add_reply(tx: &Tx, session_id: &str, user_turn: i64, reply: &Reply) -> Re
     let content = nul_free(reply.content);
     let id: i64 = tx
         .value(
-            "INSERT INTO turns (session_id, role, content, status, mode, path, handle, usage, cost_usd, duration_ms, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+            "INSERT INTO turns (session_id, role, content, status, mode, path, handle, usage, cost_usd, duration_ms, created_at,
+                                system_rev, system_hash, facts)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
             &[
                 &session_id,
                 &crate::store::Role::Assistant.as_str(),
@@ -164,6 +178,9 @@ pub fn add_reply(tx: &Tx, session_id: &str, user_turn: i64, reply: &Reply) -> Re
                 &reply.cost_usd,
                 &reply.duration_ms,
                 &t,
+                &reply.system.rev,
+                &reply.system.hash,
+                &crate::store::fact_ids_to_text(reply.facts),
             ],
         )?;
     // The update says whom the event concerns: no lookup of its own, one

@@ -15,8 +15,8 @@ fn unsigned(n: i64) -> u64 {
 pub fn record(conn: &Connection, c: &CallRecord) -> Result<()> {
     conn.execute(
         "INSERT INTO calls (session_id, agent, turn_id, kind, path, model, input_tokens, cache_creation_input_tokens,
-                            cache_read_input_tokens, output_tokens, cost_usd, duration_ms, memory_tokens, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                            cache_read_input_tokens, output_tokens, cost_usd, duration_ms, memory_tokens, created_at, cache)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         params![
             c.session_id,
             c.agent,
@@ -31,7 +31,8 @@ pub fn record(conn: &Connection, c: &CallRecord) -> Result<()> {
             c.cost_usd,
             c.duration_ms,
             signed(c.memory_tokens),
-            now()
+            now(),
+            c.cache
         ],
     )?;
     Ok(())
@@ -40,7 +41,7 @@ pub fn record(conn: &Connection, c: &CallRecord) -> Result<()> {
 pub fn list(conn: &Connection, f: &CallFilter) -> Result<Vec<CallRow>> {
     let mut stmt = conn.prepare(
         "SELECT kind, path, model, input_tokens, cache_creation_input_tokens, cache_read_input_tokens,
-                output_tokens, cost_usd, duration_ms, memory_tokens
+                output_tokens, cost_usd, duration_ms, memory_tokens, cache
          FROM calls WHERE (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR session_id = ?2)
            AND (?3 IS NULL OR created_at >= ?3)
          ORDER BY id",
@@ -59,6 +60,7 @@ pub fn list(conn: &Connection, f: &CallFilter) -> Result<Vec<CallRow>> {
             cost_usd: r.get(7)?,
             duration_ms: r.get(8)?,
             memory_tokens: unsigned(r.get(9)?),
+            cache: r.get(10)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -237,6 +237,17 @@ CREATE INDEX events_turn ON events(turn_id) WHERE turn_id IS NOT NULL;
 CREATE INDEX events_user ON events(user_id) WHERE user_id IS NOT NULL;
 ALTER TABLE facts ADD COLUMN correction INTEGER NOT NULL DEFAULT 0;
 ",
+    // 6: what each reply's main call appended to the system prompt (the pin
+    // revision and a hash of the text) and which facts it injected, so the
+    // next turn keeps the prompt cache; what each main call's system prompt
+    // did to the cache, for `stats`.
+    r"
+ALTER TABLE turns ADD COLUMN system_rev INTEGER;
+ALTER TABLE turns ADD COLUMN system_hash TEXT;
+-- a JSON array of fact ids; NULL when none were injected
+ALTER TABLE turns ADD COLUMN facts TEXT;
+ALTER TABLE calls ADD COLUMN cache TEXT;
+",
 ];
 
 /// The schema version this build writes.
@@ -284,7 +295,8 @@ sql_text!(
     super::JobStatus,
     super::CallKind,
     super::PinSource,
-    super::EventKind
+    super::EventKind,
+    super::CacheUse
 );
 
 impl SqliteStore {
@@ -755,6 +767,14 @@ impl Store for SqliteStore {
 
     fn session_jobs(&self, session_id: &str) -> Result<Vec<Job>> {
         jobs::of_session(&self.conn, session_id)
+    }
+
+    fn memory_watermark(&self, session_id: &str) -> Result<Option<i64>> {
+        Ok(self
+            .conn
+            .query_row(shared!(super::sql::MEMORY_WATERMARK), [session_id], |r| {
+                r.get(0)
+            })?)
     }
 
     fn erase_rows(&mut self, e: &Erasure) -> Result<()> {

@@ -7,7 +7,7 @@ use crate::session::SessionKey;
 use crate::store::events as store_events;
 use crate::store::{
     PIN_REVISIONS_KEPT, PinChange, PinRevision, Reply, Result, Role, Roll, Session, SessionListing,
-    Turn, TurnStatus, now,
+    SystemSent, Turn, TurnStatus, now,
 };
 
 const SESSION_COLS: &str = "id, agent, channel, thread, generation, handle, handle_turns, handle_host, cwd, pin, summary, summary_upto, created_at, updated_at";
@@ -31,10 +31,12 @@ fn session_from_row(r: &Row) -> rusqlite::Result<Session> {
     })
 }
 
-const TURN_COLS: &str = "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id";
+const TURN_COLS: &str = "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id, handle, system_rev, system_hash, facts";
 
 fn turn_from_row(r: &Row) -> rusqlite::Result<Turn> {
     let usage: Option<String> = r.get(6)?;
+    let system_hash: Option<String> = r.get(14)?;
+    let facts: Option<String> = r.get(15)?;
     Ok(Turn {
         id: r.get(0)?,
         role: r.get(1)?,
@@ -48,6 +50,16 @@ fn turn_from_row(r: &Row) -> rusqlite::Result<Turn> {
         error: r.get(9)?,
         created_at: r.get(10)?,
         user: r.get(11)?,
+        handle: r.get(12)?,
+        system: system_hash
+            .map(|hash| -> rusqlite::Result<_> {
+                Ok(SystemSent {
+                    rev: r.get(13)?,
+                    hash,
+                })
+            })
+            .transpose()?,
+        facts: crate::store::fact_ids_from_text(facts.as_deref()),
     })
 }
 
@@ -133,8 +145,9 @@ pub fn add_reply(
     let t = now();
     let usage = reply.usage.map(ToString::to_string);
     tx.execute(
-        "INSERT INTO turns (session_id, role, content, status, mode, path, handle, usage, cost_usd, duration_ms, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        "INSERT INTO turns (session_id, role, content, status, mode, path, handle, usage, cost_usd, duration_ms, created_at,
+                            system_rev, system_hash, facts)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
         params![
             session_id,
             Role::Assistant,
@@ -146,7 +159,10 @@ pub fn add_reply(
             usage,
             reply.cost_usd,
             reply.duration_ms,
-            t
+            t,
+            reply.system.rev,
+            reply.system.hash,
+            crate::store::fact_ids_to_text(reply.facts)
         ],
     )?;
     let id = tx.last_insert_rowid();

@@ -1,0 +1,488 @@
+//! The memory call: one side call reads the exchanges since the previous
+//! one, each message with its reply, and answers in one go the durable
+//! facts, the user's corrections, a clarification of the task where the
+//! user answered the assistant's question, and a drift verdict per reply.
+//!
+//! Every side call pays Claude Code's envelope (about 480 tokens) before
+//! its own words, so the memory's upkeep is batched: a turn queues the call
+//! after its reply once a few substantive exchanges are waiting, when the
+//! session comes back after the prompt cache went cold, or with a
+//! compaction; `jobs run` judges whatever is waiting. Facts and
+//! clarifications may land a few turns later, and none is lost: the call
+//! covers every exchange since the previous one (the watermark is the last
+//! user turn a memory call covered).
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::memory::facts::{self, DriftLevel, Extracted};
+use crate::memory::{clarify, jobs};
+use crate::store::{JobKind, Role, Session, Store, Turn, TurnStatus};
+use crate::text;
+
+// Short on purpose, like every side call's: its words are paid on every call.
+pub const MEMORY_SYSTEM: &str = "Below are the latest exchanges of a conversation, each an <exchange n> with the user's \
+message and the assistant's reply, and the pinned <task> if any. For each exchange that yields something, write a line \
+## n, then: - FACT | keywords: at most 3 durable facts about the user, their project or preferences. FACT: one short \
+line in the user's language. keywords: 15 to 25 comma-separated search terms: synonyms, broader terms, tasks and \
+situations where it matters (a cat: pets, vet visits, travel), three short questions a person might then type; key terms \
+in English and Chinese (Traditional if the user writes it). Example: - Uses pnpm, never npm i | package manager, \
+install, lockfile, how do I add a library, 套件管理, 安裝套件. Skip small talk, one-offs, unconfirmed suggestions, \
+secrets. User corrections, stated preferences: CORRECTION: what to do instead | keywords. Only where an exchange has \
+<asked> and the user's answer clarifies the task from now on (a constraint, choice, preference or scope): CLARIFY: one \
+line of at most 160 characters stating it as a constraint on the task. With a <task>, for every exchange: DRIFT: \
+none|minor|major | reason, whether the reply departs from the task. Nothing at all: NONE.";
+
+/// By default the call runs once this many substantive exchanges wait.
+pub const DEFAULT_EVERY: usize = 4;
+/// At most this many exchanges, the newest, go in one call: a session that
+/// ran without extraction (`--no-extract`) is not judged backwards.
+pub const MAX_EXCHANGES: usize = 12;
+/// A message is cut (in the middle) past this many characters; a reply
+/// past [`REPLY_MAX_CHARS`]: facts come mostly from what people say, and a
+/// drift verdict needs the reply's gist, not all of it.
+const MESSAGE_MAX_CHARS: usize = 4_000;
+const REPLY_MAX_CHARS: usize = 2_000;
+
+/// Why a memory call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// Enough substantive exchanges wait (`--memory-every`).
+    Enough,
+    /// The session came back after its prompt cache went cold: what waited
+    /// is judged now.
+    Idle,
+    /// A compaction is queued: the next handle's system tail then carries
+    /// a pin with the clarifications.
+    Compaction,
+}
+
+impl Why {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Why::Enough => "enough exchanges wait",
+            Why::Idle => "the session was idle past the cache lifetime",
+            Why::Compaction => "a compaction is queued",
+        }
+    }
+}
+
+/// A memory call a turn queues once its reply is recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Due {
+    /// It covers the user turns after this one (the watermark).
+    pub after: i64,
+    /// How many exchanges, this turn's included.
+    pub exchanges: usize,
+    pub why: Why,
+}
+
+/// Whether a message is worth the call on its own: it says something
+/// (substantive), or it answers the question the reply before it asked.
+fn worthy(previous_reply: Option<&str>, message: &str) -> bool {
+    jobs::is_substantive(message)
+        || previous_reply.is_some_and(|r| clarify::gate(r, message).is_some())
+}
+
+/// What this turn's reply completes, from the live turns (this message not
+/// among them), the watermark, and the turn's circumstances. Pure: the dry
+/// run shows it.
+pub fn due(
+    live: &[Turn],
+    watermark: Option<i64>,
+    message: &str,
+    every: usize,
+    idle: bool,
+    compacting: bool,
+) -> Option<Due> {
+    let after = watermark.unwrap_or(0);
+    let mut previous_reply: Option<&str> = None;
+    let (mut waiting, mut worth) = (0, 0);
+    for t in live {
+        match t.role {
+            Role::Assistant => previous_reply = Some(&t.content),
+            Role::User if t.id > after && t.status == TurnStatus::Answered => {
+                waiting += 1;
+                worth += usize::from(worthy(previous_reply, &t.content));
+            }
+            Role::User => {}
+        }
+    }
+    let exchanges = waiting + 1;
+    worth += usize::from(worthy(previous_reply, message));
+    let why = if compacting {
+        Why::Compaction
+    } else if idle && waiting > 0 {
+        Why::Idle
+    } else if worth >= every.max(1) || exchanges >= 2 * every.max(1) {
+        Why::Enough
+    } else {
+        return None;
+    };
+    Some(Due {
+        after,
+        exchanges,
+        why,
+    })
+}
+
+/// One exchange as the call reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exchange {
+    /// Numbered from 1 within the call.
+    pub n: usize,
+    /// The user turn and its reply.
+    pub turn: i64,
+    pub reply_turn: i64,
+    /// Who sent it (`--user`): its facts are theirs.
+    pub user: Option<String>,
+    /// The question the reply before it asked, when the message answers it
+    /// (the clarify gate).
+    pub asked: Option<String>,
+    pub message: String,
+    pub reply: String,
+}
+
+/// The answered exchanges among `turns` (a session's turns after the
+/// watermark, oldest first) up to the user turn `through`, at most the
+/// newest [`MAX_EXCHANGES`]. A message that failed, or waits for its
+/// reply, is no exchange.
+pub fn exchanges(turns: &[Turn], through: i64) -> Vec<Exchange> {
+    let mut out = Vec::new();
+    let mut previous_reply: Option<&str> = None;
+    let mut pending: Option<&Turn> = None;
+    for t in turns {
+        match t.role {
+            Role::User => {
+                pending = (t.id <= through && t.status == TurnStatus::Answered).then_some(t);
+            }
+            Role::Assistant => {
+                if let Some(m) = pending.take() {
+                    out.push(Exchange {
+                        n: 0,
+                        turn: m.id,
+                        reply_turn: t.id,
+                        user: m.user.clone(),
+                        asked: previous_reply.and_then(|r| clarify::gate(r, &m.content)),
+                        message: m.content.clone(),
+                        reply: t.content.clone(),
+                    });
+                }
+                previous_reply = Some(&t.content);
+            }
+        }
+    }
+    let skip = out.len().saturating_sub(MAX_EXCHANGES);
+    let mut out: Vec<Exchange> = out.into_iter().skip(skip).collect();
+    for (i, e) in out.iter_mut().enumerate() {
+        e.n = i + 1;
+    }
+    out
+}
+
+/// Queue a memory call for whatever waits in a session (`jobs run`): every
+/// answered exchange after the watermark, so the last reply of a session
+/// that went quiet is judged too. Only in a session that uses extraction
+/// (it had a pin or memory call queued): `--no-extract` is respected.
+/// Whether a call was queued.
+pub fn flush(store: &mut dyn Store, session: &Session, model: &str) -> crate::store::Result<bool> {
+    let extracting = store
+        .session_jobs(&session.id)?
+        .iter()
+        .any(|j| matches!(j.kind, JobKind::Pin | JobKind::Memory | JobKind::Facts));
+    if !extracting {
+        return Ok(false);
+    }
+    let after = store.memory_watermark(&session.id)?.unwrap_or(0);
+    let turns = store.turns_after(&session.id, after)?;
+    let Some(last) = exchanges(&turns, i64::MAX).last().map(|e| e.turn) else {
+        return Ok(false);
+    };
+    let job = jobs::NewJob::memory(after, model);
+    store.enqueue_job(
+        job.kind,
+        &session.agent,
+        Some(&session.id),
+        Some(last),
+        &job.input,
+    )?;
+    Ok(true)
+}
+
+/// The call's input: the task it judges against, then each exchange.
+pub fn input(task: Option<&str>, exchanges: &[Exchange]) -> String {
+    let mut out = String::new();
+    if let Some(task) = task.filter(|t| !t.trim().is_empty()) {
+        out.push_str("<task>\n");
+        out.push_str(&text::escape_xml(task));
+        out.push_str("\n</task>\n");
+    }
+    for e in exchanges {
+        out.push_str(&format!("<exchange n=\"{}\">\n", e.n));
+        if let Some(q) = &e.asked {
+            out.push_str("<asked>\n");
+            out.push_str(&text::escape_xml(q));
+            out.push_str("\n</asked>\n");
+        }
+        out.push_str("<user>\n");
+        out.push_str(&text::escape_xml(&cut(&e.message, MESSAGE_MAX_CHARS)));
+        out.push_str("\n</user>\n<assistant>\n");
+        out.push_str(&text::escape_xml(&cut(&e.reply, REPLY_MAX_CHARS)));
+        out.push_str("\n</assistant>\n</exchange>\n");
+    }
+    out.trim_end().to_string()
+}
+
+/// `s` within `max` characters: its head and tail around a marker.
+fn cut(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let head: String = s.chars().take(max * 2 / 3).collect();
+    let tail: String = s.chars().skip(n - max / 3).collect();
+    format!("{head}\n[…]\n{tail}")
+}
+
+/// What the call said of one exchange.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Said {
+    pub facts: Vec<Extracted>,
+    pub corrections: Vec<Extracted>,
+    pub clarify: Option<String>,
+    pub drift: Option<(DriftLevel, String)>,
+}
+
+/// The answer, by exchange number. Lines before any `## n` belong to the
+/// only exchange when there is one, and to none otherwise; a numbered
+/// `DRIFT n:` line counts wherever it stands.
+pub fn parse(answer: &str, count: usize) -> BTreeMap<usize, Said> {
+    let mut sections: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
+    let mut current = if count == 1 { Some(1) } else { None };
+    let mut numbered_drift: Vec<(usize, &str)> = Vec::new();
+    for line in answer.lines() {
+        if let Some(n) = header(line) {
+            current = (1..=count).contains(&n).then_some(n);
+            continue;
+        }
+        if let Some((n, rest)) = numbered_verdict(line)
+            && (1..=count).contains(&n)
+        {
+            numbered_drift.push((n, rest));
+            continue;
+        }
+        if let Some(n) = current {
+            sections.entry(n).or_default().push(line);
+        }
+    }
+    let mut out: BTreeMap<usize, Said> = BTreeMap::new();
+    for (n, lines) in sections {
+        let text = lines.join("\n");
+        let verdicts = facts::parse_verdicts(&text);
+        out.insert(
+            n,
+            Said {
+                facts: facts::parse_fact_lines(&text),
+                corrections: verdicts.corrections,
+                clarify: lines.iter().find_map(|l| clarification(l)),
+                drift: verdicts.drift,
+            },
+        );
+    }
+    for (n, rest) in numbered_drift {
+        let said = out.entry(n).or_default();
+        if said.drift.is_none() {
+            said.drift = facts::parse_verdicts(&format!("DRIFT: {rest}")).drift;
+        }
+    }
+    out
+}
+
+/// `## 2`, `# 2`, `[2]`, `Exchange 2:`: the number a section header names.
+fn header(line: &str) -> Option<usize> {
+    static HEADER: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^\s*[*_]*(?:#{1,4}\s*(?:exchange\s*)?|\[\s*|exchange\s+)(\d{1,3})\s*\]?\s*[:.]?[*_]*\s*$")
+            .expect("header pattern compiles")
+    });
+    HEADER.captures(line)?.get(1)?.as_str().parse().ok()
+}
+
+/// `DRIFT 2: major | reason`: the exchange and the rest.
+fn numbered_verdict(line: &str) -> Option<(usize, &str)> {
+    let l = facts::unbulleted(line).trim_start_matches(['*', '_']);
+    let rest = l.get(..5).filter(|h| h.eq_ignore_ascii_case("DRIFT"))?;
+    let after = &l[rest.len()..];
+    let digits: String = after
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    if digits.is_empty() {
+        return None;
+    }
+    let tail = after.trim_start()[digits.len()..]
+        .trim_start_matches(['*', '_'])
+        .trim_start();
+    let tail = tail.strip_prefix([':', '：'])?;
+    Some((digits.parse().ok()?, tail.trim()))
+}
+
+/// A `CLARIFY:` line as a pin line; `None` for none, NONE, a secret or a
+/// line too long to be one condensed constraint.
+fn clarification(line: &str) -> Option<String> {
+    let rest = facts::marked(facts::unbulleted(line), "CLARIFY")?;
+    clarify::parse_clarification(rest).ok().flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(id: i64, role: Role, content: &str) -> Turn {
+        Turn {
+            id,
+            role,
+            content: content.into(),
+            status: if role == Role::User {
+                TurnStatus::Answered
+            } else {
+                TurnStatus::Reply
+            },
+            mode: None,
+            path: None,
+            usage: None,
+            cost_usd: None,
+            duration_ms: None,
+            error: None,
+            created_at: 0,
+            user: None,
+            handle: None,
+            system: None,
+            facts: Vec::new(),
+        }
+    }
+
+    const LONG: &str = "We deploy the service with Docker Compose on one VPS behind Caddy";
+
+    #[test]
+    fn the_call_waits_for_enough_substantive_exchanges() {
+        let live = [
+            turn(1, Role::User, LONG),
+            turn(2, Role::Assistant, "Noted."),
+            turn(3, Role::User, "ok"),
+            turn(4, Role::Assistant, "Done."),
+        ];
+        // Two substantive of four: not yet.
+        assert_eq!(due(&live, None, LONG, 4, false, false), None);
+        // One per exchange with --memory-every 1, covering the waiting ones.
+        let d = due(&live, None, LONG, 1, false, false).unwrap();
+        assert_eq!((d.after, d.exchanges, d.why), (0, 3, Why::Enough));
+        // Past the watermark only.
+        assert_eq!(due(&live, Some(3), "ok", 1, false, false), None);
+        // Idle past the cache lifetime: what waits is judged now.
+        let d = due(&live, Some(1), "ok", 4, true, false).unwrap();
+        assert_eq!((d.after, d.exchanges, d.why), (1, 2, Why::Idle));
+        // Nothing waits: an idle return alone calls nothing.
+        assert_eq!(due(&live, Some(3), "ok", 4, true, false), None);
+        // A compaction takes what waits with it.
+        assert_eq!(
+            due(&live, Some(3), "ok", 4, false, true).map(|d| d.why),
+            Some(Why::Compaction)
+        );
+        // An answer to the reply's question counts as worth a call.
+        let mut asked = live.clone();
+        asked[3].content = "Done. Which Node version?".into();
+        assert_eq!(due(&live, Some(3), "Node 20", 1, false, false), None);
+        assert!(due(&asked, Some(3), "Node 20", 1, false, false).is_some());
+        // Many chatty exchanges still get their replies judged.
+        let chatty: Vec<Turn> = (0..14)
+            .map(|i| {
+                let role = if i % 2 == 0 {
+                    Role::User
+                } else {
+                    Role::Assistant
+                };
+                turn(i + 1, role, if role == Role::User { "ok" } else { "Done." })
+            })
+            .collect();
+        assert_eq!(
+            due(&chatty, None, "ok", 4, false, false).map(|d| d.exchanges),
+            Some(8)
+        );
+    }
+
+    #[test]
+    fn exchanges_pair_each_message_with_its_reply_and_carry_the_question() {
+        let mut failed = turn(5, Role::User, "lost");
+        failed.status = TurnStatus::Failed;
+        let turns = [
+            turn(
+                2,
+                Role::Assistant,
+                "Done. Which Node version should I target?",
+            ),
+            turn(3, Role::User, "Node 20"),
+            turn(4, Role::Assistant, "Targeting Node 20."),
+            failed,
+            turn(6, Role::User, LONG),
+            turn(7, Role::Assistant, "Compose it is."),
+            turn(8, Role::User, "not covered"),
+            turn(9, Role::Assistant, "later"),
+        ];
+        let ex = exchanges(&turns, 6);
+        assert_eq!(ex.len(), 2);
+        assert_eq!((ex[0].n, ex[0].turn, ex[0].reply_turn), (1, 3, 4));
+        assert_eq!(
+            ex[0].asked.as_deref(),
+            Some("Done. Which Node version should I target?")
+        );
+        assert_eq!((ex[1].n, ex[1].turn, ex[1].reply_turn), (2, 6, 7));
+        assert_eq!(ex[1].asked, None);
+        let text = input(Some("ship </task> it"), &ex);
+        assert!(
+            text.starts_with("<task>\nship &lt;/task&gt; it\n</task>\n<exchange n=\"1\">\n<asked>")
+        );
+        assert_eq!(text.matches("<exchange n=").count(), 2);
+        assert!(text.ends_with("</exchange>"));
+    }
+
+    #[test]
+    fn answers_are_read_by_exchange() {
+        let answer = "## 1\n- Targets Node 20 | node, runtime, version, 版本\nCLARIFY: target Node 20\nDRIFT: none\n\
+                      ## 2\nCORRECTION: Use Compose, never Kubernetes | deploy, k8s\nDRIFT: major | it proposed Kubernetes\n\
+                      ## 7\n- out of range | x\nDRIFT 1: minor | ignored, exchange 1 has its own";
+        let said = parse(answer, 2);
+        assert_eq!(said.len(), 2);
+        assert_eq!(said[&1].facts[0].content, "Targets Node 20");
+        assert_eq!(said[&1].clarify.as_deref(), Some("target Node 20"));
+        assert_eq!(said[&1].drift, Some((DriftLevel::None, String::new())));
+        assert!(said[&2].facts.is_empty());
+        assert_eq!(
+            said[&2].corrections[0].content,
+            "Use Compose, never Kubernetes"
+        );
+        assert_eq!(
+            said[&2].drift,
+            Some((DriftLevel::Major, "it proposed Kubernetes".into()))
+        );
+
+        // One exchange: no header needed. Numbered verdicts anywhere.
+        let said = parse(
+            "- Uses pnpm | npm\nCLARIFY: NONE\nDRIFT: minor | a detour",
+            1,
+        );
+        assert_eq!(said[&1].facts.len(), 1);
+        assert_eq!(said[&1].clarify, None);
+        let said = parse("DRIFT 2: major | off task\nDRIFT 1: none", 2);
+        assert_eq!(
+            said[&2].drift.as_ref().map(|d| d.0),
+            Some(DriftLevel::Major)
+        );
+        assert_eq!(said[&1].drift.as_ref().map(|d| d.0), Some(DriftLevel::None));
+        // Several exchanges and no header: nothing can be attributed.
+        assert!(parse("- Uses pnpm | npm", 2).is_empty());
+        assert!(parse("NONE", 3).is_empty());
+    }
+}
