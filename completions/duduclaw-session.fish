@@ -58,6 +58,11 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l compact-at -d 'Compact the session when its context passes this many estimated tokens' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l facts-in -d 'Where the injected facts go' -r -f -a "message\t'At the head of the user message, after the recap (keeps the system prompt byte-stable)'
 system\t'At the tail of the system prompt, after the pin'"
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l memory-every -d 'Run the memory side call (facts, corrections, clarifications, drift) once this many substantive exchanges wait (1: after each; a pause past --cache-ttl, a compaction and `jobs run` run it sooner)' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l system-pin -d 'When the pin goes at the system-prompt tail (the recap always carries the newest pin)' -r -f -a "auto\t'The newest pin when a handle starts or the prompt cache has gone cold (--cache-ttl); meanwhile the system prompt stays byte-identical and a newer pin rides in the recap'
+always\t'The newest pin on every turn: each pin change while the cache is warm re-writes the whole conversation\'s prompt cache'
+never\t'Never: the pin rides in the recap at the head of each message only'"
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l cache-ttl -d 'How long the prompt cache stays warm after a turn (the API\'s default lifetime is 5m; 0s: always cold; at most 24h)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l claude-arg -d 'An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
@@ -345,6 +350,11 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l compact-at -d 'Compact the session when its context passes this many estimated tokens' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l facts-in -d 'Where the injected facts go' -r -f -a "message\t'At the head of the user message, after the recap (keeps the system prompt byte-stable)'
 system\t'At the tail of the system prompt, after the pin'"
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l memory-every -d 'Run the memory side call (facts, corrections, clarifications, drift) once this many substantive exchanges wait (1: after each; a pause past --cache-ttl, a compaction and `jobs run` run it sooner)' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l system-pin -d 'When the pin goes at the system-prompt tail (the recap always carries the newest pin)' -r -f -a "auto\t'The newest pin when a handle starts or the prompt cache has gone cold (--cache-ttl); meanwhile the system prompt stays byte-identical and a newer pin rides in the recap'
+always\t'The newest pin on every turn: each pin change while the cache is warm re-writes the whole conversation\'s prompt cache'
+never\t'Never: the pin rides in the recap at the head of each message only'"
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l cache-ttl -d 'How long the prompt cache stays warm after a turn (the API\'s default lifetime is 5m; 0s: always cold; at most 24h)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l claude-arg -d 'An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F

@@ -48,6 +48,11 @@ _arguments "${_arguments_options[@]}" : \
 '--compact-at=[Compact the session when its context passes this many estimated tokens]:TOKENS:_default' \
 '--facts-in=[Where the injected facts go]:WHERE:((message\:"At the head of the user message, after the recap (keeps the system prompt byte-stable)"
 system\:"At the tail of the system prompt, after the pin"))' \
+'--memory-every=[Run the memory side call (facts, corrections, clarifications, drift) once this many substantive exchanges wait (1\: after each; a pause past --cache-ttl, a compaction and \`jobs run\` run it sooner)]:N:_default' \
+'--system-pin=[When the pin goes at the system-prompt tail (the recap always carries the newest pin)]:WHEN:((auto\:"The newest pin when a handle starts or the prompt cache has gone cold (--cache-ttl); meanwhile the system prompt stays byte-identical and a newer pin rides in the recap"
+always\:"The newest pin on every turn\: each pin change while the cache is warm re-writes the whole conversation'\''s prompt cache"
+never\:"Never\: the pin rides in the recap at the head of each message only"))' \
+'--cache-ttl=[How long the prompt cache stays warm after a turn (the API'\''s default lifetime is 5m; 0s\: always cold; at most 24h)]:DURATION:_default' \
 '*--claude-arg=[An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src]:ARG:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
@@ -704,6 +709,11 @@ _arguments "${_arguments_options[@]}" : \
 '--compact-at=[Compact the session when its context passes this many estimated tokens]:TOKENS:_default' \
 '--facts-in=[Where the injected facts go]:WHERE:((message\:"At the head of the user message, after the recap (keeps the system prompt byte-stable)"
 system\:"At the tail of the system prompt, after the pin"))' \
+'--memory-every=[Run the memory side call (facts, corrections, clarifications, drift) once this many substantive exchanges wait (1\: after each; a pause past --cache-ttl, a compaction and \`jobs run\` run it sooner)]:N:_default' \
+'--system-pin=[When the pin goes at the system-prompt tail (the recap always carries the newest pin)]:WHEN:((auto\:"The newest pin when a handle starts or the prompt cache has gone cold (--cache-ttl); meanwhile the system prompt stays byte-identical and a newer pin rides in the recap"
+always\:"The newest pin on every turn\: each pin change while the cache is warm re-writes the whole conversation'\''s prompt cache"
+never\:"Never\: the pin rides in the recap at the head of each message only"))' \
+'--cache-ttl=[How long the prompt cache stays warm after a turn (the API'\''s default lifetime is 5m; 0s\: always cold; at most 24h)]:DURATION:_default' \
 '*--claude-arg=[An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src]:ARG:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \

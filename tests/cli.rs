@@ -1468,10 +1468,14 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
     args.push("should I run pnpm install?");
     let text = run_ok(&env, &args);
     let sections: Vec<&str> = text.lines().filter(|l| l.starts_with("# ")).collect();
-    assert_eq!(sections.len(), 5, "{text}");
+    assert_eq!(sections.len(), 6, "{text}");
     assert!(sections[0].starts_with("# session "), "{text}");
     assert_eq!(
-        &sections[1..],
+        sections[1],
+        "# system prompt new: a new handle: the system tail carries the pin of rev 1"
+    );
+    assert_eq!(
+        &sections[2..],
         [
             "# argv",
             "# appended system text",
@@ -1479,7 +1483,7 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
             "# user message (stdin)"
         ]
     );
-    let argv = text.lines().nth(2).unwrap();
+    let argv = text.lines().nth(3).unwrap();
     assert!(
         argv.starts_with("claude -p --output-format stream-json"),
         "{argv}"
@@ -1580,7 +1584,10 @@ fn doctor_on_a_healthy_store() {
         "{text}"
     );
     assert!(
-        text.contains("schema 5 · integrity ok · 1 sessions, 2 turns, 1 facts"),
+        text.contains(&format!(
+            "schema {} · integrity ok · 1 sessions, 2 turns, 1 facts",
+            duduclaw_session::store::SCHEMA_VERSION
+        )),
         "{text}"
     );
     assert!(text.ends_with("all good\n"), "{text}");

@@ -50,9 +50,23 @@ fn turns_go_to_the_api_when_claude_is_missing() {
         "side calls took the API too"
     );
     for i in 2..=6 {
-        let v = env.turn_json("a", "c", &["--no-extract"], &format!("question {i}"));
+        // The last one after the prompt cache went cold: the pin reaches
+        // the system tail (while warm the system prompt stays as turn 1
+        // sent it, without the pin, which rides in the recap).
+        let ttl = if i == 6 { "0s" } else { "5m" };
+        let v = env.turn_json(
+            "a",
+            "c",
+            &["--no-extract", "--cache-ttl", ttl],
+            &format!("question {i}"),
+        );
         assert_eq!(v["path"], "api");
         assert_eq!(v["mode"], "replayed");
+        assert_eq!(
+            v["cache"]["system"],
+            if i == 6 { "cold" } else { "kept" },
+            "{v}"
+        );
     }
     let mains: Vec<Recorded> = s.requests().into_iter().filter(|r| r.is_stream()).collect();
     let last = mains.last().unwrap();

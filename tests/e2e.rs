@@ -7,10 +7,10 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{Env, assert_ok, stderr};
-use duduclaw_session::memory::clarify::CLARIFY_SYSTEM;
+use common::{Env, assert_ok, memory_answer, stderr};
 use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
-use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::memory::jobs::PIN_SYSTEM;
+use duduclaw_session::memory::review::MEMORY_SYSTEM;
 use standin::{Recorded, Reply, StandIn};
 
 const PIN: &str =
@@ -18,10 +18,7 @@ const PIN: &str =
 
 fn is_side(r: &Recorded) -> bool {
     let s = r.system_text();
-    s.contains(PIN_SYSTEM)
-        || s.contains(FACTS_SYSTEM)
-        || s.contains(SUMMARY_SYSTEM)
-        || s.contains(CLARIFY_SYSTEM)
+    s.contains(PIN_SYSTEM) || s.contains(MEMORY_SYSTEM) || s.contains(SUMMARY_SYSTEM)
 }
 
 /// A scripted model: pins, facts and summaries for side calls; for main
@@ -36,26 +33,20 @@ fn model(r: &Recorded) -> Reply {
             "NONE".into()
         });
     }
-    if sys.contains(FACTS_SYSTEM) {
-        let mut facts = Vec::new();
-        if user.contains("pnpm") {
-            facts.push("Uses pnpm for packages, never npm i");
-        }
-        if user.contains("繁體") {
-            facts.push("使用者偏好繁體中文回覆");
-        }
-        return Reply::Text(if facts.is_empty() {
-            "NONE".into()
-        } else {
-            facts.join("\n")
-        });
-    }
-    if sys.contains(CLARIFY_SYSTEM) {
-        return Reply::Text(if user.contains("keep the service worker") {
-            "target Vite 6; keep the service worker".into()
-        } else {
-            "NONE".into()
-        });
+    if sys.contains(MEMORY_SYSTEM) {
+        return Reply::Text(memory_answer(r, |_, e| {
+            let mut lines = Vec::new();
+            if e.user.contains("pnpm") {
+                lines.push("- Uses pnpm for packages, never npm i".to_string());
+            }
+            if e.user.contains("繁體") {
+                lines.push("- 使用者偏好繁體中文回覆".to_string());
+            }
+            if e.asked.is_some() && e.user.contains("keep the service worker") {
+                lines.push("CLARIFY: target Vite 6; keep the service worker".to_string());
+            }
+            lines
+        }));
     }
     if sys.contains(SUMMARY_SYSTEM) {
         return Reply::Text("SUMMARY: the user migrated the app step by step; open item: the auth flow stays as is.".into());
@@ -76,8 +67,8 @@ fn model(r: &Recorded) -> Reply {
 on_both_stores!(
     second_turn_resumes_natively_with_the_first_in_context,
     a_lost_transcript_is_replayed_then_resumed_natively,
-    the_pin_sits_at_the_system_tail_and_the_recap_leads_the_message,
-    a_clarification_reaches_the_system_prompt_of_the_resumed_turn,
+    the_recap_leads_at_once_and_the_pin_reaches_the_system_tail_when_the_cache_is_cold,
+    a_clarification_reaches_the_recap_at_once_and_the_system_prompt_when_cold,
     facts_reach_other_sessions_of_the_agent_and_never_other_agents
 );
 
@@ -174,7 +165,14 @@ fn dash_leading_and_200kb_messages_arrive_intact() {
     assert_eq!(reqs[1].last_user_text(), big);
 }
 
-fn the_pin_sits_at_the_system_tail_and_the_recap_leads_the_message(server: bool) {
+/// The pin extracted from turn 1 leads turn 2's message in the recap at
+/// once, while the system prompt stays the bytes turn 1 sent (no pin):
+/// changing it would re-write the whole cached conversation. Once the
+/// cache has gone cold (`--cache-ttl 0s`) the pin reaches the system tail,
+/// and from then on the warm turns send that prompt unchanged.
+fn the_recap_leads_at_once_and_the_pin_reaches_the_system_tail_when_the_cache_is_cold(
+    server: bool,
+) {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url()).store_on(server);
     let v1 = env.turn_json("a", "c", &[], "Please migrate our React app from CRA to Vite. Keep the tests passing and do not touch the auth flow.");
@@ -187,13 +185,15 @@ fn the_pin_sits_at_the_system_tail_and_the_recap_leads_the_message(server: bool)
     let v2 = env.turn_json("a", "c", &[], "start with the config");
     assert_eq!(v2["pinned"], PIN, "the worker stored the pin: {v2}");
     assert_eq!(v2["mode"], "resumed");
+    assert_eq!(v2["cache"]["system"], "kept", "{v2}");
+    let r1 = main_requests(&s).remove(0);
     let r2 = main_requests(&s).pop().unwrap();
-    let tail = r2.system_tail();
-    assert!(
-        tail.ends_with(&format!("{PIN}\n</pinned_task>")),
-        "system tail: …{}",
-        &tail[tail.len().saturating_sub(300)..]
+    assert_eq!(
+        r2.system_blocks(),
+        r1.system_blocks(),
+        "the system prompt is byte-identical while the cache is warm"
     );
+    assert!(!r2.system_text().contains("<pinned_task"));
     let user = r2.last_user_text();
     assert!(
         user.starts_with(&format!(
@@ -202,6 +202,20 @@ fn the_pin_sits_at_the_system_tail_and_the_recap_leads_the_message(server: bool)
         "{user}"
     );
     assert!(user.trim_end().ends_with("start with the config"));
+
+    let v3 = env.turn_json("a", "c", &["--cache-ttl", "0s"], "now the plugins");
+    assert_eq!(v3["cache"]["system"], "cold", "{v3}");
+    let r3 = main_requests(&s).pop().unwrap();
+    let tail = r3.system_tail();
+    assert!(
+        tail.ends_with(&format!("{PIN}\n</pinned_task>")),
+        "system tail: …{}",
+        &tail[tail.len().saturating_sub(300)..]
+    );
+    let v4 = env.turn_json("a", "c", &[], "and the tests");
+    assert_eq!(v4["cache"]["system"], "kept", "{v4}");
+    let r4 = main_requests(&s).pop().unwrap();
+    assert_eq!(r4.system_blocks(), r3.system_blocks());
     // The side calls used their own short system prompt, not Claude Code's:
     // each is a small fraction of a normal turn (the benchmark reports the ratio).
     let main_len = r2.raw.len();
@@ -215,7 +229,7 @@ fn the_pin_sits_at_the_system_tail_and_the_recap_leads_the_message(server: bool)
     }
 }
 
-fn a_clarification_reaches_the_system_prompt_of_the_resumed_turn(server: bool) {
+fn a_clarification_reaches_the_recap_at_once_and_the_system_prompt_when_cold(server: bool) {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url()).store_on(server);
     env.cmd()
@@ -231,16 +245,30 @@ fn a_clarification_reaches_the_system_prompt_of_the_resumed_turn(server: bool) {
         .assert()
         .success();
     env.turn_json("a", "c", &["--no-extract"], "ASK ME what you need");
-    // The answer goes to a clarify call after the reply; the line it
+    // The answer goes to the memory call after the reply; the line it
     // condenses is pinned for the turns that follow.
     env.turn_json("a", "c", &[], "Vite 6, and keep the service worker");
     env.settle();
+    let pinned = "Build the site\n[+] target Vite 6; keep the service worker";
     env.turn_json("a", "c", &["--no-extract"], "go on");
     let r = main_requests(&s).pop().unwrap();
     assert!(
-        r.system_tail().ends_with(
-            "Build the site\n[+] target Vite 6; keep the service worker\n</pinned_task>"
-        ),
+        r.system_tail().ends_with("Build the site\n</pinned_task>"),
+        "the handle's system prompt is kept while warm: …{}",
+        &r.system_tail()[r.system_tail().len().saturating_sub(200)..]
+    );
+    assert!(
+        r.last_user_text().starts_with(&format!(
+            "<task_recap source=\"user\">\n{pinned}\n</task_recap>"
+        )),
+        "{}",
+        r.last_user_text()
+    );
+    env.turn_json("a", "c", &["--no-extract", "--cache-ttl", "0s"], "and on");
+    let r = main_requests(&s).pop().unwrap();
+    assert!(
+        r.system_tail()
+            .ends_with(&format!("{pinned}\n</pinned_task>")),
         "the changed pin must reach a resumed turn (snapshot off): …{}",
         &r.system_tail()[r.system_tail().len().saturating_sub(200)..]
     );
@@ -249,10 +277,7 @@ fn a_clarification_reaches_the_system_prompt_of_the_resumed_turn(server: bool) {
         .args(["pin", "show", "--agent", "a", "--channel", "c"])
         .output()
         .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&pin.stdout),
-        "Build the site\n[+] target Vite 6; keep the service worker\n"
-    );
+    assert_eq!(String::from_utf8_lossy(&pin.stdout), format!("{pinned}\n"));
 }
 
 fn facts_reach_other_sessions_of_the_agent_and_never_other_agents(server: bool) {
@@ -365,7 +390,7 @@ fn a_failing_side_call_never_fails_the_turn_and_is_retried() {
     assert_eq!(v2["pinned"], PIN);
     env.turn_json("a", "c", &[], "and then?");
     let r = main_requests(&s).pop().unwrap();
-    assert!(r.system_tail().contains(PIN));
+    assert!(r.last_user_text().contains(PIN));
 }
 
 /// The turn ends when the reply is out and recorded, in text mode and in

@@ -1,14 +1,15 @@
 //! Evolution signals end to end, through the real `claude` CLI and the
-//! loopback stand-in: the facts side call reads the pinned task, its
-//! answer's `DRIFT:` line becomes a `drift` event and its `CORRECTION:`
-//! line a fact marked as a correction (a `correction` event) that the next
-//! related message gets injected; the conversation's every change is in
-//! the log once, in order.
+//! loopback stand-in: the memory side call reads the pinned task beside
+//! each exchange, its answer's `DRIFT:` line becomes a `drift` event on the
+//! reply it judged and its `CORRECTION:` line a fact marked as a correction
+//! (a `correction` event) that the next related message gets injected; the
+//! conversation's every change is in the log once, in order.
 
 mod common;
 
-use common::{Env, assert_ok, stdout};
-use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
+use common::{Env, assert_ok, memory_answer, memory_call, stdout};
+use duduclaw_session::memory::jobs::PIN_SYSTEM;
+use duduclaw_session::memory::review::MEMORY_SYSTEM;
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
 
@@ -24,34 +25,36 @@ fn is_side(r: &Recorded, system: &str) -> bool {
     r.system_text().contains(system)
 }
 
-/// The text between `<tag>` and `</tag>` in a request's user message.
-fn element(r: &Recorded, tag: &str) -> Option<String> {
-    let text = r.last_user_text();
-    let open = format!("<{tag}>\n");
-    let start = text.find(&open)? + open.len();
-    let end = start + text[start..].find(&format!("\n</{tag}>"))?;
-    Some(text[start..end].to_string())
-}
-
 fn model(r: &Recorded) -> Reply {
     if is_side(r, PIN_SYSTEM) {
         return Reply::Text(PIN.into());
     }
-    if is_side(r, FACTS_SYSTEM) {
-        // Judged only when the call shows the task and the reply.
-        let judged = element(r, "task").is_some()
-            && element(r, "assistant").is_some_and(|a| a.contains("Tailwind"));
-        return Reply::Text(if judged {
-            format!(
-                "- Builds the app with Vite | bundler, build tool, 建置工具\n\
-                 CORRECTION: {CORRECTION} | styling, css, tailwind, design system, 樣式\n\
-                 DRIFT: major | {REASON}"
-            )
-        } else {
-            "NONE".into()
-        });
+    if is_side(r, MEMORY_SYSTEM) {
+        return Reply::Text(memory_answer(r, |task, e| {
+            let mut lines = Vec::new();
+            if e.user.contains("CRA to Vite") {
+                lines
+                    .push("- Builds the app with Vite | bundler, build tool, 建置工具".to_string());
+            }
+            if e.user.contains("CSS modules") {
+                lines.push(format!(
+                    "CORRECTION: {CORRECTION} | styling, css, tailwind, design system, 樣式"
+                ));
+            }
+            // Judged only when the call shows the task.
+            if task.is_some() {
+                lines.push(if e.assistant.contains("Tailwind") {
+                    format!("DRIFT: major | {REASON}")
+                } else {
+                    "DRIFT: none".to_string()
+                });
+            }
+            lines
+        }));
     }
-    let user = r.last_user_text();
+    let text = r.last_user_text();
+    // The message itself, after any recap and facts blocks.
+    let user = text.trim_end().lines().last().unwrap_or("");
     Reply::Text(
         if user.contains("CRA to Vite") {
             OFF_TASK_REPLY
@@ -78,28 +81,30 @@ fn events(env: &Env, args: &[&str]) -> Vec<Value> {
         .collect()
 }
 
-on_both_stores!(drift_and_corrections_come_from_the_facts_call_that_already_runs);
+on_both_stores!(drift_and_corrections_come_from_the_memory_call);
 
-fn drift_and_corrections_come_from_the_facts_call_that_already_runs(server: bool) {
+fn drift_and_corrections_come_from_the_memory_call(server: bool) {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url()).store_on(server);
     let first = env.turn_json("a", "c", &["--wait-side"], TASK);
     let second = env.turn_json("a", "c", &["--wait-side"], PUSHBACK);
 
-    // The facts call of the second turn read the pinned task beside the
-    // exchange; the first turn's had no reply to judge, so no task.
-    let facts_calls: Vec<Recorded> = s
+    // One memory call per turn (the tests' cadence), each reading the
+    // pinned task (the pin call of turn 1 ran first) beside its exchange:
+    // the message with the reply it got.
+    let memory_calls: Vec<Recorded> = s
         .requests()
         .into_iter()
-        .filter(|r| is_side(r, FACTS_SYSTEM))
+        .filter(|r| is_side(r, MEMORY_SYSTEM))
         .collect();
-    assert_eq!(facts_calls.len(), 2, "one facts call per substantive turn");
-    assert_eq!(element(&facts_calls[0], "task"), None);
-    assert_eq!(element(&facts_calls[1], "task").as_deref(), Some(PIN));
-    assert_eq!(
-        element(&facts_calls[1], "assistant").as_deref(),
-        Some(OFF_TASK_REPLY)
-    );
+    assert_eq!(memory_calls.len(), 2, "one memory call per turn");
+    let (task, exchanges) = memory_call(&memory_calls[0]);
+    assert_eq!(task.as_deref(), Some(PIN));
+    assert_eq!(exchanges.len(), 1);
+    assert_eq!(exchanges[0].user, TASK);
+    assert_eq!(exchanges[0].assistant, OFF_TASK_REPLY);
+    let (_, exchanges) = memory_call(&memory_calls[1]);
+    assert_eq!(exchanges[0].user, PUSHBACK);
 
     let drift = events(&env, &["--kind", "drift"]);
     assert_eq!(drift.len(), 1, "{drift:?}");
@@ -131,8 +136,8 @@ fn drift_and_corrections_come_from_the_facts_call_that_already_runs(server: bool
     };
     assert_eq!(
         d["turn"],
-        id_of(PUSHBACK),
-        "the turn whose exchange was judged"
+        id_of(TASK),
+        "the message the judged reply answered"
     );
     assert_eq!(d["reply_turn"], id_of(OFF_TASK_REPLY), "the reply judged");
 
@@ -180,10 +185,10 @@ fn drift_and_corrections_come_from_the_facts_call_that_already_runs(server: bool
         [
             "turn.done",
             "pin.set",
-            "turn.done",
-            "correction",
             "fact.added",
             "drift",
+            "turn.done",
+            "correction",
             "turn.done"
         ],
         "{all:#?}"
@@ -198,5 +203,5 @@ fn drift_and_corrections_come_from_the_facts_call_that_already_runs(server: bool
     assert_eq!(all[1]["data"]["pin"], PIN);
     assert_eq!(all[1]["data"]["source"], "extracted");
     assert_eq!(all[0]["data"]["mode"], "new");
-    assert_eq!(all[2]["data"]["mode"], "resumed");
+    assert_eq!(all[4]["data"]["mode"], "resumed");
 }

@@ -10,9 +10,10 @@ mod common;
 
 use std::path::Path;
 
-use common::{Env, assert_ok, stdout};
+use common::{Env, assert_ok, memory_answer, stdout};
 use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
-use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::memory::jobs::PIN_SYSTEM;
+use duduclaw_session::memory::review::MEMORY_SYSTEM;
 use standin::{Recorded, Reply, StandIn};
 
 const GONE: &str = "MARKER-ERASE-7f3a";
@@ -29,10 +30,13 @@ fn model(r: &Recorded) -> Reply {
     if sys.contains(PIN_SYSTEM) {
         return Reply::Text(format!("Plan the move to the house of {marker}"));
     }
-    if sys.contains(FACTS_SYSTEM) {
-        return Reply::Text(format!(
-            "- The user lives at {marker} Lane | home, address, {marker}, where do I live"
-        ));
+    if sys.contains(MEMORY_SYSTEM) {
+        return Reply::Text(memory_answer(r, |_, e| {
+            let marker = if e.user.contains(KEPT) { KEPT } else { GONE };
+            vec![format!(
+                "- The user lives at {marker} Lane | home, address, {marker}, where do I live"
+            )]
+        }));
     }
     if sys.contains(SUMMARY_SYSTEM) {
         return Reply::Text(format!("SUMMARY: the user talked about {marker} Lane."));

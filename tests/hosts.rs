@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use common::{Env, files_containing, pg};
 use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
-use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::memory::jobs::PIN_SYSTEM;
+use duduclaw_session::memory::review::MEMORY_SYSTEM;
 use serde_json::{Value, json};
 use standin::{Recorded, Reply, StandIn};
 
@@ -284,7 +285,7 @@ fn ok(out: &Output, what: &str) {
 
 fn is_side(r: &Recorded) -> bool {
     let s = r.system_text();
-    s.contains(PIN_SYSTEM) || s.contains(FACTS_SYSTEM) || s.contains(SUMMARY_SYSTEM)
+    s.contains(PIN_SYSTEM) || s.contains(MEMORY_SYSTEM) || s.contains(SUMMARY_SYSTEM)
 }
 
 /// The message the user sent in this request: in a replay, the
@@ -325,12 +326,14 @@ fn standin(hold_ms: u64) -> (StandIn, Arrivals) {
                 "NONE".into()
             });
         }
-        if sys.contains(FACTS_SYSTEM) {
-            return Reply::Text(if r.last_user_text().contains("pnpm") {
-                FACT.into()
-            } else {
-                "NONE".into()
-            });
+        if sys.contains(MEMORY_SYSTEM) {
+            return Reply::Text(common::memory_answer(r, |_, e| {
+                if e.user.contains("pnpm") {
+                    vec![format!("- {FACT}")]
+                } else {
+                    Vec::new()
+                }
+            }));
         }
         if sys.contains(SUMMARY_SYSTEM) {
             return Reply::Text("SUMMARY: nothing to summarize".into());

@@ -7,7 +7,8 @@ mod common;
 
 use common::{Env, assert_ok, stderr, stdout};
 use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
-use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::memory::jobs::PIN_SYSTEM;
+use duduclaw_session::memory::review::MEMORY_SYSTEM;
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
 
@@ -16,7 +17,7 @@ const TASK: &str = "Please migrate our React app from CRA to Vite and keep the t
 
 fn is_side(r: &Recorded) -> bool {
     let s = r.system_text();
-    s.contains(PIN_SYSTEM) || s.contains(FACTS_SYSTEM) || s.contains(SUMMARY_SYSTEM)
+    s.contains(PIN_SYSTEM) || s.contains(MEMORY_SYSTEM) || s.contains(SUMMARY_SYSTEM)
 }
 
 /// Pins for CRA messages, NONE for facts, a summary, echo for main calls.
@@ -25,7 +26,7 @@ fn model(r: &Recorded) -> Reply {
     if sys.contains(PIN_SYSTEM) {
         return Reply::Text(PIN.into());
     }
-    if sys.contains(FACTS_SYSTEM) {
+    if sys.contains(MEMORY_SYSTEM) {
         return Reply::Text("NONE".into());
     }
     if sys.contains(SUMMARY_SYSTEM) {
@@ -164,7 +165,7 @@ fn jobs_list_retry_and_run() {
     assert_eq!(stderr(&out), "no runnable jobs\n");
     // Retry the facts job; with the side call fixed, `jobs run` does it.
     std::fs::write(env.home.join("side-ok"), "").unwrap();
-    let facts = jobs.iter().find(|j| j["kind"] == "facts").unwrap();
+    let facts = jobs.iter().find(|j| j["kind"] == "memory").unwrap();
     let id = facts["id"].as_i64().unwrap().to_string();
     let out = run(&env, &["jobs", "retry", &id]);
     assert_ok(&out);
@@ -180,7 +181,7 @@ fn jobs_list_retry_and_run() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|j| j["kind"] == "facts")
+        .find(|j| j["kind"] == "memory")
         .unwrap();
     assert_eq!(
         (j["status"].as_str(), j["attempts"].as_i64()),

@@ -5,7 +5,8 @@
 mod common;
 
 use common::{Env, assert_ok, stderr, stdout};
-use duduclaw_session::memory::jobs::{ENRICH_SYSTEM, FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::memory::jobs::{ENRICH_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::memory::review::MEMORY_SYSTEM;
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
 
@@ -13,10 +14,12 @@ const FACT: &str = "Deployment target is Cloudflare Workers.";
 
 fn model(r: &Recorded) -> Reply {
     let sys = r.system_text();
-    if sys.contains(FACTS_SYSTEM) {
-        return Reply::Text(format!(
-            "- {FACT} | deploy, hosting, serverless, where is it deployed, 部署, 上線, 部署到哪裡"
-        ));
+    if sys.contains(MEMORY_SYSTEM) {
+        return Reply::Text(common::memory_answer(r, |_, _| {
+            vec![format!(
+                "- {FACT} | deploy, hosting, serverless, where is it deployed, 部署, 上線, 部署到哪裡"
+            )]
+        }));
     }
     if sys.contains(PIN_SYSTEM) {
         return Reply::Text("NONE".into());

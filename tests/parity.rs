@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Env, assert_ok};
-use duduclaw_session::memory::clarify::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM};
+use duduclaw_session::memory::clarify::CONSOLIDATE_SYSTEM;
 use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
-use duduclaw_session::memory::jobs::{ENRICH_SYSTEM, FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::memory::jobs::{ENRICH_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::memory::review::MEMORY_SYSTEM;
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
 
@@ -22,9 +23,8 @@ fn is_side(r: &Recorded) -> bool {
     let s = r.system_text();
     [
         PIN_SYSTEM,
-        FACTS_SYSTEM,
+        MEMORY_SYSTEM,
         ENRICH_SYSTEM,
-        CLARIFY_SYSTEM,
         CONSOLIDATE_SYSTEM,
         SUMMARY_SYSTEM,
     ]
@@ -198,6 +198,12 @@ fn same_bytes(t: &Setup, extra: &[&str], message: &str, case: &str) -> Value {
         .unwrap()
         .iter()
         .map(|k| k.as_str().unwrap().to_string())
+        // The memory call is queued after the reply; the plan says so.
+        .chain(
+            plan["memory_call"]
+                .is_object()
+                .then(|| "memory".to_string()),
+        )
         .collect();
     queued.sort();
     planned.sort();

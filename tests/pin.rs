@@ -1,6 +1,6 @@
 //! The pin holds the task, not the chat: through the real `claude` CLI and
 //! the loopback stand-in, an answer to the assistant's question reaches the
-//! pin only as the line a clarify call condensed; a new question or a paste
+//! pin only as the line the memory call condensed; a new question or a paste
 //! never does; a pin that grows full is consolidated, keeps its first
 //! constraint, and `pin history` shows each step. Memory work that fails
 //! shows in `turn --json`, on a terminal and in `doctor`.
@@ -11,9 +11,10 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{Env, assert_ok, stderr, stdout};
-use duduclaw_session::memory::clarify::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM};
-use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
+use common::{Env, SeenExchange, assert_ok, memory_answer, memory_call, stderr, stdout};
+use duduclaw_session::memory::clarify::CONSOLIDATE_SYSTEM;
+use duduclaw_session::memory::jobs::PIN_SYSTEM;
+use duduclaw_session::memory::review::MEMORY_SYSTEM;
 use standin::{Recorded, Reply, StandIn};
 
 const TASK: &str = "Migrate our React app from CRA to Vite. Keep the tests; don't touch auth.";
@@ -25,8 +26,7 @@ fn side_kind(r: &Recorded) -> Option<&'static str> {
     let s = r.system_text();
     [
         (PIN_SYSTEM, "pin"),
-        (FACTS_SYSTEM, "facts"),
-        (CLARIFY_SYSTEM, "clarify"),
+        (MEMORY_SYSTEM, "memory"),
         (CONSOLIDATE_SYSTEM, "consolidate"),
     ]
     .into_iter()
@@ -50,13 +50,14 @@ fn element(r: &Recorded, tag: &str) -> String {
 fn conversation_model(r: &Recorded) -> Reply {
     match side_kind(r) {
         Some("pin") => return Reply::Text(PIN.into()),
-        Some("clarify") => {
-            let answer = element(r, "user_answered");
-            return Reply::Text(if answer.contains("keep it identical") {
-                CONDENSED.into()
-            } else {
-                "NONE".into()
-            });
+        Some("memory") => {
+            return Reply::Text(memory_answer(r, |_, e| {
+                if e.asked.is_some() && e.user.contains("keep it identical") {
+                    vec![format!("CLARIFY: {CONDENSED}")]
+                } else {
+                    Vec::new()
+                }
+            }));
         }
         Some(_) => return Reply::Text("NONE".into()),
         None => {}
@@ -104,30 +105,39 @@ fn the_pin_holds_the_task_and_the_condensed_answer_never_a_raw_message(server: b
     env.settle();
     assert_eq!(pin_show(&env, "c"), format!("{PIN}\n[+] {CONDENSED}\n"));
 
-    let requests = s.requests();
-    let clarify: Vec<&Recorded> = requests
+    // Of the four exchanges the memory calls read, one came with the
+    // question it answered: not the new question, not the diff.
+    let asked: Vec<SeenExchange> = s
+        .requests()
         .iter()
-        .filter(|r| side_kind(r) == Some("clarify"))
+        .filter(|r| side_kind(r) == Some("memory"))
+        .flat_map(|r| memory_call(r).1)
+        .filter(|e| e.asked.is_some())
         .collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
     assert_eq!(
-        clarify.len(),
-        1,
-        "one clarify call: the answer; not the question, not the diff"
+        asked[0].asked.as_deref(),
+        Some("Want me to keep the service worker as it is?")
     );
-    // It read the pinned task, the question (the reply's tail) and the answer.
-    assert_eq!(element(clarify[0], "pinned_task"), PIN);
-    assert_eq!(
-        element(clarify[0], "assistant_asked"),
-        "Want me to keep the service worker as it is?"
-    );
-    assert_eq!(
-        element(clarify[0], "user_answered"),
-        "yes, keep it identical"
-    );
+    assert_eq!(asked[0].user, "yes, keep it identical");
 
-    // The next main call carries the pin at the system tail, the raw
-    // messages nowhere in it.
+    // The next main call carries the pin in the recap at once, and at the
+    // system tail once the cache is cold; the raw messages in neither.
     env.turn_json("a", "c", &["--no-extract"], "thanks, that's all for now");
+    let last = requests_main(&s).pop().unwrap();
+    assert!(
+        last.last_user_text().starts_with(&format!(
+            "<task_recap source=\"user\">\n{PIN}\n[+] {CONDENSED}\n</task_recap>"
+        )),
+        "{}",
+        last.last_user_text()
+    );
+    env.turn_json(
+        "a",
+        "c",
+        &["--no-extract", "--cache-ttl", "0s"],
+        "one more thing",
+    );
     let last = requests_main(&s).pop().unwrap();
     let tail = last.system_tail();
     assert!(
@@ -188,11 +198,12 @@ fn fifteen_clarifications_fit_in_the_pin_by_consolidation_and_keep_the_first() {
     let consolidations = Arc::new(AtomicUsize::new(0));
     let seen = consolidations.clone();
     let s = StandIn::start_with(move |r| match side_kind(r) {
-        Some("clarify") => {
-            let answer = element(r, "user_answered");
-            let n: usize = answer.trim_start_matches("option ").parse().unwrap_or(0);
-            Reply::Text(constraint(n))
-        }
+        Some("memory") => Reply::Text(memory_answer(r, |_, e| {
+            match e.user.trim_start_matches("option ").parse::<usize>() {
+                Ok(n) if e.asked.is_some() => vec![format!("CLARIFY: {}", constraint(n))],
+                _ => Vec::new(),
+            }
+        })),
         Some("consolidate") => {
             seen.fetch_add(1, Ordering::SeqCst);
             Reply::Text(consolidate(&element(r, "pinned_task")))

@@ -7,7 +7,8 @@ use std::process::{Command as StdCommand, Stdio};
 use std::time::Duration;
 
 use common::{Env, assert_ok, fake_success, hanging_fake, process_gone, stderr, stdout};
-use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::memory::jobs::PIN_SYSTEM;
+use duduclaw_session::memory::review::MEMORY_SYSTEM;
 use standin::{Recorded, Reply, StandIn};
 
 fn echo_model(r: &Recorded) -> Reply {
@@ -15,8 +16,13 @@ fn echo_model(r: &Recorded) -> Reply {
     if sys.contains(PIN_SYSTEM) {
         return Reply::Text("Pinned: keep the parallel test honest".into());
     }
-    if sys.contains(FACTS_SYSTEM) {
-        return Reply::Text("Runs turns in parallel from a bot\nPrefers short answers".into());
+    if sys.contains(MEMORY_SYSTEM) {
+        return Reply::Text(common::memory_answer(r, |_, _| {
+            vec![
+                "- Runs turns in parallel from a bot".into(),
+                "- Prefers short answers".into(),
+            ]
+        }));
     }
     let last = r.last_user_text().lines().last().unwrap_or("").to_string();
     Reply::Text(format!("echo: {last}"))
@@ -121,7 +127,7 @@ fn parallel_turns_across_and_within_sessions_all_succeed(server: bool) {
     let side_requests = s
         .requests()
         .iter()
-        .filter(|r| r.system_text().contains(PIN_SYSTEM) || r.system_text().contains(FACTS_SYSTEM))
+        .filter(|r| r.system_text().contains(PIN_SYSTEM) || r.system_text().contains(MEMORY_SYSTEM))
         .count();
     assert_eq!(
         side_requests as i64, attempts,
@@ -238,7 +244,9 @@ done
     );
     assert_ok(&out);
     assert_eq!(stdout(&out), "main reply\n");
-    // The detached worker claims both jobs and hangs in their calls...
+    // The detached worker claims the pin job and hangs in its call (the
+    // memory call of the turn waits behind it: a session's pin and memory
+    // jobs apply in turn order)...
     let running = || -> i64 {
         env.sqlite()
             .query_row(
@@ -249,10 +257,10 @@ done
             .unwrap()
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while running() < 2 {
+    while running() < 1 {
         assert!(
             std::time::Instant::now() < deadline,
-            "the worker never claimed the jobs"
+            "the worker never claimed the pin job"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -272,7 +280,7 @@ done
         std::thread::sleep(Duration::from_millis(20));
     }
     env.assert_no_processes_left();
-    assert_eq!(running(), 2, "pin and facts jobs were cut off mid-call");
+    assert_eq!(running(), 1, "the pin job was cut off mid-call");
     assert_eq!(integrity(&env), "ok");
     // Time passes beyond the lease (simulated), and the side calls now work.
     env.sqlite()
@@ -296,7 +304,11 @@ done
     assert_eq!(jobs.len(), 2, "{jobs:?}");
     for j in &jobs {
         assert_eq!(j["status"], "done", "{j}");
-        assert_eq!(j["attempts"], 2, "cut off once, then done: {j}");
+        let attempts = if j["kind"] == "pin" { 2 } else { 1 };
+        assert_eq!(
+            j["attempts"], attempts,
+            "the pin cut off once, then done: {j}"
+        );
     }
     env.assert_no_processes_left();
 }
@@ -541,8 +553,13 @@ fn store_and_folder_are_private() {
 fn secrets_from_a_side_call_are_never_stored() {
     let s = StandIn::start_with(|r: &Recorded| {
         let sys = r.system_text();
-        if sys.contains(FACTS_SYSTEM) {
-            return Reply::Text("API key is sk-ant-api03-AbCdEf0123456789xyzXYZ0123456789abcd\nPrefers dark mode in every editor".into());
+        if sys.contains(MEMORY_SYSTEM) {
+            return Reply::Text(common::memory_answer(r, |_, _| {
+                vec![
+                    "- API key is sk-ant-api03-AbCdEf0123456789xyzXYZ0123456789abcd".into(),
+                    "- Prefers dark mode in every editor".into(),
+                ]
+            }));
         }
         if sys.contains(PIN_SYSTEM) {
             return Reply::Text("Set up the dev machine; password: hunter2!".into());

@@ -130,7 +130,10 @@ fn doctor_checks_a_server_store_without_showing_the_password() {
     let store = &v["store"];
     assert_eq!(store["engine"], "postgresql", "{v}");
     assert_eq!(store["location"], pg::redact(&url));
-    assert_eq!(store["schema_version"], 5);
+    assert_eq!(
+        store["schema_version"],
+        duduclaw_session::store::SCHEMA_VERSION
+    );
     assert_eq!(store["integrity"], "ok");
     assert_eq!(
         (store["sessions"].as_i64(), store["turns"].as_i64()),

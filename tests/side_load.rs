@@ -202,6 +202,24 @@ fn a_worker_killed_holding_a_slot_frees_it_at_once_and_its_job_runs_after_its_le
         serde_json::from_slice(&out.stdout).unwrap()
     };
     assert_eq!(doctor(&env)["side_calls"]["slots_in_use"], 1);
+    // Another session's memory call (its pin set by hand) waits for the
+    // slot, not for the pin job the killed worker holds.
+    let mut pin = env.cmd();
+    pin.args([
+        "pin",
+        "set",
+        "--agent",
+        "a",
+        "--channel",
+        "d",
+        "Ship the release",
+    ]);
+    assert_ok(&pin.output().unwrap());
+    let mut c = env.cmd();
+    c.args(["turn", "--json", "--agent", "a", "--channel", "d"])
+        .args(side)
+        .arg("The billing service also needs a staging deploy before each release.");
+    assert_ok(&c.output().unwrap());
     let list = stdout(
         &env.cmd()
             .args(["jobs", "list", "--side-concurrency", "1"])

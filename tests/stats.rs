@@ -4,13 +4,14 @@
 mod common;
 
 use common::{Env, assert_ok, stdout};
-use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::memory::jobs::PIN_SYSTEM;
+use duduclaw_session::memory::review::MEMORY_SYSTEM;
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
 
 fn is_side(r: &Recorded) -> bool {
     let s = r.system_text();
-    s.contains(PIN_SYSTEM) || s.contains(FACTS_SYSTEM)
+    s.contains(PIN_SYSTEM) || s.contains(MEMORY_SYSTEM)
 }
 
 fn model(r: &Recorded) -> Reply {
@@ -18,8 +19,10 @@ fn model(r: &Recorded) -> Reply {
     if sys.contains(PIN_SYSTEM) {
         return Reply::Text("Migrate the app to Vite; keep the tests".into());
     }
-    if sys.contains(FACTS_SYSTEM) {
-        return Reply::Text("- Uses pnpm, never npm i | package manager, install, 套件".into());
+    if sys.contains(MEMORY_SYSTEM) {
+        return Reply::Text(common::memory_answer(r, |_, _| {
+            vec!["- Uses pnpm, never npm i | package manager, install, 套件".into()]
+        }));
     }
     Reply::Text("A reply of a reasonable length for a turn of this conversation.".into())
 }
@@ -70,13 +73,24 @@ fn stats_add_up_to_what_the_model_answered() {
     assert_eq!(v["main"]["calls"], 3);
     assert_eq!(v["main"]["input_tokens"]["total"], main_in);
     assert_eq!(v["main"]["output_tokens"], main_out);
-    // A pin and two facts calls ("ok" is not substantive).
+    // A pin and two memory calls ("ok" is not substantive: its exchange
+    // waits for the next call).
     assert_eq!(v["side_calls"]["calls"], side.len() as u64);
     assert_eq!(side.len(), 3);
     assert_eq!(v["side_calls"]["input_tokens"]["total"], side_in);
     assert_eq!(v["side_calls"]["output_tokens"], side_out);
     assert_eq!(v["side_calls"]["by_kind"]["pin"]["calls"], 1);
-    assert_eq!(v["side_calls"]["by_kind"]["facts"]["calls"], 2);
+    assert_eq!(v["side_calls"]["by_kind"]["memory"]["calls"], 2);
+    // The memory's share of the bill: the side calls at least (no warm
+    // rewrite under the default placement), and below the whole.
+    let bill = &v["memory_bill"];
+    assert_eq!(bill["rewritten_turns"], 0, "{v}");
+    let share = bill["share_of_cost"].as_f64().unwrap();
+    assert!(share > 0.0 && share < 1.0, "{v}");
+    assert!(
+        bill["memory_usd"].as_f64().unwrap() >= v["side_calls"]["cost_usd"].as_f64().unwrap(),
+        "{v}"
+    );
     assert!(v["side_calls"]["cost_usd"].as_f64().unwrap() > 0.0, "{v}");
     let share = v["side_calls"]["share_of_cost"].as_f64().unwrap();
     assert!(share > 0.0 && share < 1.0, "{v}");
@@ -139,9 +153,11 @@ fn stats_add_up_to_what_the_model_answered() {
         "  via cli",
         "side calls",
         "  pin",
-        "  facts",
+        "  memory",
         "side calls' share",
         "injected memory",
+        "memory: ",
+        "of the bill",
     ] {
         assert!(table.contains(want), "{want}:\n{table}");
     }

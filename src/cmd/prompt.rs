@@ -91,7 +91,7 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
         Request::Cli(c) => ("cli", Some(argv(&c.args)), None),
         Request::Api(a) => ("api", None, Some(&a.body)),
     };
-    let facts = &plan.memory.facts;
+    let facts = &r.facts;
     // The handle moves the turn makes: before the call, off a handle
     // another host wrote; after the reply, off a handle the API path
     // went around.
@@ -113,6 +113,12 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
             "user_message": r.user,
             "facts": facts,
             "jobs": plan.memory.jobs.iter().map(|j| j.kind).collect::<Vec<_>>(),
+            "cache": r.cache,
+            "memory_call": plan.memory.review.as_ref().map(|d| json!({
+                "after_turn": d.after,
+                "exchanges": d.exchanges,
+                "why": d.why.as_str(),
+            })),
             "roll_from": roll_from,
             "roll_after_reply": roll_after_reply,
         });
@@ -146,6 +152,16 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
     if !jobs.is_empty() {
         writeln!(o, "# side calls queued: {}", jobs.join(", "))?;
     }
+    if let Some(d) = &plan.memory.review {
+        writeln!(
+            o,
+            "# after the reply, one memory call over {} exchange{} ({})",
+            d.exchanges,
+            if d.exchanges == 1 { "" } else { "s" },
+            d.why.as_str()
+        )?;
+    }
+    writeln!(o, "# system prompt {}: {}", r.cache.system, r.cache.reason)?;
     if let Some(argv) = &argv {
         writeln!(o, "# argv\n{}", shell_words::join(argv))?;
     }
@@ -163,6 +179,18 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
             o,
             "[{}] {} (score {:.3}, used {}x)",
             f.fact.id, f.fact.content, f.score, f.fact.access_count
+        )?;
+    }
+    for f in plan
+        .memory
+        .facts
+        .iter()
+        .filter(|f| !facts.iter().any(|s| s.fact.id == f.fact.id))
+    {
+        writeln!(
+            o,
+            "[{}] {} (not sent again: the handle's transcript holds it)",
+            f.fact.id, f.fact.content
         )?;
     }
     match body {

@@ -146,6 +146,7 @@ mod tests {
                     duration_ms: 5,
                     system: &NO_SYSTEM,
                     facts: &[],
+                    extract: true,
                 };
                 s.add_reply(id, u, &reply).unwrap();
             }

@@ -99,15 +99,21 @@ pub fn due(
 ) -> Option<Due> {
     let after = watermark.unwrap_or(0);
     let mut previous_reply: Option<&str> = None;
+    let mut message_waiting: Option<&Turn> = None;
     let (mut waiting, mut worth) = (0, 0);
     for t in live {
         match t.role {
-            Role::Assistant => previous_reply = Some(&t.content),
-            Role::User if t.id > after && t.status == TurnStatus::Answered => {
-                waiting += 1;
-                worth += usize::from(worthy(previous_reply, &t.content));
+            Role::User => {
+                message_waiting = (t.id > after && t.status == TurnStatus::Answered).then_some(t);
             }
-            Role::User => {}
+            Role::Assistant => {
+                // An exchange sent with --no-extract is no memory call's to read.
+                if let Some(m) = message_waiting.take().filter(|_| t.extract) {
+                    waiting += 1;
+                    worth += usize::from(worthy(previous_reply, &m.content));
+                }
+                previous_reply = Some(&t.content);
+            }
         }
     }
     let exchanges = waiting + 1;
@@ -159,7 +165,7 @@ pub fn exchanges(turns: &[Turn], through: i64) -> Vec<Exchange> {
                 pending = (t.id <= through && t.status == TurnStatus::Answered).then_some(t);
             }
             Role::Assistant => {
-                if let Some(m) = pending.take() {
+                if let Some(m) = pending.take().filter(|_| t.extract) {
                     out.push(Exchange {
                         n: 0,
                         turn: m.id,
@@ -361,6 +367,7 @@ mod tests {
             handle: None,
             system: None,
             facts: Vec::new(),
+            extract: true,
         }
     }
 
@@ -433,6 +440,12 @@ mod tests {
         ];
         let ex = exchanges(&turns, 6);
         assert_eq!(ex.len(), 2);
+        // An exchange sent with --no-extract is left out, and not counted.
+        let mut private = turns.clone();
+        private[5].extract = false;
+        assert_eq!(exchanges(&private, 6).len(), 1);
+        assert_eq!(due(&private[..6], Some(3), "ok", 1, false, false), None);
+        assert!(due(&turns[..6], Some(3), "ok", 1, false, false).is_some());
         assert_eq!((ex[0].n, ex[0].turn, ex[0].reply_turn), (1, 3, 4));
         assert_eq!(
             ex[0].asked.as_deref(),

@@ -190,7 +190,9 @@ pub trait Store: Send {
     /// Whether a selected job could be claimed now.
     fn has_runnable_jobs(&self, select: JobSelect) -> Result<bool>;
     /// When the next waiting selected job may run (epoch seconds): a failed
-    /// attempt waits a little before the next.
+    /// attempt waits a little before the next. Only waits still to come
+    /// count: a job due already but not runnable waits for an earlier job
+    /// of its session, whose retry (or runner) frees it.
     fn next_job_at(&self, select: JobSelect) -> Result<Option<i64>>;
     /// Claim at most `limit` of the selected runnable jobs (pending, or
     /// running with an expired lease because their runner died) for

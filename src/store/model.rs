@@ -476,6 +476,10 @@ pub struct Turn {
     /// Replies: the facts injected with the message they answer.
     #[serde(skip)]
     pub facts: Vec<i64>,
+    /// Replies: whether memory calls may read the exchange (not after
+    /// `turn --no-extract`).
+    #[serde(skip)]
+    pub extract: bool,
 }
 
 impl Turn {
@@ -502,6 +506,8 @@ pub struct Reply<'a> {
     pub system: &'a SystemSent,
     /// The facts injected with the message.
     pub facts: &'a [i64],
+    /// Whether memory calls may read the exchange.
+    pub extract: bool,
 }
 
 /// The next handle of a session: where a roll moves it.

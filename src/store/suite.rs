@@ -66,6 +66,7 @@ fn reply<'a>(content: &'a str, handle: &'a str) -> Reply<'a> {
         duration_ms: 5,
         system: &NO_SYSTEM,
         facts: &[],
+        extract: true,
     }
 }
 
@@ -270,11 +271,20 @@ pub fn pin_jobs_apply_in_turn_order(open: Open) {
         ids(s.claim_jobs(all, 60, usize::MAX).unwrap()),
         [consolidate]
     );
-    // A failed attempt still holds the line until it is given up.
+    // A failed attempt still holds the line until it is given up; the next
+    // job to wait for is its retry, not the jobs it holds up (due already,
+    // yet not runnable: a worker would take that for "now" and leave).
     s.fail_job(consolidate, "boom").unwrap();
     assert!(!s.has_runnable_jobs(JobSelect::session("sid")).unwrap());
+    let retry = s.next_job_at(JobSelect::session("sid")).unwrap();
+    assert!(retry.is_some_and(|at| at > super::now()), "{retry:?}");
     s.finish_job(consolidate, &[]).unwrap();
     assert_eq!(ids(s.claim_jobs(all, 60, usize::MAX).unwrap()), [clarify5]);
+    // A memory call waits in the line as the pin's other jobs do.
+    let memory = q(&mut s, JobKind::Memory, "sid", 6);
+    assert!(s.claim_jobs(all, 60, usize::MAX).unwrap().is_empty());
+    s.finish_job(clarify5, &[]).unwrap();
+    assert_eq!(ids(s.claim_jobs(all, 60, usize::MAX).unwrap()), [memory]);
 }
 
 /// A bounded claim takes the oldest jobs, each session's oldest before any
@@ -788,6 +798,7 @@ pub fn replies_record_their_system_prompt_and_facts(open: Open) {
         u2,
         &Reply {
             system: &none,
+            extract: false,
             ..reply("hello", "sid")
         },
     )
@@ -798,6 +809,7 @@ pub fn replies_record_their_system_prompt_and_facts(open: Open) {
     assert_eq!(turns[1].facts, [7, 9]);
     assert_eq!(turns[3].system.as_ref(), Some(&none));
     assert!(turns[3].facts.is_empty());
+    assert!(turns[1].extract && !turns[3].extract);
     assert_eq!(
         (turns[0].system.as_ref(), turns[0].handle.as_deref()),
         (None, Some("sid"))

@@ -258,6 +258,7 @@ mod tests {
             handle: Some("h".into()),
             system: sent,
             facts: Vec::new(),
+            extract: true,
         }
     }
 

@@ -330,7 +330,7 @@ async fn answer(
     record_reply(
         store,
         &session,
-        user_turn,
+        (user_turn, settings.extract),
         &host,
         (&attempt, path, &outcome),
         &rendered,
@@ -586,7 +586,7 @@ fn remember(
 fn record_reply(
     store: &mut dyn Store,
     session: &Session,
-    user_turn: i64,
+    (user_turn, extract): (i64, bool),
     host: &str,
     (attempt, path, outcome): (&Attempt, CallPath, &Outcome),
     rendered: &Rendered,
@@ -607,6 +607,7 @@ fn record_reply(
             duration_ms: i64::try_from(duration_ms).unwrap_or(i64::MAX),
             system: &rendered.sent,
             facts: &facts,
+            extract,
         },
     )?;
     record_main_call(store, session, user_turn, path, outcome, rendered);

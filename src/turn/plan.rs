@@ -508,6 +508,7 @@ mod tests {
             handle: Some("sid".into()),
             system: None,
             facts: Vec::new(),
+            extract: true,
         }
     }
 

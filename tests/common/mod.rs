@@ -52,7 +52,10 @@ impl Env {
             work,
             claude,
             base_url: None,
-            extra_env: Vec::new(),
+            // Each exchange judged by a memory call right after its turn, as
+            // before batching: most tests are about what a call does, not
+            // when. Tests of the batching set it back (`.env(…, "4")`).
+            extra_env: vec![("DUDUCLAW_MEMORY_EVERY".into(), "1".into())],
         }
     }
 
@@ -338,6 +341,70 @@ pub fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
         }
     }
     found
+}
+
+/// One exchange of a memory call's input, as the stand-in received it.
+#[derive(Debug, Clone, Default)]
+pub struct SeenExchange {
+    pub n: usize,
+    pub asked: Option<String>,
+    pub user: String,
+    pub assistant: String,
+}
+
+/// A memory call's request read back: its `<task>` (if any) and exchanges.
+pub fn memory_call(r: &standin::Recorded) -> (Option<String>, Vec<SeenExchange>) {
+    fn inner(text: &str, tag: &str) -> Option<String> {
+        let open = format!("<{tag}>\n");
+        let start = text.find(&open)? + open.len();
+        let end = start + text[start..].find(&format!("\n</{tag}>"))?;
+        Some(unescape(&text[start..end]))
+    }
+    let text = r.last_user_text();
+    let task = text
+        .split("<exchange n=")
+        .next()
+        .and_then(|head| inner(head, "task"));
+    let exchanges = text
+        .split("<exchange n=\"")
+        .skip(1)
+        .map(|part| SeenExchange {
+            n: part
+                .split('"')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0),
+            asked: inner(part, "asked"),
+            user: inner(part, "user").unwrap_or_default(),
+            assistant: inner(part, "assistant").unwrap_or_default(),
+        })
+        .collect();
+    (task, exchanges)
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+}
+
+/// A memory call's answer: for each exchange the lines `lines` gives it
+/// (facts as `- FACT | keywords`, `CORRECTION:`, `CLARIFY:`, `DRIFT:`),
+/// under its `## n` header; `NONE` when none has any.
+pub fn memory_answer(
+    r: &standin::Recorded,
+    lines: impl Fn(Option<&str>, &SeenExchange) -> Vec<String>,
+) -> String {
+    let (task, exchanges) = memory_call(r);
+    let mut out = String::new();
+    for e in &exchanges {
+        let said = lines(task.as_deref(), e);
+        if !said.is_empty() {
+            out.push_str(&format!("## {}\n{}\n", e.n, said.join("\n")));
+        }
+    }
+    if out.is_empty() { "NONE".into() } else { out }
 }
 
 pub fn assert_ok(out: &Output) {

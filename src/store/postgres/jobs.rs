@@ -84,7 +84,7 @@ pub fn next_at(c: &impl Queries, s: JobSelect) -> Result<Option<i64>> {
     let [session, agent, kind] = select_params(&s);
     Ok(c.value(
         &format!(
-            "SELECT MIN(lease_until) FROM jobs WHERE {SELECT} AND status = $4 AND attempts < $5"
+            "SELECT MIN(lease_until) FROM jobs WHERE {SELECT} AND status = $4 AND attempts < $5 AND lease_until > $6"
         ),
         &[
             &session,
@@ -92,6 +92,7 @@ pub fn next_at(c: &impl Queries, s: JobSelect) -> Result<Option<i64>> {
             &kind,
             &JobStatus::Pending.as_str(),
             &MAX_ATTEMPTS,
+            &now(),
         ],
     )?)
 }

@@ -756,6 +756,7 @@ mod tests {
             duration_ms: 1,
             system: &NO_SYSTEM,
             facts: &[],
+            extract: true,
         };
         s.add_reply("sid", u, &reply).unwrap();
         let u2 = s.add_user_turn("sid", "again", None).unwrap();

@@ -35,7 +35,7 @@ fn session_from_row(r: &Row) -> Result<Session> {
     })
 }
 
-const TURN_COLS: &str = "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id, handle, system_rev, system_hash, facts";
+const TURN_COLS: &str = "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id, handle, system_rev, system_hash, facts, extract";
 
 fn turn_from_row(r: &Row) -> Result<Turn> {
     let usage: Option<String> = r.try_get(6)?;
@@ -63,6 +63,7 @@ fn turn_from_row(r: &Row) -> Result<Turn> {
             None => None,
         },
         facts: crate::store::fact_ids_from_text(facts.as_deref()),
+        extract: r.try_get(16)?,
     })
 }
 
@@ -164,8 +165,8 @@ pub fn add_reply(tx: &Tx, session_id: &str, user_turn: i64, reply: &Reply) -> Re
     let id: i64 = tx
         .value(
             "INSERT INTO turns (session_id, role, content, status, mode, path, handle, usage, cost_usd, duration_ms, created_at,
-                                system_rev, system_hash, facts)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
+                                system_rev, system_hash, facts, extract)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id",
             &[
                 &session_id,
                 &crate::store::Role::Assistant.as_str(),
@@ -181,6 +182,7 @@ pub fn add_reply(tx: &Tx, session_id: &str, user_turn: i64, reply: &Reply) -> Re
                 &reply.system.rev,
                 &reply.system.hash,
                 &crate::store::fact_ids_to_text(reply.facts),
+                &reply.extract,
             ],
         )?;
     // The update says whom the event concerns: no lookup of its own, one

@@ -85,14 +85,15 @@ pub fn has_runnable(conn: &Connection, s: JobSelect) -> Result<bool> {
 pub fn next_at(conn: &Connection, s: JobSelect) -> Result<Option<i64>> {
     Ok(conn.query_row(
         &format!(
-            "SELECT MIN(lease_until) FROM jobs WHERE {SELECT} AND status = ?4 AND attempts < ?5"
+            "SELECT MIN(lease_until) FROM jobs WHERE {SELECT} AND status = ?4 AND attempts < ?5 AND lease_until > ?6"
         ),
         params![
             s.session_id,
             s.agent,
             s.kind,
             JobStatus::Pending,
-            MAX_ATTEMPTS
+            MAX_ATTEMPTS,
+            now()
         ],
         |r| r.get(0),
     )?)

@@ -31,7 +31,7 @@ fn session_from_row(r: &Row) -> rusqlite::Result<Session> {
     })
 }
 
-const TURN_COLS: &str = "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id, handle, system_rev, system_hash, facts";
+const TURN_COLS: &str = "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id, handle, system_rev, system_hash, facts, extract";
 
 fn turn_from_row(r: &Row) -> rusqlite::Result<Turn> {
     let usage: Option<String> = r.get(6)?;
@@ -60,6 +60,7 @@ fn turn_from_row(r: &Row) -> rusqlite::Result<Turn> {
             })
             .transpose()?,
         facts: crate::store::fact_ids_from_text(facts.as_deref()),
+        extract: r.get(16)?,
     })
 }
 
@@ -146,8 +147,8 @@ pub fn add_reply(
     let usage = reply.usage.map(ToString::to_string);
     tx.execute(
         "INSERT INTO turns (session_id, role, content, status, mode, path, handle, usage, cost_usd, duration_ms, created_at,
-                            system_rev, system_hash, facts)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                            system_rev, system_hash, facts, extract)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         params![
             session_id,
             Role::Assistant,
@@ -162,7 +163,8 @@ pub fn add_reply(
             t,
             reply.system.rev,
             reply.system.hash,
-            crate::store::fact_ids_to_text(reply.facts)
+            crate::store::fact_ids_to_text(reply.facts),
+            reply.extract
         ],
     )?;
     let id = tx.last_insert_rowid();
