@@ -749,15 +749,24 @@ fn parse_side_timeout(s: &str) -> Result<Duration, String> {
     parse_duration(s, "side timeout", Duration::from_secs(3600))
 }
 
-/// The prompt cache's lifetime: like a timeout, but 0 is allowed (the
-/// cache counts as cold on every turn).
+/// The prompt cache's lifetime: seconds or humantime, 0 allowed (the
+/// cache counts as cold on every turn), at most a day.
 fn parse_cache_ttl(s: &str) -> Result<Duration, String> {
     let t = s.trim();
-    if t.parse::<u64>() == Ok(0) || humantime::parse_duration(t).is_ok_and(|d| d.is_zero()) {
-        return Ok(Duration::ZERO);
+    let d = match t.parse::<u64>() {
+        Ok(secs) => Duration::from_secs(secs),
+        Err(_) => humantime::parse_duration(t).map_err(|_| {
+            format!(
+                "cache TTL {t:?} is not a duration: give seconds (300) or e.g. 5m, 1h; 0s counts the cache as cold on every turn"
+            )
+        })?,
+    };
+    if d > Duration::from_secs(24 * 3600) {
+        return Err(format!(
+            "cache TTL {t:?} is too long: at most 24h (the API keeps a prompt cache 5m, or 1h when asked)"
+        ));
     }
-    parse_duration(s, "cache TTL", Duration::from_secs(24 * 3600))
-        .map_err(|e| format!("{e} (or 0s: the cache counts as cold on every turn)"))
+    Ok(d)
 }
 
 /// An age (humantime). However large, it is only ever subtracted from now,
@@ -963,6 +972,17 @@ mod tests {
         assert!(parse_timeout("25h").is_err());
         assert!(parse_timeout("banana").unwrap_err().contains("e.g. 90s"));
         assert!(parse_side_timeout("2h").is_err());
+        assert_eq!(parse_cache_ttl("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_cache_ttl("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_cache_ttl("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_cache_ttl("3600"), Ok(Duration::from_secs(3600)));
+        assert!(
+            parse_cache_ttl("-5m")
+                .unwrap_err()
+                .contains("not a duration")
+        );
+        assert!(parse_cache_ttl("25h").unwrap_err().contains("at most 24h"));
+        assert!(parse_cache_ttl("18446744073709551615").is_err());
         assert!(parse_age("banana").unwrap_err().contains("e.g. 30d"));
         assert!(parse_age("500000years").is_ok());
     }
