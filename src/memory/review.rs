@@ -19,7 +19,7 @@ use regex::Regex;
 
 use crate::memory::facts::{self, DriftLevel, Extracted};
 use crate::memory::{clarify, jobs};
-use crate::store::{JobKind, Role, Session, Store, Turn, TurnStatus};
+use crate::store::{Role, Session, Store, Turn, TurnStatus};
 use crate::text;
 
 // Short on purpose, like every side call's: its words are paid on every call.
@@ -189,18 +189,10 @@ pub fn exchanges(turns: &[Turn], through: i64) -> Vec<Exchange> {
 }
 
 /// Queue a memory call for whatever waits in a session (`jobs run`): every
-/// answered exchange after the watermark, so the last reply of a session
-/// that went quiet is judged too. Only in a session that uses extraction
-/// (it had a pin or memory call queued): `--no-extract` is respected.
-/// Whether a call was queued.
+/// answered exchange after the watermark that a memory call may read (not
+/// one sent with `--no-extract`), so the last reply of a session that went
+/// quiet is judged too. Whether a call was queued.
 pub fn flush(store: &mut dyn Store, session: &Session, model: &str) -> crate::store::Result<bool> {
-    let extracting = store
-        .session_jobs(&session.id)?
-        .iter()
-        .any(|j| matches!(j.kind, JobKind::Pin | JobKind::Memory | JobKind::Facts));
-    if !extracting {
-        return Ok(false);
-    }
     let after = store.memory_watermark(&session.id)?.unwrap_or(0);
     let turns = store.turns_after(&session.id, after)?;
     let Some(last) = exchanges(&turns, i64::MAX).last().map(|e| e.turn) else {

@@ -43,10 +43,10 @@ pub const JOB_RETRY: &str =
 /// A session's jobs, oldest first: the session.
 pub const SESSION_JOBS: &str = "SELECT id, kind, agent, session_id, turn_id, input, attempts FROM jobs WHERE session_id = $1 ORDER BY id";
 
-/// The last user turn a memory call covered (queued, in any state), or
-/// before the memory call a facts call: the session.
+/// The last user turn a memory call covered (queued, in any state): the
+/// session.
 pub const MEMORY_WATERMARK: &str =
-    "SELECT MAX(turn_id) FROM jobs WHERE session_id = $1 AND kind IN ('memory', 'facts')";
+    "SELECT MAX(turn_id) FROM jobs WHERE session_id = $1 AND kind = 'memory'";
 
 /// `sql` with SQLite's placeholders.
 pub fn for_sqlite(sql: &str) -> Cow<'_, str> {

@@ -770,9 +770,9 @@ pub fn calls_are_recorded(open: Open) {
     assert_eq!(s.calls(&CallFilter::default()).unwrap().len(), 1);
 }
 
-/// What a reply's main call sent (its system prompt, its facts) reads back
-/// with the turn, and the memory calls' watermark is the newest turn one
-/// covers (or, before them, a facts call).
+/// What a reply's main call sent (its system prompt, its facts, whether
+/// memory calls may read it) reads back with the turn, and the memory
+/// calls' watermark is the newest turn one covers.
 pub fn replies_record_their_system_prompt_and_facts(open: Open) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
@@ -816,7 +816,10 @@ pub fn replies_record_their_system_prompt_and_facts(open: Open) {
     );
 
     let input = serde_json::json!({});
-    s.enqueue_job(JobKind::Facts, "a", Some("sid"), Some(u), &input)
+    s.enqueue_job(JobKind::Facts, "a", Some("sid"), Some(u2), &input)
+        .unwrap();
+    assert_eq!(s.memory_watermark("sid").unwrap(), None);
+    s.enqueue_job(JobKind::Memory, "a", Some("sid"), Some(u), &input)
         .unwrap();
     assert_eq!(s.memory_watermark("sid").unwrap(), Some(u));
     s.enqueue_job(JobKind::Memory, "a", Some("sid"), Some(u2), &input)

@@ -246,8 +246,10 @@ ALTER TABLE turns ADD COLUMN system_rev INTEGER;
 ALTER TABLE turns ADD COLUMN system_hash TEXT;
 -- a JSON array of fact ids; NULL when none were injected
 ALTER TABLE turns ADD COLUMN facts TEXT;
--- replies: 0 when the exchange was sent with --no-extract (no memory call reads it)
-ALTER TABLE turns ADD COLUMN extract INTEGER NOT NULL DEFAULT 1;
+-- replies: 1 when a memory call may read the exchange: not after
+-- --no-extract, and not for replies stored before (the side calls of their
+-- time judged them)
+ALTER TABLE turns ADD COLUMN extract INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE calls ADD COLUMN cache TEXT;
 ",
 ];
