@@ -243,7 +243,8 @@ pub fn check_version(version: i64) -> anyhow::Result<()> {
 }
 
 /// The tables our migrations create, which later migrations may alter
-/// (ALTER TABLE needs their owner).
+/// (ALTER TABLE needs their owner): a migration that creates a table adds
+/// it here.
 const TABLES: &[&str] = &[
     "schema_version",
     "sessions",
@@ -269,7 +270,7 @@ pub fn migration_refused(c: &impl Queries) -> Result<Option<String>> {
     let row = c.query_one(
         "SELECT current_user::text,
                 current_setting('transaction_read_only')::boolean,
-                has_schema_privilege(current_schema(), 'CREATE'),
+                COALESCE(has_schema_privilege(current_schema(), 'CREATE'), FALSE),
                 NOT EXISTS (SELECT 1 FROM pg_catalog.pg_tables t
                             WHERE t.schemaname = current_schema() AND t.tablename = ANY($1)
                               AND NOT pg_has_role(t.tableowner, 'USAGE'))",
