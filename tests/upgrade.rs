@@ -193,7 +193,7 @@ impl Stored {
         self.session(channel).pin.as_deref().unwrap()
     }
 
-    /// Facts of agent ops that alice sees: the agent-wide ones and hers.
+    /// The texts of agent ops's facts of these people ("" for agent-wide), sorted.
     fn facts_of(&self, people: &[&str]) -> Vec<String> {
         let mut out: Vec<String> = self
             .facts
@@ -318,25 +318,44 @@ fn assert_cannot_migrate(out: &Output, found: i64, args: &[String]) {
     assert_no_sql_error(out, args);
 }
 
-/// A read command on a store that may be read but not written: it works,
-/// or it says in one line what to run.
+/// A store that is behind and cannot be migrated here: the one line, or
+/// for `doctor` (which reports on stdout) its problem.
+fn says_what_to_run(out: &Output, found: i64, args: &[String]) {
+    if args[0] != "doctor" {
+        assert_cannot_migrate(out, found, args);
+        return;
+    }
+    assert_eq!(out.status.code(), Some(4), "{args:?}: {}", stderr(out));
+    let report: Value = serde_json::from_str(&stdout(out)).unwrap();
+    assert_eq!(report["store"]["migration_due"], true, "{report}");
+    assert!(
+        report["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p.as_str().unwrap().contains("store migrate")),
+        "{report}"
+    );
+}
+
+/// A read command where the store cannot be written: a store at this
+/// build's schema is read as usual; one that is behind says what to run.
+fn read_where_it_cannot_be_written(out: &Output, found: i64, args: &[String]) {
+    if found < SCHEMA_VERSION {
+        says_what_to_run(out, found, args);
+    } else {
+        assert!(out.status.success(), "{args:?}: {}", stderr(out));
+        assert_no_sql_error(out, args);
+    }
+}
+
+/// A read command where the store may or may not be writable (permission
+/// bits, which root does not heed): it works, or it says what to run.
 fn works_or_says_what_to_run(out: &Output, found: i64, args: &[String]) {
     if out.status.success() {
         assert_no_sql_error(out, args);
-    } else if args[0] == "doctor" {
-        // Doctor reports on stdout and exits with the first problem's code.
-        assert_eq!(out.status.code(), Some(4), "{args:?}: {}", stderr(out));
-        let report: Value = serde_json::from_str(&stdout(out)).unwrap();
-        assert!(
-            report["problems"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|p| p.as_str().unwrap().contains("store migrate")),
-            "{report}"
-        );
     } else {
-        assert_cannot_migrate(out, found, args);
+        says_what_to_run(out, found, args);
     }
 }
 
@@ -597,27 +616,10 @@ fn read_only_file_release(release: &str) {
             &folder,
             &args.iter().map(String::as_str).collect::<Vec<_>>(),
         );
-        if stored.version < SCHEMA_VERSION {
-            works_or_says_what_to_run(&out, stored.version, &args);
-            if args[0] != "doctor" {
-                assert_cannot_migrate(&out, stored.version, &args);
-            }
-        } else {
-            assert!(
-                out.status.success(),
-                "{args:?} on a read-only mount: {}",
-                stderr(&out)
-            );
-            assert_no_sql_error(&out, &args);
-        }
+        read_where_it_cannot_be_written(&out, stored.version, &args);
     }
-    let migrate = with(&[], &["store", "migrate"]);
     let out = env.on_read_only(&folder, &["store", "migrate"]);
-    if stored.version < SCHEMA_VERSION {
-        assert_cannot_migrate(&out, stored.version, &migrate);
-    } else {
-        assert!(out.status.success(), "{}", stderr(&out));
-    }
+    read_where_it_cannot_be_written(&out, stored.version, &with(&[], &["store", "migrate"]));
     assert_eq!(
         std::fs::read(&env.db).unwrap(),
         original,
@@ -727,10 +729,7 @@ fn server_release(release: &str) {
     as_reader.server = Some(reader.url.clone());
     for args in read_commands(&stored.session("deploy").id) {
         let out = run(&as_reader, &args);
-        works_or_says_what_to_run(&out, stored.version, &args);
-        if stored.version < SCHEMA_VERSION && args[0] != "doctor" {
-            assert_cannot_migrate(&out, stored.version, &args);
-        }
+        read_where_it_cannot_be_written(&out, stored.version, &args);
         assert!(
             !stderr(&out).contains("reader-pw"),
             "the password was shown: {}",
