@@ -120,11 +120,15 @@ impl Stored {
         }
     }
 
-    /// Read a SQLite fixture (a copy: reading a WAL file writes beside it).
+    /// Read a SQLite fixture as immutable: no -shm or -wal file is left
+    /// beside it, which would let a later reader without write access in
+    /// where it otherwise could not get.
     fn of_file(path: &Path) -> Stored {
-        let c =
-            rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-                .unwrap();
+        let c = rusqlite::Connection::open_with_flags(
+            format!("file:{}?immutable=1", path.display()),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+        )
+        .unwrap();
         let version: i64 = c
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
@@ -346,16 +350,6 @@ fn read_where_it_cannot_be_written(out: &Output, found: i64, args: &[String]) {
     } else {
         assert!(out.status.success(), "{args:?}: {}", stderr(out));
         assert_no_sql_error(out, args);
-    }
-}
-
-/// A read command where the store may or may not be writable (permission
-/// bits, which root does not heed): it works, or it says what to run.
-fn works_or_says_what_to_run(out: &Output, found: i64, args: &[String]) {
-    if out.status.success() {
-        assert_no_sql_error(out, args);
-    } else {
-        says_what_to_run(out, found, args);
     }
 }
 
@@ -599,10 +593,11 @@ fn file_release(release: &str) {
     opens_and_loses_nothing(&env, &standin, &stored, &|| sqlite_version(&db));
 }
 
-/// The same fixture, read-only: by its permission bits (which root does
-/// not heed, so the commands may migrate it), then on a read-only mount
-/// (which nobody can write): every read command works or says in one line
-/// what to run, and the file is left as it was.
+/// The same fixture, read-only: on a read-only mount, then by its
+/// permission bits (for a user who is not root, since root does not heed
+/// them): every read command of a store at this build's schema works, one
+/// that is behind says in one line what to run, and the file is left as it
+/// was.
 fn read_only_file_release(release: &str) {
     use std::os::unix::fs::PermissionsExt;
     let standin = standin();
@@ -626,13 +621,74 @@ fn read_only_file_release(release: &str) {
         "the read-only mount was written"
     );
 
-    let read_only = std::fs::Permissions::from_mode(0o444);
-    std::fs::set_permissions(&env.db, read_only).unwrap();
-    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let mode = |path: &Path, mode| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    mode(&env.db, 0o444);
+    mode(&folder, 0o555);
     for args in read_commands(&task) {
-        works_or_says_what_to_run(&run(&env, &args), stored.version, &args);
+        let out = as_unprivileged(&env, &args);
+        read_where_it_cannot_be_written(&out, stored.version, &args);
     }
-    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    mode(&folder, 0o755);
+    assert_eq!(
+        std::fs::read(&env.db).unwrap(),
+        original,
+        "the read-only file was written"
+    );
+}
+
+/// Run the program as a user permission bits hold for: as it is when the
+/// tests are not root, else as nobody (`setpriv`), from a copy of the
+/// binary and with the test's folders opened to others.
+fn as_unprivileged(env: &Env, args: &[String]) -> Output {
+    use std::os::unix::fs::PermissionsExt;
+    if !nix::unistd::geteuid().is_root() {
+        return run(env, args);
+    }
+    let open_up = |path: &Path| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    open_up(env.dir.path());
+    open_up(&env.home);
+    let bin = env.dir.path().join("unprivileged/duduclaw-session");
+    if !bin.exists() {
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        open_up(bin.parent().unwrap());
+        // A link opens no file for writing; a copy does, and a child that
+        // another test thread forks meanwhile holds it open until it execs.
+        let built = env!("CARGO_BIN_EXE_duduclaw-session");
+        if std::fs::hard_link(built, &bin).is_err() {
+            std::fs::copy(built, &bin).unwrap();
+        }
+    }
+    let inner = env.std_cmd();
+    let attempt = || {
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin)
+            .args(args)
+            .env_clear()
+            .envs(inner.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .current_dir(&env.work)
+            .output()
+            .expect("setpriv (util-linux) runs the program as nobody: is it installed?")
+    };
+    let mut out = attempt();
+    // The copy's "text file busy" lasts only until that child execs.
+    for _ in 0..100 {
+        if !stderr(&out).contains("Text file busy") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        out = attempt();
+    }
+    assert!(
+        !stderr(&out).starts_with("setpriv:"),
+        "setpriv could not run the program: {}",
+        stderr(&out)
+    );
+    out
 }
 
 macro_rules! per_release {
@@ -874,6 +930,20 @@ fn an_empty_file_is_initialised_by_every_command_that_reads() {
         ok(&env, args);
         assert_eq!(sqlite_version(&env.db), SCHEMA_VERSION, "{args:?}");
     }
+    std::fs::write(&env.db, b"").unwrap();
+    let out = env.on_read_only(&folder, &["store", "migrate"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is empty and cannot be initialised here"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&env, &with(&[], &["store", "migrate"]));
+    common::assert_ok(&out);
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!("created schema {SCHEMA_VERSION} in {}", env.db.display())
+    );
     std::fs::write(&env.db, b"").unwrap();
     let out = env.turn("ops", "deploy", &[], "hello on an empty file");
     common::assert_ok(&out);

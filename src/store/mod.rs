@@ -465,9 +465,12 @@ pub fn migrate(location: &Location) -> anyhow::Result<Option<i64>> {
         return Ok(None);
     }
     match location {
-        // As a command that writes: an empty file is initialised, or
-        // refused when it cannot be (never taken for "no store").
-        Location::File(p) => Ok(Some(sqlite::SqliteStore::open(p)?.found())),
+        Location::File(p) => match sqlite::SqliteStore::open_existing(p)? {
+            Some(s) => Ok(Some(s.found())),
+            // An empty file that cannot be initialised here: a store to
+            // migrate that cannot be, not "no store".
+            None => Err(sqlite::SqliteStore::inspect(p)?.cannot_migrate()),
+        },
         Location::Server(url) => {
             Ok(postgres::PgStore::open_existing(url, postgres::DEFAULT_WAIT)?.map(|s| s.found()))
         }

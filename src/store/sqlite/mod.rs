@@ -361,11 +361,13 @@ impl SqliteStore {
         let mut store = match Self::connect(path, how == Open::Inspect, false) {
             Ok(store) => store,
             // A WAL database in a folder we cannot write cannot even be read
-            // normally (SQLite needs its -shm file). For reading, open it as
-            // immutable: the folder is read-only, so nobody is writing it.
+            // normally (SQLite needs its -shm file): it cannot open it on a
+            // read-only mount, and calls it read-only where the folder's
+            // permissions forbid us. For reading, open it as immutable: no
+            // -shm means no connection is open, so nobody is writing it.
             // A command that writes cannot use it, but when the store is
             // behind, saying so is the more useful answer.
-            Err(e) if is_cant_open(&e) => match Self::connect(path, true, true) {
+            Err(e) if is_read_only(&e) => match Self::connect(path, true, true) {
                 Ok(store) if how != Open::Create || store.found < SCHEMA_VERSION => store,
                 _ => return Err(e.context(context())),
             },
@@ -951,10 +953,6 @@ impl Store for SqliteStore {
 
 fn is_busy(e: &rusqlite::Error) -> bool {
     e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
-}
-
-fn is_cant_open(e: &anyhow::Error) -> bool {
-    has_code(e, &[rusqlite::ErrorCode::CannotOpen])
 }
 
 /// A failure to write because the file, its folder or its mount is read-only.
