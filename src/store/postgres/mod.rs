@@ -68,6 +68,7 @@ impl PgStore {
     /// Connect, creating and migrating the schema when needed.
     pub fn open(url: &ServerUrl, wait: Duration) -> anyhow::Result<PgStore> {
         let mut store = Self::connect(url, wait)?;
+        store.found = store.version()?;
         store.migrate()?;
         Ok(store)
     }
@@ -76,7 +77,7 @@ impl PgStore {
     /// [`open`](PgStore::open) does: `None` when the database has no
     /// schema of ours yet (nothing is created then).
     pub fn open_existing(url: &ServerUrl, wait: Duration) -> anyhow::Result<Option<PgStore>> {
-        let Some(mut store) = Self::inspect(url, wait)? else {
+        let Some(store) = Self::inspect(url, wait)? else {
             return Ok(None);
         };
         store.migrate()?;
@@ -161,8 +162,9 @@ impl PgStore {
         Ok(self.with(|c| schema::read_version(c))?)
     }
 
-    fn migrate(&mut self) -> anyhow::Result<()> {
-        self.found = self.version()?;
+    /// Bring the schema from the version found at opening to this build's
+    /// (the migration reads it again under its lock).
+    fn migrate(&self) -> anyhow::Result<()> {
         schema::check_version(self.found)?;
         if self.found == SCHEMA_VERSION {
             return Ok(());
