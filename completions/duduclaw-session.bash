@@ -241,6 +241,9 @@ _duduclaw__session() {
             duduclaw__session__subcmd__help__subcmd__store,copy)
                 cmd="duduclaw__session__subcmd__help__subcmd__store__subcmd__copy"
                 ;;
+            duduclaw__session__subcmd__help__subcmd__store,migrate)
+                cmd="duduclaw__session__subcmd__help__subcmd__store__subcmd__migrate"
+                ;;
             duduclaw__session__subcmd__jobs,help)
                 cmd="duduclaw__session__subcmd__jobs__subcmd__help"
                 ;;
@@ -349,11 +352,17 @@ _duduclaw__session() {
             duduclaw__session__subcmd__store,help)
                 cmd="duduclaw__session__subcmd__store__subcmd__help"
                 ;;
+            duduclaw__session__subcmd__store,migrate)
+                cmd="duduclaw__session__subcmd__store__subcmd__migrate"
+                ;;
             duduclaw__session__subcmd__store__subcmd__help,copy)
                 cmd="duduclaw__session__subcmd__store__subcmd__help__subcmd__copy"
                 ;;
             duduclaw__session__subcmd__store__subcmd__help,help)
                 cmd="duduclaw__session__subcmd__store__subcmd__help__subcmd__help"
+                ;;
+            duduclaw__session__subcmd__store__subcmd__help,migrate)
+                cmd="duduclaw__session__subcmd__store__subcmd__help__subcmd__migrate"
                 ;;
             *)
                 ;;
@@ -1476,7 +1485,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help__subcmd__store)
-            opts="copy"
+            opts="copy migrate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1490,6 +1499,20 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help__subcmd__store__subcmd__copy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__store__subcmd__migrate)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2514,7 +2537,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__store)
-            opts="-v -q -h --db --claude --verbose --quiet --help copy help"
+            opts="-v -q -h --db --claude --verbose --quiet --help copy migrate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2566,7 +2589,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__store__subcmd__help)
-            opts="copy help"
+            opts="copy migrate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2600,6 +2623,42 @@ _duduclaw__session() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__store__subcmd__help__subcmd__migrate)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__store__subcmd__migrate)
+            opts="-v -q -h --db --claude --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

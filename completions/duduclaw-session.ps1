@@ -39,7 +39,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'Inspect and remove stored sessions')
             [CompletionResult]::new('jobs', 'jobs', [CompletionResultType]::ParameterValue, 'The side-call jobs (pin, facts, summaries): list, run, retry')
             [CompletionResult]::new('prompt', 'prompt', [CompletionResultType]::ParameterValue, 'Dry run: print exactly what `turn` would send, without calling or writing anything')
-            [CompletionResult]::new('store', 'store', [CompletionResultType]::ParameterValue, 'Move a store between engines: a SQLite file and a PostgreSQL server')
+            [CompletionResult]::new('store', 'store', [CompletionResultType]::ParameterValue, 'Move a store between engines (a SQLite file and a PostgreSQL server), or migrate it')
             [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Erase a person: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude''s transcripts of the sessions touched')
             [CompletionResult]::new('events', 'events', [CompletionResultType]::ParameterValue, 'The memory''s event feed: turns, pins, facts, compactions, failed side calls, drift and corrections, one per line')
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'What the conversations cost: tokens, cache reads, side calls'' share, injected memory')
@@ -638,6 +638,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('copy', 'copy', [CompletionResultType]::ParameterValue, 'Copy sessions (pins, summaries, history) and facts into another store')
+            [CompletionResult]::new('migrate', 'migrate', [CompletionResultType]::ParameterValue, 'Bring the store to this build''s schema, and do nothing else')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -655,12 +656,27 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'duduclaw-session;store;migrate' {
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'duduclaw-session;store;help' {
             [CompletionResult]::new('copy', 'copy', [CompletionResultType]::ParameterValue, 'Copy sessions (pins, summaries, history) and facts into another store')
+            [CompletionResult]::new('migrate', 'migrate', [CompletionResultType]::ParameterValue, 'Bring the store to this build''s schema, and do nothing else')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'duduclaw-session;store;help;copy' {
+            break
+        }
+        'duduclaw-session;store;help;migrate' {
             break
         }
         'duduclaw-session;store;help;help' {
@@ -788,7 +804,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'Inspect and remove stored sessions')
             [CompletionResult]::new('jobs', 'jobs', [CompletionResultType]::ParameterValue, 'The side-call jobs (pin, facts, summaries): list, run, retry')
             [CompletionResult]::new('prompt', 'prompt', [CompletionResultType]::ParameterValue, 'Dry run: print exactly what `turn` would send, without calling or writing anything')
-            [CompletionResult]::new('store', 'store', [CompletionResultType]::ParameterValue, 'Move a store between engines: a SQLite file and a PostgreSQL server')
+            [CompletionResult]::new('store', 'store', [CompletionResultType]::ParameterValue, 'Move a store between engines (a SQLite file and a PostgreSQL server), or migrate it')
             [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Erase a person: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude''s transcripts of the sessions touched')
             [CompletionResult]::new('events', 'events', [CompletionResultType]::ParameterValue, 'The memory''s event feed: turns, pins, facts, compactions, failed side calls, drift and corrections, one per line')
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'What the conversations cost: tokens, cache reads, side calls'' share, injected memory')
@@ -908,9 +924,13 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
         }
         'duduclaw-session;help;store' {
             [CompletionResult]::new('copy', 'copy', [CompletionResultType]::ParameterValue, 'Copy sessions (pins, summaries, history) and facts into another store')
+            [CompletionResult]::new('migrate', 'migrate', [CompletionResultType]::ParameterValue, 'Bring the store to this build''s schema, and do nothing else')
             break
         }
         'duduclaw-session;help;store;copy' {
+            break
+        }
+        'duduclaw-session;help;store;migrate' {
             break
         }
         'duduclaw-session;help;forget' {

@@ -770,6 +770,18 @@ _arguments "${_arguments_options[@]}" : \
 '--help[Print help (see more with '\''--help'\'')]' \
 && ret=0
 ;;
+(migrate)
+_arguments "${_arguments_options[@]}" : \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 ":: :_duduclaw-session__subcmd__store__subcmd__help_commands" \
@@ -783,6 +795,10 @@ _arguments "${_arguments_options[@]}" : \
         curcontext="${curcontext%:*:*}:duduclaw-session-store-help-command-$line[1]:"
         case $line[1] in
             (copy)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(migrate)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -1134,6 +1150,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(migrate)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
         esac
     ;;
 esac
@@ -1202,7 +1222,7 @@ _duduclaw-session_commands() {
 'sessions:Inspect and remove stored sessions' \
 'jobs:The side-call jobs (pin, facts, summaries)\: list, run, retry' \
 'prompt:Dry run\: print exactly what \`turn\` would send, without calling or writing anything' \
-'store:Move a store between engines\: a SQLite file and a PostgreSQL server' \
+'store:Move a store between engines (a SQLite file and a PostgreSQL server), or migrate it' \
 'forget:Erase a person\: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude'\''s transcripts of the sessions touched' \
 'events:The memory'\''s event feed\: turns, pins, facts, compactions, failed side calls, drift and corrections, one per line' \
 'stats:What the conversations cost\: tokens, cache reads, side calls'\'' share, injected memory' \
@@ -1373,7 +1393,7 @@ _duduclaw-session__subcmd__help_commands() {
 'sessions:Inspect and remove stored sessions' \
 'jobs:The side-call jobs (pin, facts, summaries)\: list, run, retry' \
 'prompt:Dry run\: print exactly what \`turn\` would send, without calling or writing anything' \
-'store:Move a store between engines\: a SQLite file and a PostgreSQL server' \
+'store:Move a store between engines (a SQLite file and a PostgreSQL server), or migrate it' \
 'forget:Erase a person\: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude'\''s transcripts of the sessions touched' \
 'events:The memory'\''s event feed\: turns, pins, facts, compactions, failed side calls, drift and corrections, one per line' \
 'stats:What the conversations cost\: tokens, cache reads, side calls'\'' share, injected memory' \
@@ -1595,6 +1615,7 @@ _duduclaw-session__subcmd__help__subcmd__stats_commands() {
 _duduclaw-session__subcmd__help__subcmd__store_commands() {
     local commands; commands=(
 'copy:Copy sessions (pins, summaries, history) and facts into another store' \
+'migrate:Bring the store to this build'\''s schema, and do nothing else' \
     )
     _describe -t commands 'duduclaw-session help store commands' commands "$@"
 }
@@ -1602,6 +1623,11 @@ _duduclaw-session__subcmd__help__subcmd__store_commands() {
 _duduclaw-session__subcmd__help__subcmd__store__subcmd__copy_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session help store copy commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__store__subcmd__migrate_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__store__subcmd__migrate_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help store migrate commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__turn_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__turn_commands() {
@@ -1862,6 +1888,7 @@ _duduclaw-session__subcmd__stats_commands() {
 _duduclaw-session__subcmd__store_commands() {
     local commands; commands=(
 'copy:Copy sessions (pins, summaries, history) and facts into another store' \
+'migrate:Bring the store to this build'\''s schema, and do nothing else' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'duduclaw-session store commands' commands "$@"
@@ -1875,6 +1902,7 @@ _duduclaw-session__subcmd__store__subcmd__copy_commands() {
 _duduclaw-session__subcmd__store__subcmd__help_commands() {
     local commands; commands=(
 'copy:Copy sessions (pins, summaries, history) and facts into another store' \
+'migrate:Bring the store to this build'\''s schema, and do nothing else' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'duduclaw-session store help commands' commands "$@"
@@ -1888,6 +1916,16 @@ _duduclaw-session__subcmd__store__subcmd__help__subcmd__copy_commands() {
 _duduclaw-session__subcmd__store__subcmd__help__subcmd__help_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session store help help commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__store__subcmd__help__subcmd__migrate_commands] )) ||
+_duduclaw-session__subcmd__store__subcmd__help__subcmd__migrate_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session store help migrate commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__store__subcmd__migrate_commands] )) ||
+_duduclaw-session__subcmd__store__subcmd__migrate_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session store migrate commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__turn_commands] )) ||
 _duduclaw-session__subcmd__turn_commands() {

@@ -101,7 +101,7 @@ pub enum Command {
     },
     /// Dry run: print exactly what `turn` would send, without calling or writing anything
     Prompt(TurnArgs),
-    /// Move a store between engines: a SQLite file and a PostgreSQL server
+    /// Move a store between engines (a SQLite file and a PostgreSQL server), or migrate it
     Store {
         #[command(subcommand)]
         action: StoreAction,
@@ -484,6 +484,17 @@ pub enum StoreAction {
         #[arg(long)]
         json: bool,
     },
+    /// Bring the store to this build's schema, and do nothing else
+    ///
+    /// Every command but `doctor` migrates a store that an earlier release
+    /// wrote when it opens it. One that cannot be written there (a
+    /// read-only file or mount, a PostgreSQL role that may not change its
+    /// tables) is refused with a line naming its schema; run this once
+    /// where it can be written (as the tables' owner on a server), and
+    /// every reader can use it again. A store a newer release wrote is
+    /// refused and left as it is.
+    #[command(verbatim_doc_comment)]
+    Migrate,
 }
 
 #[derive(Debug, Subcommand)]

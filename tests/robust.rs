@@ -643,45 +643,13 @@ fn sigterm_kills_the_claude_child_and_keeps_the_message() {
     assert_eq!(status, "failed");
 }
 
-/// Run the program in a private mount namespace where `dir` is read-only
-/// (`unshare -rm`: no root needed, nothing leaks past the process). Root in
-/// CI ignores permission bits, so a read-only mount is the honest test.
-fn on_read_only(env: &Env, dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let works = StdCommand::new("unshare")
-        .args(["-rm", "true"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        works,
-        "`unshare -rm` does not work here: this test needs util-linux's unshare and \
-         unprivileged user namespaces (a read-only mount is the only honest test as root)"
-    );
-    let d = dir.display();
-    let script =
-        format!("mount --bind '{d}' '{d}' && mount -o remount,bind,ro '{d}' && exec \"$0\" \"$@\"");
-    let inner = env.std_cmd();
-    let mut wrapped = StdCommand::new("unshare");
-    wrapped
-        .args(["-rm", "sh", "-c", &script])
-        .arg(inner.get_program())
-        .args(args)
-        .env_clear()
-        .envs(inner.get_envs().filter_map(|(k, v)| Some((k, v?))))
-        .current_dir(&env.work);
-    wrapped.output().unwrap()
-}
-
 #[test]
 fn a_read_only_store_folder_is_a_clear_error_and_loses_nothing() {
     let env = Env::fake(&fake_success("ok"));
     let folder = env.db.parent().unwrap().to_path_buf();
     std::fs::create_dir_all(&folder).unwrap();
     // No store yet, and its folder cannot be written.
-    let out = on_read_only(
-        &env,
-        &folder,
-        &["turn", "--agent", "a", "--channel", "c", "hi"],
-    );
+    let out = env.on_read_only(&folder, &["turn", "--agent", "a", "--channel", "c", "hi"]);
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("could not create session store"),
@@ -694,8 +662,7 @@ fn a_read_only_store_folder_is_a_clear_error_and_loses_nothing() {
         .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
         .unwrap();
     let before = std::fs::read(&env.db).unwrap();
-    let out = on_read_only(
-        &env,
+    let out = env.on_read_only(
         &folder,
         &["turn", "--agent", "a", "--channel", "c", "second"],
     );
@@ -703,11 +670,7 @@ fn a_read_only_store_folder_is_a_clear_error_and_loses_nothing() {
     assert!(stderr(&out).contains("session store"), "{}", stderr(&out));
     assert_eq!(std::fs::read(&env.db).unwrap(), before);
     // Reading still works there.
-    let out = on_read_only(
-        &env,
-        &folder,
-        &["history", "--agent", "a", "--channel", "c"],
-    );
+    let out = env.on_read_only(&folder, &["history", "--agent", "a", "--channel", "c"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("first"));
 }

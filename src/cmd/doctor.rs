@@ -3,7 +3,9 @@
 //!
 //! The store is only read (never migrated or repaired), so running doctor on
 //! a damaged store leaves it exactly as it was; the claude probe is cached in
-//! the store only when the store is healthy and current.
+//! the store only when the store is healthy and current. Its schema version
+//! is the first thing read, so a store an earlier release wrote is reported
+//! as such (a migration is due) before any query that needs a newer schema.
 
 use std::io::Write;
 use std::path::Path;
@@ -61,8 +63,16 @@ struct StoreReport {
     bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     schema_version: Option<i64>,
+    /// Whether the schema is behind this build's: the next command that
+    /// opens the store (any but `doctor`) migrates it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    migration_due: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     note: Option<String>,
+    /// Pins last written whole before the clarify gate (0.3), which may
+    /// hold a user's raw answers; `pin history` shows them as `earlier`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pins_before_gate: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     integrity: Option<Integrity>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
@@ -160,7 +170,7 @@ fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec
             line,
         });
     };
-    let store = match store::open_existing(location) {
+    let inspected = match store::inspect(location) {
         Ok(Some(s)) => s,
         Ok(None) => {
             // A reachable server whose database has no schema of ours yet.
@@ -172,20 +182,23 @@ fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec
             return false;
         }
     };
-    let mut healthy = true;
-    match store.schema_version() {
-        Ok(v) => {
-            report.schema_version = Some(v);
-            if v < SCHEMA_VERSION {
-                report.note = Some(format!(
-                    "schema {v} is older than {SCHEMA_VERSION}: the next write migrates it"
-                ));
-                healthy = false;
-            }
+    let store = inspected.store;
+    let version = inspected.version;
+    let behind = version < SCHEMA_VERSION;
+    report.schema_version = Some(version);
+    report.migration_due = Some(behind);
+    let mut healthy = !behind;
+    match (behind, inspected.cannot_migrate) {
+        (false, _) => {}
+        (true, Some(line)) => problem(line),
+        (true, None) if version == 0 => {
+            report.note = Some("the file is empty: the next command creates the schema".into());
         }
-        Err(e) => {
-            problem(format!("could not read the store's schema version: {e:#}"));
-            healthy = false;
+        (true, None) => {
+            report.note = Some(format!(
+                "schema {version} is older than this build's {SCHEMA_VERSION}: the next command \
+                 migrates it (`duduclaw-session store migrate` does only that)"
+            ));
         }
     }
     match store.integrity_check() {
@@ -206,12 +219,27 @@ fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec
             healthy = false;
         }
     }
+    if version == 0 {
+        // An empty file: no table to read.
+        return healthy;
+    }
+    // The counts read only what schema 1 has, so they hold for a store
+    // that is behind as well.
     match store.counts() {
         Ok(c) => report.counts = Some(c),
         Err(e) => {
             problem(format!("could not count the store's rows: {e:#}"));
             healthy = false;
         }
+    }
+    match store.pins_before_gate() {
+        Ok(n) => report.pins_before_gate = Some(n),
+        Err(e) => problem(format!("could not read the store's pins: {e:#}")),
+    }
+    if behind {
+        // The jobs' columns are newer than some stores: read after the
+        // migration.
+        return healthy;
     }
     match recent_failures(&*store) {
         Ok(Some((count, newest))) => {
@@ -388,6 +416,19 @@ fn write_text(out: &mut impl Write, report: &Report, problems: &[Problem]) -> st
         )?;
         if let Some(note) = &s.note {
             writeln!(out, "  {note}")?;
+        }
+        if let Some(n @ 1..) = s.pins_before_gate {
+            writeln!(
+                out,
+                "  {n} pin{} from before the clarify gate (0.3) may hold raw answers: \
+                 `pin history` shows {} as `earlier`, `pin set` rewrites one",
+                if n == 1 { "" } else { "s" },
+                if n == 1 {
+                    "its revision"
+                } else {
+                    "their revisions"
+                },
+            )?;
         }
     }
     let side = &report.side_calls;

@@ -92,10 +92,9 @@ fn session(args: &EventsArgs) -> Option<String> {
 }
 
 fn read(location: &Location, args: &EventsArgs) -> Result<()> {
-    if !location.exists() {
+    let Some(store) = super::open_for_reading(location)? else {
         return Ok(());
-    }
-    let store = store::open(location)?;
+    };
     let (kinds, session) = (kinds(args), session(args));
     let events = store.events(&filter(args, &kinds, session.as_deref()))?;
     let mut out = std::io::stdout().lock();

@@ -15,6 +15,7 @@ mod prompt;
 mod sessions;
 mod stats;
 mod store_copy;
+mod store_migrate;
 mod turn;
 
 use std::io::Write;
@@ -58,6 +59,9 @@ pub async fn run(cli: Cli) -> Result<()> {
             *json,
             bars,
         ),
+        Command::Store {
+            action: crate::cli::StoreAction::Migrate,
+        } => store_migrate::run(&location()?),
         Command::Events { action, read } => events::run(&location()?, action.as_ref(), read),
         Command::Stats { scope, since, json } => stats::run(&location()?, scope, *since, *json),
         Command::Forget {

@@ -267,6 +267,10 @@ pub trait Store: Send {
     /// The engine's consistency check: `["ok"]` or the problems found.
     fn integrity_check(&self) -> Result<Vec<String>>;
     fn counts(&self) -> Result<Counts>;
+    /// How many pins were last written whole before the clarify gate and
+    /// may hold a user's raw answers ([`sql::PINS_BEFORE_GATE`]); on a
+    /// store not yet migrated as well.
+    fn pins_before_gate(&self) -> Result<i64>;
 
     /// Take the session's turn lock if it is free now (`None` when busy).
     /// `create` is false for commands that must not leave a lock behind for
@@ -391,19 +395,104 @@ pub fn open_with(location: &Location, wait: std::time::Duration) -> anyhow::Resu
     }
 }
 
-/// Open an existing store without creating or migrating anything (dry runs,
-/// `doctor`, listings): `None` when there is no store yet.
+/// Open an existing store for a command that reads: `None` when there is
+/// no store yet (nothing is created then). A store an earlier release
+/// wrote is migrated first, as [`open`] does; one that cannot be migrated
+/// here is an error saying what to run.
 pub fn open_existing(location: &Location) -> anyhow::Result<Option<Box<dyn Store>>> {
     if !location.exists() {
         return Ok(None);
     }
     match location {
-        Location::File(p) => Ok(Some(Box::new(sqlite::SqliteStore::open_existing(p)?))),
+        Location::File(p) => {
+            Ok(sqlite::SqliteStore::open_existing(p)?.map(|s| Box::new(s) as Box<dyn Store>))
+        }
         Location::Server(url) => Ok(
             postgres::PgStore::open_existing(url, postgres::DEFAULT_WAIT)?
                 .map(|s| Box::new(s) as Box<dyn Store>),
         ),
     }
+}
+
+/// A store as `doctor` sees it: opened without changing anything, its
+/// schema read before anything else.
+pub struct Inspected {
+    pub store: Box<dyn Store>,
+    /// The schema version it is at (never newer than this build's: that
+    /// is refused).
+    pub version: i64,
+    /// When it is behind: why this process could not migrate it, if it
+    /// could not.
+    pub cannot_migrate: Option<String>,
+}
+
+/// Open an existing store without creating, migrating or changing anything
+/// (`doctor`): `None` when there is no store yet.
+pub fn inspect(location: &Location) -> anyhow::Result<Option<Inspected>> {
+    if !location.exists() {
+        return Ok(None);
+    }
+    match location {
+        Location::File(p) => {
+            let s = sqlite::SqliteStore::inspect(p)?;
+            let cannot_migrate = (s.found() < SCHEMA_VERSION && !s.can_write())
+                .then(|| s.cannot_migrate().to_string());
+            Ok(Some(Inspected {
+                version: s.found(),
+                cannot_migrate,
+                store: Box::new(s),
+            }))
+        }
+        Location::Server(url) => {
+            let Some(s) = postgres::PgStore::inspect(url, postgres::DEFAULT_WAIT)? else {
+                return Ok(None);
+            };
+            let cannot_migrate = if s.found() < SCHEMA_VERSION {
+                s.migration_refused()?
+                    .map(|why| s.cannot_migrate(&why).to_string())
+            } else {
+                None
+            };
+            Ok(Some(Inspected {
+                version: s.found(),
+                cannot_migrate,
+                store: Box::new(s),
+            }))
+        }
+    }
+}
+
+/// Bring an existing store to this build's schema (`store migrate`): the
+/// version it was at, or `None` when there is no store.
+pub fn migrate(location: &Location) -> anyhow::Result<Option<i64>> {
+    if !location.exists() {
+        return Ok(None);
+    }
+    match location {
+        Location::File(p) => match sqlite::SqliteStore::open_existing(p)? {
+            Some(s) => Ok(Some(s.found())),
+            // An empty file that cannot be initialised here: a store to
+            // migrate that cannot be, not "no store".
+            None => Err(sqlite::SqliteStore::inspect(p)?.cannot_migrate()),
+        },
+        Location::Server(url) => {
+            Ok(postgres::PgStore::open_existing(url, postgres::DEFAULT_WAIT)?.map(|s| s.found()))
+        }
+    }
+}
+
+/// A store behind this build's schema that cannot be migrated here: one
+/// line with its schema, the one this build needs, why, and what to run.
+pub(crate) fn cannot_migrate(store: &str, found: i64, why: &str, fix: &str) -> anyhow::Error {
+    let message = if found == 0 {
+        format!("session store {store} is empty and cannot be initialised here: {why}; {fix}")
+    } else {
+        format!(
+            "session store {store} has schema {found} and this build needs schema {SCHEMA_VERSION}, \
+             but it cannot be migrated here: {why}; {fix}"
+        )
+    };
+    StoreError::from(anyhow::anyhow!(message)).into()
 }
 
 /// The schema version this build writes.

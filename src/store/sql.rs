@@ -48,6 +48,29 @@ pub const SESSION_JOBS: &str = "SELECT id, kind, agent, session_id, turn_id, inp
 pub const MEMORY_WATERMARK: &str =
     "SELECT MAX(turn_id) FROM jobs WHERE session_id = $1 AND kind = 'memory'";
 
+/// The schema that began keeping pin revisions, in the release (0.3) that
+/// brought the clarify gate: before it, an answer to the assistant's
+/// question was appended to the pin as typed.
+pub const PIN_REVISIONS_SCHEMA: i64 = 3;
+
+/// How many pins were last written whole before [`PIN_REVISIONS_SCHEMA`]
+/// (and so may hold a user's raw answers): the session's newest revision
+/// that set the whole pin is the `earlier` one that migration made of the
+/// pin it found, or a restore of that one. Clarified and appended lines
+/// add to what was there, and an erasure sets the pin back to the
+/// revision before it: they leave the pin's origin as it was.
+pub const PINS_BEFORE_GATE: &str = "SELECT COUNT(*) FROM sessions s
+    JOIN pin_revisions w ON w.session_id = s.id AND w.rev = (
+        SELECT MAX(r.rev) FROM pin_revisions r
+        WHERE r.session_id = s.id AND r.source NOT IN ('clarified', 'appended', 'erased'))
+    LEFT JOIN pin_revisions f ON f.session_id = s.id AND f.rev = w.from_rev
+    WHERE s.pin IS NOT NULL
+      AND (w.source = 'earlier' OR (w.source = 'restored' AND f.source = 'earlier'))";
+
+/// [`PINS_BEFORE_GATE`] on a store not yet migrated to keep revisions:
+/// every pin there is one.
+pub const PINS_BEFORE_REVISIONS: &str = "SELECT COUNT(*) FROM sessions WHERE pin IS NOT NULL";
+
 /// `sql` with SQLite's placeholders.
 pub fn for_sqlite(sql: &str) -> Cow<'_, str> {
     static PLACEHOLDER: LazyLock<Regex> =

@@ -858,6 +858,61 @@ pub fn meta_health_and_locks(open: Open) {
     assert!(other.try_lock_session("sid", true).unwrap().is_some());
 }
 
+/// Pins last written whole before the clarify gate: the `earlier`
+/// revision a migration made, lines added to it, an erasure back to it
+/// and a restore of it keep a pin counted; a whole new pin does not.
+pub fn pins_before_the_gate_are_counted(open: Open) {
+    let mut s = open();
+    let other = SessionKey {
+        channel: "other",
+        ..KEY
+    };
+    s.ensure_session("old", &KEY, "/w").unwrap();
+    s.ensure_session("new", &other, "/w").unwrap();
+    assert_eq!(s.pins_before_gate().unwrap(), 0);
+    s.set_pin(
+        "old",
+        Some("task\n[+] a raw answer"),
+        PinChange::by(PinSource::Earlier),
+    )
+    .unwrap();
+    s.set_pin("new", Some("task"), PinChange::by(PinSource::Extracted))
+        .unwrap();
+    assert_eq!(s.pins_before_gate().unwrap(), 1);
+    for source in [PinSource::Clarified, PinSource::Appended, PinSource::Erased] {
+        let pin = format!("task\n[+] a raw answer\n[+] {source}");
+        s.set_pin("old", Some(&pin), PinChange::by(source)).unwrap();
+        assert_eq!(s.pins_before_gate().unwrap(), 1, "{source}");
+    }
+    s.set_pin("old", Some("rewritten"), PinChange::by(PinSource::Set))
+        .unwrap();
+    assert_eq!(s.pins_before_gate().unwrap(), 0);
+    let restore = |from_rev| PinChange {
+        from_rev: Some(from_rev),
+        ..PinChange::by(PinSource::Restored)
+    };
+    s.set_pin("old", Some("task\n[+] a raw answer"), restore(1))
+        .unwrap();
+    assert_eq!(s.pins_before_gate().unwrap(), 1);
+    s.set_pin("old", Some("rewritten"), restore(5)).unwrap();
+    assert_eq!(s.pins_before_gate().unwrap(), 0);
+    s.set_pin("old", None, PinChange::by(PinSource::Cleared))
+        .unwrap();
+    s.set_pin(
+        "new",
+        Some("another task"),
+        PinChange::by(PinSource::Earlier),
+    )
+    .unwrap();
+    s.set_pin(
+        "new",
+        Some("another task\n[+] more"),
+        PinChange::by(PinSource::Clarified),
+    )
+    .unwrap();
+    assert_eq!(s.pins_before_gate().unwrap(), 1, "a cleared pin is none");
+}
+
 fn all_events(store: &dyn Store) -> Vec<Event> {
     store.events(&EventFilter::default()).unwrap()
 }
@@ -1463,6 +1518,7 @@ macro_rules! store_suite {
             calls_are_recorded,
             replies_record_their_system_prompt_and_facts,
             meta_health_and_locks,
+            pins_before_the_gate_are_counted,
             every_change_writes_its_event,
             events_are_filtered,
             forgetting_redacts_events,

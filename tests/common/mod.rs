@@ -277,6 +277,35 @@ impl Env {
     pub fn sqlite(&self) -> rusqlite::Connection {
         rusqlite::Connection::open(&self.db).unwrap()
     }
+
+    /// Run the program in a private mount namespace where `dir` is read-only
+    /// (`unshare -rm`: no root needed, nothing leaks past the process). Root in
+    /// CI ignores permission bits, so a read-only mount is the honest test.
+    pub fn on_read_only(&self, dir: &Path, args: &[&str]) -> Output {
+        let works = std::process::Command::new("unshare")
+            .args(["-rm", "true"])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            works,
+            "`unshare -rm` does not work here: this test needs util-linux's unshare and \
+             unprivileged user namespaces (a read-only mount is the only honest test as root)"
+        );
+        let d = dir.display();
+        let script = format!(
+            "mount --bind '{d}' '{d}' && mount -o remount,bind,ro '{d}' && exec \"$0\" \"$@\""
+        );
+        let inner = self.std_cmd();
+        let mut wrapped = std::process::Command::new("unshare");
+        wrapped
+            .args(["-rm", "sh", "-c", &script])
+            .arg(inner.get_program())
+            .args(args)
+            .env_clear()
+            .envs(inner.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .current_dir(&self.work);
+        wrapped.output().unwrap()
+    }
 }
 
 impl Drop for Env {

@@ -54,6 +54,8 @@ pub struct PgStore {
     /// Shared with the turn locks taken on it, which unlock through it.
     client: Arc<Mutex<Option<Conn>>>,
     url: ServerUrl,
+    /// The schema version found when opening, before any migration.
+    found: i64,
 }
 
 impl From<tokio_postgres::Error> for StoreError {
@@ -65,21 +67,54 @@ impl From<tokio_postgres::Error> for StoreError {
 impl PgStore {
     /// Connect, creating and migrating the schema when needed.
     pub fn open(url: &ServerUrl, wait: Duration) -> anyhow::Result<PgStore> {
-        let store = Self::connect(url, wait)?;
+        let mut store = Self::connect(url, wait)?;
+        store.found = store.version()?;
         store.migrate()?;
         Ok(store)
     }
 
-    /// Connect to a store that exists: `None` when the database has no
-    /// schema of ours yet. Nothing is created.
+    /// Connect to a store that exists, migrating it when it is behind as
+    /// [`open`](PgStore::open) does: `None` when the database has no
+    /// schema of ours yet (nothing is created then).
     pub fn open_existing(url: &ServerUrl, wait: Duration) -> anyhow::Result<Option<PgStore>> {
-        let store = Self::connect(url, wait)?;
-        let version = store.version()?;
-        if version == 0 {
+        let Some(store) = Self::inspect(url, wait)? else {
+            return Ok(None);
+        };
+        store.migrate()?;
+        Ok(Some(store))
+    }
+
+    /// Connect to a store that exists and read its schema version, changing
+    /// nothing (`doctor`): `None` when the database has no schema of ours.
+    pub fn inspect(url: &ServerUrl, wait: Duration) -> anyhow::Result<Option<PgStore>> {
+        let mut store = Self::connect(url, wait)?;
+        store.found = store.version()?;
+        if store.found == 0 {
             return Ok(None);
         }
-        schema::check_version(version)?;
+        schema::check_version(store.found)?;
         Ok(Some(store))
+    }
+
+    /// The schema version the store was at when it was opened.
+    pub fn found(&self) -> i64 {
+        self.found
+    }
+
+    /// Why this connection's role could not migrate the schema, if it
+    /// could not (see [`schema::migration_refused`]).
+    pub fn migration_refused(&self) -> anyhow::Result<Option<String>> {
+        Ok(self.with(|c| schema::migration_refused(c))?)
+    }
+
+    /// The store is behind this build and this connection cannot migrate it.
+    pub(in crate::store) fn cannot_migrate(&self, why: &str) -> anyhow::Error {
+        super::cannot_migrate(
+            &self.url.to_string(),
+            self.found,
+            why,
+            "run `duduclaw-session store migrate` once as the role that owns its tables",
+        )
     }
 
     fn connect(url: &ServerUrl, wait: Duration) -> anyhow::Result<PgStore> {
@@ -87,6 +122,7 @@ impl PgStore {
         Ok(PgStore {
             client: Arc::new(Mutex::new(Some(client))),
             url: url.clone(),
+            found: 0,
         })
     }
 
@@ -126,11 +162,17 @@ impl PgStore {
         Ok(self.with(|c| schema::read_version(c))?)
     }
 
+    /// Bring the schema from the version found at opening to this build's
+    /// (the migration reads it again under its lock).
     fn migrate(&self) -> anyhow::Result<()> {
-        let version = self.version()?;
-        schema::check_version(version)?;
-        if version == SCHEMA_VERSION {
+        schema::check_version(self.found)?;
+        if self.found == SCHEMA_VERSION {
             return Ok(());
+        }
+        // Asked first, so a role without the rights gets a sentence, not
+        // the server's first refusal half-way through.
+        if let Some(why) = self.migration_refused()? {
+            return Err(self.cannot_migrate(&why));
         }
         self.with(schema::migrate)?;
         Ok(())
@@ -617,6 +659,15 @@ impl Store for PgStore {
             facts: r.try_get(2)?,
             open_jobs: r.try_get(3)?,
         })
+    }
+
+    fn pins_before_gate(&self) -> Result<i64> {
+        let sql = if self.schema_version()? < super::sql::PIN_REVISIONS_SCHEMA {
+            super::sql::PINS_BEFORE_REVISIONS
+        } else {
+            super::sql::PINS_BEFORE_GATE
+        };
+        self.with(|c| Ok(c.value(sql, &[])?))
     }
 
     fn try_lock_session(&self, session_id: &str, _create: bool) -> Result<Option<SessionLock>> {

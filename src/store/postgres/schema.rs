@@ -250,3 +250,52 @@ pub fn check_version(version: i64) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// The tables our migrations create, which later migrations may alter
+/// (ALTER TABLE needs their owner): a migration that creates a table adds
+/// it here.
+const TABLES: &[&str] = &[
+    "schema_version",
+    "sessions",
+    "turns",
+    "facts",
+    "jobs",
+    "meta",
+    "calls",
+    "fact_terms",
+    "term_df",
+    "fact_stats",
+    "pin_revisions",
+    "erased_handles",
+    "events",
+    "event_counter",
+];
+
+/// Why this connection could not migrate the schema, if it could not: a
+/// server that takes no writes (a standby), a role that may not create
+/// tables here, or one that does not own ours.
+pub fn migration_refused(c: &impl Queries) -> Result<Option<String>> {
+    let tables: Vec<String> = TABLES.iter().map(|t| (*t).to_string()).collect();
+    let row = c.query_one(
+        "SELECT current_user::text,
+                current_setting('transaction_read_only')::boolean,
+                COALESCE(has_schema_privilege(current_schema(), 'CREATE'), FALSE),
+                NOT EXISTS (SELECT 1 FROM pg_catalog.pg_tables t
+                            WHERE t.schemaname = current_schema() AND t.tablename = ANY($1)
+                              AND NOT pg_has_role(t.tableowner, 'USAGE'))",
+        &[&tables],
+    )?;
+    let (role, read_only, create, owns): (String, bool, bool, bool) = (
+        row.try_get(0)?,
+        row.try_get(1)?,
+        row.try_get(2)?,
+        row.try_get(3)?,
+    );
+    Ok(if read_only {
+        Some("the server takes no writes (a standby, or default_transaction_read_only)".into())
+    } else if !create || !owns {
+        Some(format!("role {role:?} may not change its tables"))
+    } else {
+        None
+    })
+}

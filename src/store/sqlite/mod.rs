@@ -268,6 +268,21 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
+    /// The schema version found when opening, before any migration.
+    found: i64,
+    /// Tables, but no schema version: another program's database.
+    foreign: bool,
+}
+
+/// How a store is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    /// Created when missing, migrated: commands that write.
+    Create,
+    /// Must exist; migrated when behind and writable: commands that read.
+    Existing,
+    /// Must exist; read-only, nothing changed, not migrated: `doctor`.
+    Inspect,
 }
 
 /// Text-valued enums go in and out of SQLite as their spelling.
@@ -306,15 +321,46 @@ sql_text!(
 impl SqliteStore {
     /// Open (creating if needed) the store at `path` and bring its schema up to date.
     pub fn open(path: &Path) -> anyhow::Result<SqliteStore> {
-        Self::open_inner(path, false).map_err(|e| super::StoreError::from(e).into())
+        Self::open_inner(path, Open::Create)
+            .map(|s| s.expect("a created store is always opened"))
+            .map_err(|e| super::StoreError::from(e).into())
     }
 
-    /// Open an existing store without creating or migrating anything.
-    pub fn open_existing(path: &Path) -> anyhow::Result<SqliteStore> {
-        Self::open_inner(path, true).map_err(|e| super::StoreError::from(e).into())
+    /// Open an existing store, bringing its schema up to date as [`open`]
+    /// does: `None` for an empty file that cannot be initialised here
+    /// (there is nothing in it to read).
+    ///
+    /// [`open`]: SqliteStore::open
+    pub fn open_existing(path: &Path) -> anyhow::Result<Option<SqliteStore>> {
+        Self::open_inner(path, Open::Existing).map_err(|e| super::StoreError::from(e).into())
     }
 
-    fn open_inner(path: &Path, read_only: bool) -> anyhow::Result<SqliteStore> {
+    /// Open an existing store read-only, changing nothing, not even its
+    /// schema (`doctor`): [`found`](SqliteStore::found) says where it is.
+    pub fn inspect(path: &Path) -> anyhow::Result<SqliteStore> {
+        Self::open_inner(path, Open::Inspect)
+            .map(|s| s.expect("an inspected store is always opened"))
+            .map_err(|e| super::StoreError::from(e).into())
+    }
+
+    /// The schema version the store was at when it was opened.
+    pub fn found(&self) -> i64 {
+        self.found
+    }
+
+    /// Whether this process may write the file and its folder (where
+    /// SQLite keeps its journal): what a migration needs. Asked of the
+    /// kernel, so a read-only mount says no even to root.
+    pub fn can_write(&self) -> bool {
+        use rustix::fs::{Access, access};
+        let folder = match self.path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        access(&self.path, Access::WRITE_OK).is_ok() && access(folder, Access::WRITE_OK).is_ok()
+    }
+
+    fn open_inner(path: &Path, how: Open) -> anyhow::Result<Option<SqliteStore>> {
         let context = || format!("could not open session store: {}", path.display());
         if path.is_dir() {
             anyhow::bail!(
@@ -322,23 +368,47 @@ impl SqliteStore {
                 path.display()
             );
         }
-        if read_only {
-            if !path.exists() {
-                anyhow::bail!("no session store at {}", path.display());
-            }
-        } else {
+        if how == Open::Create {
             prepare_file(path)
                 .with_context(|| format!("could not create session store {}", path.display()))?;
+        } else if !path.exists() {
+            anyhow::bail!("no session store at {}", path.display());
         }
-        match Self::connect(path, read_only, false) {
+        let mut store = match Self::connect(path, how == Open::Inspect, false) {
+            Ok(store) => store,
             // A WAL database in a folder we cannot write cannot even be read
-            // normally (SQLite needs its -shm file). For reading, open it as
-            // immutable: the folder is read-only, so nobody is writing it.
-            Err(e) if read_only && is_cant_open(&e) => {
-                Self::connect(path, true, true).with_context(context)
-            }
-            r => r.with_context(context),
+            // normally (SQLite needs its -shm file): it cannot open it on a
+            // read-only mount, and calls it read-only where the folder's
+            // permissions forbid us. For reading, open it as immutable: no
+            // -shm means no connection is open, so nobody is writing it.
+            // A command that writes cannot use it, but when the store is
+            // behind, saying so is the more useful answer.
+            Err(e) if is_read_only(&e) => match Self::connect(path, true, true) {
+                Ok(store) if how != Open::Create || store.found < SCHEMA_VERSION => store,
+                _ => return Err(e.context(context())),
+            },
+            Err(e) => return Err(e.context(context())),
+        };
+        store.check_version().with_context(context)?;
+        if how == Open::Inspect {
+            return Ok(Some(store));
         }
+        let writable = !store.conn.is_readonly("main").with_context(context)?;
+        if store.found < SCHEMA_VERSION && !writable {
+            if store.found == 0 && how == Open::Existing {
+                return Ok(None);
+            }
+            return Err(store.cannot_migrate());
+        }
+        if writable && let Err(e) = store.configure() {
+            // SQLite may find it cannot write only now (a journal it cannot
+            // create beside a writable file).
+            if store.found < SCHEMA_VERSION && is_read_only(&e) {
+                return Err(store.cannot_migrate());
+            }
+            return Err(e.context(context()));
+        }
+        Ok(Some(store))
     }
 
     fn connect(path: &Path, read_only: bool, immutable: bool) -> anyhow::Result<SqliteStore> {
@@ -354,20 +424,16 @@ impl SqliteStore {
             Connection::open_with_flags(path, flags)?
         };
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        let mut store = SqliteStore {
-            conn,
-            path: path.to_owned(),
-        };
-        store.configure(read_only)?;
-        Ok(store)
-    }
-
-    fn configure(&mut self, read_only: bool) -> anyhow::Result<()> {
         // Reading user_version is the first real read: a file that is not a
-        // SQLite database fails here, before anything is written to it.
-        let version: i64 = self
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
+        // SQLite database fails here, before anything is written to it. The
+        // tables are counted in the same statement, so in the same snapshot
+        // as the version: another process may be creating the schema.
+        let (found, tables): (i64, i64) = conn
+            .query_row(
+                "SELECT user_version, (SELECT COUNT(*) FROM sqlite_schema) FROM pragma_user_version",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
             .map_err(|e| {
                 let why = match e.sqlite_error_code() {
                     Some(rusqlite::ErrorCode::NotADatabase) => "not a SQLite database",
@@ -379,15 +445,47 @@ impl SqliteStore {
                 };
                 anyhow::Error::new(e).context(why)
             })?;
-        if version > SCHEMA_VERSION {
+        conn.pragma_update(None, "foreign_keys", true)?;
+        Ok(SqliteStore {
+            conn,
+            path: path.to_owned(),
+            found,
+            // Our migrations set the version in the transaction that
+            // creates the tables: tables at version 0 are not ours.
+            foreign: found == 0 && tables > 0,
+        })
+    }
+
+    /// Refuse a store this build cannot read: one a newer build wrote (a
+    /// fleet mid-upgrade), or another program's database. Nothing has
+    /// been written when this says no.
+    fn check_version(&self) -> anyhow::Result<()> {
+        if self.found > SCHEMA_VERSION {
             anyhow::bail!(
-                "the store has schema version {version}, newer than this program's {SCHEMA_VERSION}: upgrade duduclaw-session"
+                "the store has schema version {}, newer than this program's {SCHEMA_VERSION}: upgrade duduclaw-session",
+                self.found
             );
         }
-        self.conn.pragma_update(None, "foreign_keys", true)?;
-        if read_only {
-            return Ok(());
+        if self.foreign {
+            anyhow::bail!(
+                "it is a SQLite database of another program (it has tables, none of ours): give --db another path"
+            );
         }
+        Ok(())
+    }
+
+    /// The store is behind this build and cannot be written here.
+    pub(super) fn cannot_migrate(&self) -> anyhow::Error {
+        super::cannot_migrate(
+            &self.path.display().to_string(),
+            self.found,
+            "the file, its folder or its mount is read-only",
+            "run `duduclaw-session store migrate` once as a user who can write it",
+        )
+    }
+
+    /// The settings of a connection that writes, and the migrations.
+    fn configure(&mut self) -> anyhow::Result<()> {
         self.use_wal()?;
         // NORMAL is durable across process crashes in WAL mode; only a power
         // loss can drop the last commits, which is the trade SQLite documents.
@@ -395,7 +493,7 @@ impl SqliteStore {
         // Deleted content is overwritten, not left in free pages: what a
         // person has us forget must not be readable from the file later.
         self.conn.pragma_update(None, "secure_delete", true)?;
-        self.migrate(version)
+        self.migrate()
     }
 
     /// Switch the file to WAL. A store that is already WAL costs one no-op
@@ -426,8 +524,8 @@ impl SqliteStore {
         Ok(())
     }
 
-    fn migrate(&mut self, from: i64) -> anyhow::Result<()> {
-        if from == SCHEMA_VERSION {
+    fn migrate(&mut self) -> anyhow::Result<()> {
+        if self.found == SCHEMA_VERSION {
             return Ok(());
         }
         let tx = self
@@ -862,6 +960,15 @@ impl Store for SqliteStore {
         )?)
     }
 
+    fn pins_before_gate(&self) -> Result<i64> {
+        let sql = if self.schema_version()? < super::sql::PIN_REVISIONS_SCHEMA {
+            super::sql::PINS_BEFORE_REVISIONS
+        } else {
+            super::sql::PINS_BEFORE_GATE
+        };
+        Ok(self.conn.query_row(sql, [], |r| r.get(0))?)
+    }
+
     fn try_lock_session(&self, session_id: &str, create: bool) -> Result<Option<SessionLock>> {
         let path = lock::lock_dir(&self.path).join(format!("{session_id}.lock"));
         Ok(lock::try_lock(&path, create)?.map(SessionLock::new))
@@ -872,11 +979,22 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
 }
 
-fn is_cant_open(e: &anyhow::Error) -> bool {
+/// A failure to write because the file, its folder or its mount is read-only.
+fn is_read_only(e: &anyhow::Error) -> bool {
+    has_code(
+        e,
+        &[
+            rusqlite::ErrorCode::ReadOnly,
+            rusqlite::ErrorCode::CannotOpen,
+        ],
+    )
+}
+
+fn has_code(e: &anyhow::Error, codes: &[rusqlite::ErrorCode]) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<rusqlite::Error>()
             .and_then(rusqlite::Error::sqlite_error_code)
-            .is_some_and(|code| code == rusqlite::ErrorCode::CannotOpen)
+            .is_some_and(|code| codes.contains(&code))
     })
 }
 
