@@ -83,8 +83,10 @@ pub fn is_side(r: &Recorded) -> bool {
 }
 
 /// `program` in a clean environment, as a user's shell would give it:
-/// HOME, PATH, a temp folder, the stand-in at `base_url` as the API, no
-/// inherited `DUDUCLAW_*` or `CLAUDE*` variables, run in `cwd`.
+/// HOME, PATH, SHELL, a temp folder, the stand-in at `base_url` as the API,
+/// no inherited `DUDUCLAW_*` or `CLAUDE*` variables, run in `cwd`. SHELL is
+/// set because Claude Code names the shell in every request and, without
+/// it, picks one of those installed, which changes when zsh is installed.
 pub fn clean_command(
     program: &Path,
     home: &Path,
@@ -99,6 +101,7 @@ pub fn clean_command(
             std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
         )
         .env("HOME", home)
+        .env("SHELL", "/bin/bash")
         .env("TMPDIR", tmp)
         .env("ANTHROPIC_BASE_URL", base_url)
         .env("ANTHROPIC_API_KEY", "x")
