@@ -33,7 +33,6 @@ pub struct Conversation {
 
 /// Where the ratio (ours / bare claude) must fall: issue 30's targets, and
 /// the control's tolerance.
-#[derive(Clone)]
 pub struct Target {
     pub within: std::ops::RangeInclusive<f64>,
     pub label: &'static str,
