@@ -26,7 +26,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -34,11 +34,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use duduclaw_session::memory::clarify::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM};
-use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
 use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
 use duduclaw_session::text::estimate_tokens;
 use standin::{PromptCache, Recorded, Reply, StandIn, common_prefix_len};
 use tempfile::TempDir;
+
+use common::drive::{
+    Timed, claude_missing, clean_command, find_bin, find_claude, is_side, machine, timed,
+};
 
 const PIN_ANSWER: &str =
     "Migrate the React app from CRA to Vite; keep the tests passing; do not touch the auth flow";
@@ -67,28 +70,6 @@ fn clarification(input: &str, n: u64) -> String {
 const FACTS_BIG: usize = 100_000;
 const FACTS_SMALL: usize = 1_000;
 
-/// A side call: one of our prompts, or (for an earlier build, whose prompts
-/// differ) a request with no tools and a system prompt that is not Claude
-/// Code's own, which is what every side call sends.
-fn is_side(r: &Recorded) -> bool {
-    let s = r.system_text();
-    let ours = [
-        PIN_SYSTEM,
-        FACTS_SYSTEM,
-        SUMMARY_SYSTEM,
-        CLARIFY_SYSTEM,
-        CONSOLIDATE_SYSTEM,
-    ]
-    .iter()
-    .any(|p| s.contains(p));
-    let no_tools = r
-        .body
-        .get("tools")
-        .and_then(|t| t.as_array())
-        .is_none_or(|t| t.is_empty());
-    ours || (no_tools && !s.contains("Claude Code"))
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if !args.iter().any(|a| a == "--bench") {
@@ -96,13 +77,7 @@ fn main() {
         return;
     }
     let Some(claude) = find_claude() else {
-        println!(
-            "e2e: the pinned Claude Code is not installed (looked at $DUDUCLAW_TEST_CLAUDE and \
-             .tools/claude/node_modules/.bin/claude).\n\
-             Install it with `scripts/test.sh` (npm install --prefix .tools/claude \
-             @anthropic-ai/claude-code@2.1.328), or point DUDUCLAW_TEST_CLAUDE at a claude \
-             binary, then run `cargo bench --bench e2e` again. Skipping."
-        );
+        println!("{}", claude_missing("e2e"));
         return;
     };
     let bin = find_bin(&args);
@@ -201,57 +176,6 @@ fn row(measure: &str, ours: String, base: String, ratio: String, target: &str, m
     }
 }
 
-fn find_claude() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("DUDUCLAW_TEST_CLAUDE") {
-        return Some(PathBuf::from(p)).filter(|p| p.exists());
-    }
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/claude/node_modules/.bin/claude");
-    p.exists().then_some(p)
-}
-
-/// `--bin PATH`, else `$DUDUCLAW_BIN`, else the binary cargo built for this bench.
-fn find_bin(args: &[String]) -> PathBuf {
-    if let Some(i) = args.iter().position(|a| a == "--bin")
-        && let Some(p) = args.get(i + 1)
-    {
-        return PathBuf::from(p);
-    }
-    if let Some(p) = std::env::var_os("DUDUCLAW_BIN") {
-        return PathBuf::from(p);
-    }
-    PathBuf::from(env!("CARGO_BIN_EXE_duduclaw-session"))
-}
-
-fn machine() -> String {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name"))
-        .map(|l| l.trim_start_matches([' ', '\t', ':']).trim().to_string())
-        .unwrap_or_else(|| "unknown CPU".into());
-    let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let mem = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())
-        })
-        .map_or_else(String::new, |kb| format!(", {} GiB RAM", kb / 1024 / 1024));
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!(
-        "{nproc} CPUs (nproc), {model}{mem}, Linux {}",
-        kernel.trim()
-    )
-}
-
-/// One process run: when its first line reached stdout, when it exited.
-struct Timed {
-    first_line: Duration,
-    total: Duration,
-    stdout: String,
-}
-
 struct Bench {
     claude: PathBuf,
     bin: PathBuf,
@@ -330,20 +254,13 @@ impl Bench {
     /// A clean environment, as a user's shell would give: HOME, PATH, the
     /// stand-in as the API.
     fn command(&self, program: &Path) -> Command {
-        let mut c = Command::new(program);
-        c.env_clear()
-            .env(
-                "PATH",
-                std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
-            )
-            .env("HOME", &self.home)
-            .env("TMPDIR", self.dir.path())
-            .env("ANTHROPIC_BASE_URL", self.standin.base_url())
-            .env("ANTHROPIC_API_KEY", "x")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .current_dir(&self.work);
-        c
+        clean_command(
+            program,
+            &self.home,
+            self.dir.path(),
+            &self.standin.base_url(),
+            &self.work,
+        )
     }
 
     fn ours(&self) -> Command {
@@ -449,47 +366,6 @@ impl Bench {
 
     fn count(&self) -> usize {
         self.standin.requests().len()
-    }
-}
-
-/// Runs `c` with `stdin`, timing the first stdout line and the exit; panics
-/// (with its stderr) if it fails.
-fn timed(c: &mut Command, stdin: &str) -> Timed {
-    let start = Instant::now();
-    let mut child = c
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {c:?}: {e}"));
-    let mut stdin_pipe = child.stdin.take().unwrap();
-    let input = stdin.to_string();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin_pipe.write_all(input.as_bytes());
-    });
-    let mut err_pipe = child.stderr.take().unwrap();
-    let errors = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err_pipe.read_to_string(&mut s);
-        s
-    });
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut stdout = String::new();
-    out.read_line(&mut stdout).unwrap();
-    let first_line = start.elapsed();
-    out.read_to_string(&mut stdout).unwrap();
-    let status = child.wait().unwrap();
-    let total = start.elapsed();
-    writer.join().unwrap();
-    let stderr = errors.join().unwrap();
-    assert!(
-        status.success(),
-        "{c:?} failed ({status}):\nstdout: {stdout}\nstderr: {stderr}"
-    );
-    Timed {
-        first_line,
-        total,
-        stdout,
     }
 }
 

@@ -3,6 +3,8 @@
 //! lists with a seeded PRNG, so every run and every machine gets the same set.
 #![allow(dead_code)]
 
+pub mod drive;
+
 use std::collections::HashSet;
 
 use duduclaw_session::text::terms::normalize;
