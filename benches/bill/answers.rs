@@ -8,6 +8,7 @@
 use duduclaw_session::memory::clarify::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM};
 use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
 use duduclaw_session::memory::jobs::{ENRICH_SYSTEM, FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::memory::review::MEMORY_SYSTEM;
 use serde_json::json;
 use standin::{Recorded, Usage};
 
@@ -23,9 +24,13 @@ pub enum Asked {
     Clarify,
     /// Rewrite a full pin and its clarifications.
     Consolidate,
-    /// Extract facts (and judge the reply): the facts call, or a batched
-    /// memory call that asks for facts among other things.
+    /// Extract facts (and judge the reply): the facts call of releases
+    /// before the memory call.
     Facts,
+    /// The memory call: numbered exchanges, each answered under `## n`
+    /// with facts, corrections, a clarification where it was asked, and a
+    /// drift verdict.
+    Memory,
     /// Summarize the older turns of a long session.
     Summary,
     /// Write search keywords for stored facts.
@@ -43,7 +48,9 @@ impl Asked {
     /// and a batched memory call may mention everything.
     pub fn of(r: &Recorded) -> Asked {
         let s = r.system_tail().to_lowercase();
-        if s.contains("id: fact") {
+        if s.contains("<exchange") {
+            Asked::Memory
+        } else if s.contains("id: fact") {
             Asked::Keywords
         } else if s.contains("fact |") {
             Asked::Facts
@@ -67,6 +74,7 @@ impl Asked {
         for (system, expected) in [
             (PIN_SYSTEM, Asked::Pin),
             (FACTS_SYSTEM, Asked::Facts),
+            (MEMORY_SYSTEM, Asked::Memory),
             (CLARIFY_SYSTEM, Asked::Clarify),
             (CONSOLIDATE_SYSTEM, Asked::Consolidate),
             (SUMMARY_SYSTEM, Asked::Summary),
@@ -97,6 +105,7 @@ impl Asked {
             Asked::Clarify => "clarify",
             Asked::Consolidate => "consolidate",
             Asked::Facts => "facts",
+            Asked::Memory => "memory",
             Asked::Summary => "summary",
             Asked::Keywords => "keywords",
             Asked::Other => "other",
@@ -115,7 +124,11 @@ pub fn answer(conv: &Conversation, turn: usize, r: &Recorded) -> String {
     let input = r.last_user_text();
     let text = match Asked::of(r) {
         Asked::Pin => pin(&input),
-        Asked::Clarify => clarification(&input),
+        Asked::Clarify => {
+            let block = |tag: &str| blocks(&input, tag).into_iter().next().unwrap_or_default();
+            clarification(&block("assistant_asked"), &block("user_answered"))
+        }
+        Asked::Memory => memory(&input),
         Asked::Consolidate => consolidated(&input),
         Asked::Facts => facts(&r.system_tail().to_lowercase(), &input),
         Asked::Summary => summary(&input),
@@ -153,11 +166,9 @@ fn pin(message: &str) -> String {
 /// constraint of at most 140 characters: what a model writes when it
 /// condenses an answer so it reads on its own ("keep build/ as the output
 /// folder", not "Yes, keep it").
-fn clarification(input: &str) -> String {
-    let block = |tag: &str| blocks(input, tag).into_iter().next().unwrap_or_default();
-    let (asked, answered) = (block("assistant_asked"), block("user_answered"));
-    let question = sentences(&asked).last().copied().unwrap_or_default();
-    let answer = sentences(&answered).first().copied().unwrap_or_default();
+fn clarification(asked: &str, answered: &str) -> String {
+    let question = sentences(asked).last().copied().unwrap_or_default();
+    let answer = sentences(answered).first().copied().unwrap_or_default();
     let answer = answer
         .strip_prefix("Yes, ")
         .or_else(|| answer.strip_prefix("No, "))
@@ -222,6 +233,40 @@ fn facts(system: &str, input: &str) -> String {
         }
     }
     lines.join("\n")
+}
+
+/// The memory call's answer: under `## n` for each exchange, the facts its
+/// message states (as [`facts`] finds them, at most four in the call), a
+/// clarification where the exchange shows what the assistant asked, and a
+/// drift verdict when a task is given.
+fn memory(input: &str) -> String {
+    let judged = !blocks(input, "task").is_empty();
+    let mut budget = 4;
+    let mut out = Vec::new();
+    for exchange in blocks(input, "exchange") {
+        let n = out.len() + 1;
+        let mut lines: Vec<String> = Vec::new();
+        for user in blocks(&exchange, "user") {
+            for s in sentences(&user).into_iter().filter(|s| lasting(s)) {
+                if budget == 0 {
+                    break;
+                }
+                budget -= 1;
+                lines.push(format!("- {} | {}", cut(s, 100), keywords(s).join(", ")));
+            }
+            if let Some(asked) = blocks(&exchange, "asked").into_iter().next() {
+                let line = clarification(&asked, &user);
+                if !line.is_empty() {
+                    lines.push(format!("CLARIFY: {line}"));
+                }
+            }
+        }
+        if judged {
+            lines.push("DRIFT: none | the reply keeps to the pinned task".into());
+        }
+        out.push(format!("## {n}\n{}", lines.join("\n")));
+    }
+    out.join("\n")
 }
 
 /// Whether a sentence states something lasting: the person speaks of
