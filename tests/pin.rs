@@ -168,8 +168,8 @@ fn requests_main(s: &StandIn) -> Vec<Recorded> {
         .collect()
 }
 
-/// The constraint the clarify call condenses from answer `n`: long enough
-/// that fifteen of them cannot all fit in 1,000 characters.
+/// The constraint the memory call condenses from answer `n`: long enough
+/// that fifteen of them cannot all fit in the pin.
 fn constraint(n: usize) -> String {
     format!(
         "widget-{n} must keep its current keyboard shortcuts and layout on every supported browser"
@@ -270,7 +270,11 @@ fn fifteen_clarifications_fit_in_the_pin_by_consolidation_and_keep_the_first() {
         assert!(p.chars().count() <= 1000, "{p}");
     }
     let before = revs[consolidated - 1]["pin"].as_str().unwrap();
-    assert!(before.chars().count() + constraint(9).len() + 5 > 1000);
+    assert!(
+        before.chars().count() + constraint(9).len() + 5
+            > duduclaw_session::memory::pin::CLARIFIED_MAX,
+        "consolidated only when the next clarification would not fit: {before}"
+    );
     // Nothing was dropped: each clarification is in the pin, or in the
     // consolidation that followed it.
     assert_eq!(

@@ -126,10 +126,18 @@ pub fn answer(conv: &Conversation, turn: usize, r: &Recorded) -> String {
         Asked::Pin => pin(&input),
         Asked::Clarify => {
             let block = |tag: &str| blocks(&input, tag).into_iter().next().unwrap_or_default();
-            clarification(&block("assistant_asked"), &block("user_answered"))
+            let max = length_asked(&r.system_tail(), "clarif").unwrap_or(140);
+            clarification(&block("assistant_asked"), &block("user_answered"), max)
         }
-        Asked::Memory => memory(&input),
-        Asked::Consolidate => consolidated(&input),
+        Asked::Memory => memory(
+            &input,
+            &r.system_tail(),
+            length_asked(&r.system_tail(), "clarif").unwrap_or(140),
+        ),
+        Asked::Consolidate => consolidated(
+            &input,
+            length_asked(&r.system_tail(), "rewrite").unwrap_or(700),
+        ),
         Asked::Facts => facts(&r.system_tail().to_lowercase(), &input),
         Asked::Summary => summary(&input),
         Asked::Keywords => keywords_for_ids(&input),
@@ -162,11 +170,25 @@ fn pin(message: &str) -> String {
     out
 }
 
+/// The length a side call asks for ("at most N characters", the first
+/// after `topic` in its prompt): a model keeps to the length it is given.
+fn length_asked(system: &str, topic: &str) -> Option<usize> {
+    let s = system.to_lowercase();
+    let from = s.find(topic).unwrap_or(0);
+    s[from..].split("at most ").skip(1).find_map(|rest| {
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        rest[digits.len()..]
+            .starts_with(" characters")
+            .then(|| digits.parse().ok())
+            .flatten()
+    })
+}
+
 /// The answer's first sentence with the question it answers, as a
-/// constraint of at most 140 characters: what a model writes when it
+/// constraint of at most `max` characters: what a model writes when it
 /// condenses an answer so it reads on its own ("keep build/ as the output
 /// folder", not "Yes, keep it").
-fn clarification(asked: &str, answered: &str) -> String {
+fn clarification(asked: &str, answered: &str, max: usize) -> String {
     let question = sentences(asked).last().copied().unwrap_or_default();
     let answer = sentences(answered).first().copied().unwrap_or_default();
     let answer = answer
@@ -176,12 +198,12 @@ fn clarification(asked: &str, answered: &str) -> String {
     if answer.is_empty() {
         return String::new();
     }
-    cut(&format!("{answer} (asked: {question})"), 140)
+    cut(&format!("{answer} (asked: {question})"), max)
 }
 
 /// The task lines, then as many of the newest clarifications as fit in
-/// 650 characters, unmarked, in their order.
-fn consolidated(input: &str) -> String {
+/// 50 characters under the length asked, unmarked, in their order.
+fn consolidated(input: &str, max: usize) -> String {
     let pinned = blocks(input, "pinned_task")
         .into_iter()
         .next()
@@ -196,7 +218,7 @@ fn consolidated(input: &str) -> String {
     for line in added.iter().rev() {
         let line = line.trim_start_matches("[+]").trim();
         size += line.chars().count() + 1;
-        if size > 650 {
+        if size > max.saturating_sub(50) {
             break;
         }
         kept.push(line);
@@ -239,8 +261,9 @@ fn facts(system: &str, input: &str) -> String {
 /// message states (as [`facts`] finds them, at most four in the call), a
 /// clarification where the exchange shows what the assistant asked, and a
 /// drift verdict when a task is given.
-fn memory(input: &str) -> String {
+fn memory(input: &str, system: &str, clarification_max: usize) -> String {
     let judged = !blocks(input, "task").is_empty();
+    let reason_with_none = system.to_lowercase().contains("none|minor|major");
     let mut budget = 4;
     let mut out = Vec::new();
     for exchange in blocks(input, "exchange") {
@@ -255,14 +278,19 @@ fn memory(input: &str) -> String {
                 lines.push(format!("- {} | {}", cut(s, 100), keywords(s).join(", ")));
             }
             if let Some(asked) = blocks(&exchange, "asked").into_iter().next() {
-                let line = clarification(&asked, &user);
+                let line = clarification(&asked, &user, clarification_max);
                 if !line.is_empty() {
                     lines.push(format!("CLARIFY: {line}"));
                 }
             }
         }
         if judged {
-            lines.push("DRIFT: none | the reply keeps to the pinned task".into());
+            // The reason only where the prompt asks for one with "none".
+            lines.push(if reason_with_none {
+                "DRIFT: none | the reply keeps to the pinned task".into()
+            } else {
+                "DRIFT: none".into()
+            });
         }
         out.push(format!("## {n}\n{}", lines.join("\n")));
     }

@@ -17,11 +17,11 @@ use crate::text;
 // Short on purpose: with Claude Code's envelope a clarify call costs about
 // two thirds of a facts call, and one can follow every answered question.
 pub const CLARIFY_SYSTEM: &str = "Decide whether the user's answer to the assistant's question clarifies the pinned \
-task from now on (a constraint, choice, preference or scope). If so, reply with one line (at most 160 characters, the \
+task from now on (a constraint, choice, preference or scope). If so, reply with one line (at most 100 characters, the \
 user's language) stating it as a constraint on the task, e.g.: keep service worker behaviour identical. Else reply NONE.";
 
 pub const CONSOLIDATE_SYSTEM: &str = "Rewrite this pinned task and its clarifications (the [+] lines) into one pinned task \
-of at most 700 characters, in the user's language: keep the goal and every constraint that still holds; when a later line \
+of at most 450 characters, in the user's language: keep the goal and every constraint that still holds; when a later line \
 contradicts an earlier one, keep the later. Short plain lines, no preamble, no [+] marks.";
 
 /// The question sent to the side call: the reply's last characters.
@@ -31,7 +31,7 @@ pub const QUESTION_MAX: usize = 300;
 /// its own, and every clarify call pays for what it sends.
 const QUESTION_ALONE_TOKENS: usize = 10;
 /// A condensed clarification is at most this long.
-pub const LINE_MAX: usize = 160;
+pub const LINE_MAX: usize = 100;
 /// A message longer than this (in estimated tokens, about 400 Latin or 150
 /// CJK characters) is a paste, not an answer.
 pub const ANSWER_MAX_TOKENS: usize = 100;
@@ -432,13 +432,16 @@ pub fn clarify_input(pin: Option<&str>, question: &str, answer: &str) -> String 
     )
 }
 
-/// The consolidation call's input: the pin with the line that did not fit.
+/// The consolidation call's input: the pin with the lines that did not fit
+/// (one per line of `add`).
 pub fn consolidate_input(pin: Option<&str>, add: &str) -> String {
     let mut full = pin.unwrap_or("").trim().to_string();
-    if !full.is_empty() {
-        full.push('\n');
+    for line in add.lines().filter(|l| !l.trim().is_empty()) {
+        if !full.is_empty() {
+            full.push('\n');
+        }
+        full.push_str(&pin::clarification_line(line));
     }
-    full.push_str(&pin::clarification_line(add));
     format!("<pinned_task>\n{}\n</pinned_task>", text::escape_xml(&full))
 }
 

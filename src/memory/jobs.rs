@@ -94,7 +94,8 @@ impl NewJob {
         }
     }
 
-    /// Rewrite the pin with a clarification that did not fit.
+    /// Rewrite the pin with the clarifications that did not fit (one per
+    /// line of `add`).
     pub fn consolidate(add: &str, model: &str) -> NewJob {
         NewJob {
             kind: JobKind::Consolidate,
@@ -702,6 +703,9 @@ fn apply_memory(store: &mut dyn Store, job: &Job, answer: &str) -> Result<Applie
     let model = job.input["model"].as_str().unwrap_or("haiku");
     let (mut added, mut corrections, mut clarified, mut drifted) = (0, 0, 0, 0);
     let mut events = Vec::new();
+    // Clarifications the pin has no room for, in turn order: once one does
+    // not fit, the later ones wait with it for one consolidation.
+    let mut overflow: Vec<(i64, &str)> = Vec::new();
     for e in &covered {
         let Some(s) = said.get(&e.n) else { continue };
         let new: Vec<NewFact> = s
@@ -730,10 +734,16 @@ fn apply_memory(store: &mut dyn Store, job: &Job, answer: &str) -> Result<Applie
                 (None, _) => {}
             }
         }
-        if let (Some(line), Some(sid)) = (&s.clarify, session_id)
-            && clarify_pin(store, job, sid, e.turn, line, model)?
-        {
-            clarified += 1;
+        if let (Some(line), Some(sid)) = (&s.clarify, session_id) {
+            if !overflow.is_empty() {
+                overflow.push((e.turn, line));
+            } else {
+                match clarify_pin(store, sid, e.turn, line)? {
+                    Appended::Done(_) => clarified += 1,
+                    Appended::Held => {}
+                    Appended::Full => overflow.push((e.turn, line)),
+                }
+            }
         }
         if let Some((level, reason)) = &s.drift
             && judged
@@ -757,45 +767,30 @@ fn apply_memory(store: &mut dyn Store, job: &Job, answer: &str) -> Result<Applie
             });
         }
     }
+    if let (Some(&(turn, _)), Some(sid)) = (overflow.first(), session_id) {
+        let lines: Vec<&str> = overflow.iter().map(|(_, l)| *l).collect();
+        let next = NewJob::consolidate(&lines.join("\n"), model);
+        store.enqueue_job(next.kind, &job.agent, Some(sid), Some(turn), &next.input)?;
+    }
     Ok(Applied {
         note: format!(
-            "{} exchanges: {added} new facts, {corrections} corrections, {clarified} clarifications, {drifted} drifted replies",
-            covered.len()
+            "{} exchanges: {added} new facts, {corrections} corrections, {clarified} clarifications ({} left to a consolidation), {drifted} drifted replies",
+            covered.len(),
+            overflow.len()
         ),
         events,
     })
 }
 
 /// Append a memory call's clarification to the pin, as a clarify call's
-/// is; whether the pin took it (a full pin queues a consolidation).
-fn clarify_pin(
-    store: &mut dyn Store,
-    job: &Job,
-    session_id: &str,
-    turn: i64,
-    line: &str,
-    model: &str,
-) -> Result<bool> {
+/// is, recorded against the turn it came from.
+fn clarify_pin(store: &mut dyn Store, session_id: &str, turn: i64, line: &str) -> Result<Appended> {
     let mut slot = StoredPin {
         store,
         session_id,
         change: PinChange::from_turn(PinSource::Clarified, Some(turn)),
     };
-    match append_with_retries(&mut slot, line)? {
-        Appended::Done(_) => Ok(true),
-        Appended::Held => Ok(false),
-        Appended::Full => {
-            let next = NewJob::consolidate(line, model);
-            store.enqueue_job(
-                next.kind,
-                &job.agent,
-                Some(session_id),
-                Some(turn),
-                &next.input,
-            )?;
-            Ok(false)
-        }
-    }
+    append_with_retries(&mut slot, line)
 }
 
 fn apply_other(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String> {
@@ -906,7 +901,7 @@ fn append_with_retries(slot: &mut impl PinSlot, line: &str) -> Result<Appended> 
             return Ok(Appended::Held);
         }
         let new = pin::appended(current.as_deref(), line);
-        if pin::chars(&new) > pin::PIN_CAP {
+        if pin::chars(&new) > pin::CLARIFIED_MAX {
             return Ok(Appended::Full);
         }
         if slot.swap(current.as_deref(), &new)? {

@@ -7,10 +7,16 @@
 
 /// The pin never grows past this many characters (Unicode scalar values).
 pub const PIN_CAP: usize = 1000;
+/// A clarification a side call condensed is appended while the pin stays
+/// within this; past it the pin is consolidated. Lower than the cap
+/// because the pin rides in the recap of every message: each of its
+/// characters is written once per turn and read on every later one. A
+/// hand append (`pin append`) may fill the pin to [`PIN_CAP`].
+pub const CLARIFIED_MAX: usize = 700;
 /// An extracted pin longer than this is rejected: it is not a condensed task.
 pub const EXTRACTED_MAX: usize = 700;
 /// A consolidated pin is at most this long, leaving room for new lines.
-pub const CONSOLIDATED_MAX: usize = 700;
+pub const CONSOLIDATED_MAX: usize = 450;
 const MARK: &str = "[+] ";
 
 pub fn chars(s: &str) -> usize {

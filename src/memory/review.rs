@@ -23,28 +23,27 @@ use crate::store::{Role, Session, Store, Turn, TurnStatus};
 use crate::text;
 
 // Short on purpose, like every side call's: its words are paid on every call.
-pub const MEMORY_SYSTEM: &str = "Below are the latest exchanges of a conversation, each an <exchange n> with the user's \
-message and the assistant's reply, and the pinned <task> if any. For each exchange that yields something, write a line \
-## n, then: - FACT | keywords: at most 3 durable facts about the user, their project or preferences. FACT: one short \
-line in the user's language. keywords: 15 to 25 comma-separated search terms: synonyms, broader terms, tasks and \
-situations where it matters (a cat: pets, vet visits, travel), three short questions a person might then type; key terms \
-in English and Chinese (Traditional if the user writes it). Example: - Uses pnpm, never npm i | package manager, \
-install, lockfile, how do I add a library, 套件管理, 安裝套件. Skip small talk, one-offs, unconfirmed suggestions, \
-secrets. User corrections, stated preferences: CORRECTION: what to do instead | keywords. Only where an exchange has \
-<asked> and the user's answer clarifies the task from now on (a constraint, choice, preference or scope): CLARIFY: one \
-line of at most 160 characters stating it as a constraint on the task. With a <task>, for every exchange: DRIFT: \
-none|minor|major | reason, whether the reply departs from the task. Nothing at all: NONE.";
+pub const MEMORY_SYSTEM: &str = "Below: a conversation's latest exchanges (<exchange n>: the user's message, the \
+assistant's reply) and its pinned <task>, if any. For each exchange that yields something, a line ## n, then: \
+- FACT | keywords: at most 3 durable facts about the user, their project or preferences; FACT one short line in the \
+user's language; keywords 15 to 25 comma-separated search terms: synonyms, broader terms, situations where it matters \
+(a cat: pets, vet visits, travel), three short questions a person might type, key terms in English and Chinese \
+(Traditional if the user writes it). E.g. - Uses pnpm, never npm i | package manager, install, lockfile, how do I add \
+a library, 套件管理, 安裝套件. Skip small talk, one-offs, unconfirmed suggestions, secrets. Corrections, stated \
+preferences: CORRECTION: what to do instead | keywords. Where <asked> shows and the answer settles the task from now \
+on (a constraint, choice or scope): CLARIFY: it as one constraint, at most 100 characters. With a <task>, judge every \
+reply against it: DRIFT: none, or DRIFT: minor|major | reason. Nothing at all: NONE.";
 
 /// By default the call runs once this many substantive exchanges wait.
-pub const DEFAULT_EVERY: usize = 4;
+pub const DEFAULT_EVERY: usize = 6;
 /// At most this many exchanges, the newest, go in one call: a session that
 /// ran without extraction (`--no-extract`) is not judged backwards.
 pub const MAX_EXCHANGES: usize = 12;
 /// A message is cut (in the middle) past this many characters; a reply
 /// past [`REPLY_MAX_CHARS`]: facts come mostly from what people say, and a
 /// drift verdict needs the reply's gist, not all of it.
-const MESSAGE_MAX_CHARS: usize = 4_000;
-const REPLY_MAX_CHARS: usize = 2_000;
+const MESSAGE_MAX_CHARS: usize = 2_000;
+const REPLY_MAX_CHARS: usize = 600;
 
 /// Why a memory call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -75,7 +75,8 @@ fn push_facts(out: &mut String, facts: &[String]) {
     if facts.is_empty() {
         return;
     }
-    out.push_str("<key_facts source=\"memory\">\nDurable facts about the user and their project, remembered from earlier conversations (may be outdated):\n");
+    // Short: the block rides in the conversation from then on.
+    out.push_str("<key_facts source=\"memory\">\nRemembered about the user and their project (may be outdated):\n");
     for f in facts {
         out.push_str("- ");
         out.push_str(&escape_xml(f.trim()));
