@@ -17,9 +17,9 @@ fn model(r: &Recorded) -> Reply {
 
 /// No claude at all, a key and the stand-in's URL.
 fn env_without_claude(s: &StandIn) -> Env {
-    let mut env = Env::fake("");
-    env.claude = env.dir.path().join("nowhere/claude");
-    env.env("ANTHROPIC_API_KEY", "sk-test")
+    Env::fake("")
+        .without_claude()
+        .env("ANTHROPIC_API_KEY", "sk-test")
         .env("ANTHROPIC_BASE_URL", &s.base_url())
 }
 

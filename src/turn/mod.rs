@@ -466,7 +466,12 @@ async fn attempt_until_answered(
             }
             Err(e) => e,
         };
-        let api = settings.route.api();
+        // A claude the user named (--claude) that cannot be run is the
+        // error, never a reason to go elsewhere.
+        let api = settings
+            .route
+            .api()
+            .filter(|_| settings.claude.is_none() || err.problem != Problem::Missing);
         match recovery::next(attempt.step(), err.problem, err.emitted_text, api.is_some()) {
             Next::ResumeInstead => {
                 tracing::info!(
