@@ -182,7 +182,7 @@ exit 1"#,
     assert_ok(&out);
     assert_eq!(stdout(&out), "api says: hello there\n");
     assert!(
-        stderr(&out).contains("using the Messages API directly"),
+        stderr(&out).contains("; answered on the Messages API directly"),
         "{}",
         stderr(&out)
     );
