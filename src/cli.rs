@@ -693,10 +693,12 @@ fn parse_duration(s: &str, what: &str, max: Duration) -> Result<Duration, String
         })?,
     };
     if d < Duration::from_secs(1) || d > max {
-        return Err(format!(
-            "{what} must be between 1s and {}",
-            humantime::format_duration(max)
-        ));
+        // In hours, as the help says it ("at most 24h"), not humantime's "1day".
+        let max = match max.as_secs() {
+            secs if secs % 3600 == 0 => format!("{}h", secs / 3600),
+            _ => humantime::format_duration(max).to_string(),
+        };
+        return Err(format!("{what} must be between 1s and {max}"));
     }
     Ok(d)
 }
@@ -772,8 +774,8 @@ fn check_dash_messages(args: &[OsString]) -> Result<(), clap::Error> {
             && a != "-h"
             && !a[1..].chars().all(|c| c == 'v');
         if dash_text {
-            let mut c = Cli::command();
-            return Err(c.error(
+            return Err(subcommand_error(
+                &[sub.as_ref()],
                 clap::error::ErrorKind::UnknownArgument,
                 format!(
                     "{a:?} starts with '-': to send it as the message put it after '--' \
@@ -783,6 +785,46 @@ fn check_dash_messages(args: &[OsString]) -> Result<(), clap::Error> {
         }
     }
     Ok(())
+}
+
+/// An error shown with the usage of the subcommand at `path` (`["pin",
+/// "show"]`), as clap shows a mistake in that subcommand's own options.
+fn subcommand_error(
+    path: &[&str],
+    kind: clap::error::ErrorKind,
+    message: impl std::fmt::Display,
+) -> clap::Error {
+    fn at<'a>(cmd: &'a mut clap::Command, path: &[&str]) -> &'a mut clap::Command {
+        match path.split_first() {
+            Some((name, rest)) if cmd.find_subcommand(name).is_some() => at(
+                cmd.find_subcommand_mut(name).expect("found just above"),
+                rest,
+            ),
+            _ => cmd,
+        }
+    }
+    let mut cmd = Cli::command();
+    cmd.build();
+    at(&mut cmd, path).error(kind, message)
+}
+
+/// A usage error found after `args` parsed (a required value given empty),
+/// shown with the usage of the subcommand they name.
+pub fn usage_error(args: &[OsString], message: &str) -> clap::Error {
+    let mut path = Vec::new();
+    if let Ok(matches) = Cli::command().try_get_matches_from(args) {
+        let mut at = &matches;
+        while let Some((name, sub)) = at.subcommand() {
+            path.push(name.to_string());
+            at = sub;
+        }
+    }
+    let path: Vec<&str> = path.iter().map(String::as_str).collect();
+    subcommand_error(
+        &path,
+        clap::error::ErrorKind::MissingRequiredArgument,
+        message,
+    )
 }
 
 /// The program's name, as installed and as the completions name it.
@@ -912,6 +954,15 @@ mod tests {
         assert!(parse_timeout("25h").is_err());
         assert!(parse_timeout("banana").unwrap_err().contains("e.g. 90s"));
         assert!(parse_side_timeout("2h").is_err());
+        // The bounds as the help gives them.
+        assert_eq!(
+            parse_timeout("0").unwrap_err(),
+            "timeout must be between 1s and 24h"
+        );
+        assert_eq!(
+            parse_side_timeout("0").unwrap_err(),
+            "side timeout must be between 1s and 1h"
+        );
         assert!(parse_age("banana").unwrap_err().contains("e.g. 30d"));
         assert!(parse_age("500000years").is_ok());
     }

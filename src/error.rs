@@ -151,6 +151,20 @@ impl fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
+/// A usage error found after parsing (a missing `--agent`, say): `main`
+/// shows it as clap shows its own, with the usage of the subcommand typed,
+/// and exits 2.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl fmt::Display for Usage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
 /// A store failure. Every engine converts its driver's errors into this one
 /// type, so the exit code (4) follows from the type, not from a tag at
 /// every call. It lives here, below the store, so that mapping needs no

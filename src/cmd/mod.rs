@@ -83,9 +83,7 @@ pub async fn run(cli: Cli) -> Result<()> {
 
 /// A usage error found after parsing, shown and exiting like clap's own (2).
 fn usage(message: impl std::fmt::Display) -> anyhow::Error {
-    Cli::command()
-        .error(clap::error::ErrorKind::MissingRequiredArgument, message)
-        .into()
+    crate::error::Usage(message.to_string()).into()
 }
 
 /// The agent, required by every command that names a session or a scope.
