@@ -698,7 +698,7 @@ fn pin_show_set_append_clear() {
         "{last}"
     );
     let missing = pin(&["restore", "999"]);
-    assert_eq!(code(&missing), Some(3), "{}", stderr(&missing));
+    assert_eq!(code(&missing), Some(13), "{}", stderr(&missing));
     assert!(
         stderr(&missing).contains("revisions 1 to 8 are kept"),
         "{}",
@@ -878,7 +878,7 @@ fn facts_add_list_search_forget() {
             &tea.to_string(),
         ],
     );
-    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    assert_eq!(code(&out), Some(13), "{}", stderr(&out));
     assert!(
         stderr(&out).contains(&format!("no fact {docker}")),
         "{}",
@@ -966,7 +966,7 @@ fn facts_are_scoped_by_agent_and_user() {
     );
     assert_eq!(hits, Value::Array(vec![]));
     let out = run(&env, &["facts", "forget", "--agent", "b", &u1.to_string()]);
-    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    assert_eq!(code(&out), Some(13), "{}", stderr(&out));
     assert_eq!(
         list("a", Some("u1")).len(),
         2,

@@ -9,7 +9,6 @@ use anyhow::Result;
 use super::{open_for_reading, route, scope_session, summary};
 use crate::backend::{self, ProbeCache};
 use crate::cli::{JobsAction, Scope, SideArgs};
-use crate::error::{Kind, fail};
 use crate::memory::jobs::{self, Runner, WhenBusy};
 use crate::memory::slots::SideSlots;
 use crate::memory::worker::{self, WorkerSettings};
@@ -37,9 +36,13 @@ pub async fn run(
         ),
         JobsAction::Run { scope, side } => run_now(location, claude, scope, side, bars).await,
         JobsAction::Retry { id } => {
+            let no_job = || super::not_found(format!("no job {id} in the store"));
+            if open_for_reading(location)?.is_none() {
+                return Err(no_job());
+            }
             let mut store = store::open(location)?;
             if !store.retry_job(*id)? {
-                return Err(fail(Kind::BadInput, format!("no job {id} in the store")));
+                return Err(no_job());
             }
             summary(format!(
                 "job {id} is pending again; the next turn of its session or `jobs run` runs it"

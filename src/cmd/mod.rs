@@ -138,12 +138,15 @@ fn open_for_reading(location: &Location) -> Result<Option<Box<dyn Store>>> {
     store::open_existing(location)
 }
 
-/// The error for a session that is not in the store: one code everywhere.
+/// The error for a session that is not in the store.
 fn no_session(what: impl std::fmt::Display) -> anyhow::Error {
-    fail(
-        Kind::NoSuchSession,
-        format!("no session {what} in the store"),
-    )
+    not_found(format!("no session {what} in the store"))
+}
+
+/// The error for anything a command names that the store does not hold (a
+/// session, a pin revision, a fact, a job): one exit code for all of them.
+fn not_found(message: impl Into<String>) -> anyhow::Error {
+    fail(Kind::NotFound, message)
 }
 
 /// The host's side-call slots, bounded as the command line says.

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use super::{address, describe, no_session, open_for_reading, time};
+use super::{address, describe, no_session, not_found, open_for_reading, time};
 use crate::cli::{PinAction, SessionArgs};
 use crate::error::{Kind, fail};
 use crate::memory::pin;
@@ -53,22 +53,19 @@ pub fn run(location: &Location, action: &PinAction) -> Result<()> {
             Ok((None, PinChange::by(PinSource::Cleared)))
         }),
         PinAction::Restore { session, rev } => {
+            // Checked on a reading first: naming what is not there creates nothing.
+            let (_, s) = read(location, session)?;
+            let sid = s.id;
             let mut store = store::open(location)?;
-            let addr = address(session)?;
-            let sid = addr.session_id();
-            if store.session(&sid)?.is_none() {
-                return Err(no_session(describe(&addr)));
-            }
             let kept = store.pin_history(&sid)?;
             let Some(r) = kept.iter().find(|r| r.rev == *rev) else {
                 let range = match (kept.first(), kept.last()) {
                     (Some(a), Some(b)) => format!("revisions {} to {} are kept", a.rev, b.rev),
                     _ => "it has no revisions".into(),
                 };
-                return Err(fail(
-                    Kind::BadInput,
-                    format!("no revision {rev} of this pin: {range} (`pin history`)"),
-                ));
+                return Err(not_found(format!(
+                    "no revision {rev} of this pin: {range} (`pin history`)"
+                )));
             };
             let change = PinChange {
                 from_rev: Some(r.rev),
