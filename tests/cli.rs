@@ -1212,7 +1212,10 @@ fn history_json_limit_and_text() {
         &env,
         &["history", "--agent", "a", "--channel", "c", "--limit", "2"],
     );
-    assert_eq!(text, "## user\nsecond ping\n\n## assistant\npong\n\n");
+    assert_eq!(
+        text,
+        "## turn 2 · user\nsecond ping\n\n## turn 2 · assistant\npong\n\n"
+    );
 }
 
 #[test]
@@ -1221,7 +1224,7 @@ fn a_failed_turn_shows_in_history_with_its_error() {
     let out = env.turn("a", "c", &["--no-extract"], "lost message");
     assert_eq!(code(&out), Some(6));
     let text = run_ok(&env, &["history", "--agent", "a", "--channel", "c"]);
-    assert!(text.starts_with("## user (failed: "), "{text}");
+    assert!(text.starts_with("## turn 1 · user (failed: "), "{text}");
     assert!(text.contains("lost message"), "{text}");
 }
 

@@ -208,7 +208,7 @@ fn a_message_typed_without_claude_is_kept_and_sent_again() {
     );
     let history = stdout(&run(&env, &["history", "--agent", "a", "--channel", "c"]));
     assert!(
-        history.contains("## user (failed: could not find claude"),
+        history.contains("## turn 1 · user (failed: could not find claude"),
         "{history}"
     );
     assert!(history.contains("the message I typed"), "{history}");

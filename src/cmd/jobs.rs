@@ -62,26 +62,30 @@ fn list(
     json: bool,
     slots: &SideSlots,
 ) -> Result<()> {
-    let rows: Vec<JobRow> = match open_for_reading(location)? {
+    let (rows, numbers): (Vec<JobRow>, _) = match open_for_reading(location)? {
         Some(store) => {
             let sid = scope_session(scope);
             let age = i64::try_from(since.as_secs()).unwrap_or(i64::MAX);
-            store.jobs(&JobFilter {
+            let rows = store.jobs(&JobFilter {
                 select: JobSelect {
                     session_id: sid.as_deref(),
                     agent: scope.agent(),
                     kind: None,
                 },
                 finished_since: Some(store::now().saturating_sub(age)),
-            })?
+            })?;
+            let ids: Vec<i64> = rows.iter().filter_map(|j| j.turn_id).collect();
+            let numbers = store.turn_numbers(&ids)?;
+            (rows, numbers)
         }
-        None => Vec::new(),
+        None => (Vec::new(), std::collections::HashMap::new()),
     };
     let in_use = slots.in_use();
     let listed: Vec<Listed> = rows
         .iter()
         .map(|j| Listed {
             waiting: waiting(j, &rows, slots.limit(), in_use),
+            turn: j.turn_id.and_then(|t| numbers.get(&t).copied()),
             job: j,
         })
         .collect();
@@ -98,7 +102,10 @@ fn list(
             ],
         )?;
     }
-    for Listed { job: j, waiting } in listed {
+    for Listed {
+        job: j, waiting, ..
+    } in listed
+    {
         let error = j
             .last_error
             .as_deref()
@@ -119,11 +126,14 @@ fn list(
     Ok(())
 }
 
-/// A listed job, with why it is still queued.
+/// A listed job, with why it is still queued and the number of its turn
+/// as people count turns (the Nth message and its reply are turn N),
+/// beside the turn's id (`turn_id`).
 #[derive(serde::Serialize)]
 struct Listed<'a> {
     #[serde(flatten)]
     job: &'a JobRow,
+    turn: Option<i64>,
     waiting: Option<String>,
 }
 

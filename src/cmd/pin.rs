@@ -23,6 +23,15 @@ pub fn run(location: &Location, action: &PinAction) -> Result<()> {
         PinAction::History { session, json } => {
             let (store, s) = read(location, session)?;
             let revs = store.pin_history(&s.id)?;
+            let ids: Vec<i64> = revs.iter().filter_map(|r| r.turn_id).collect();
+            let numbers = store.turn_numbers(&ids)?;
+            let revs: Vec<Revision> = revs
+                .iter()
+                .map(|r| Revision {
+                    turn: r.turn_id.and_then(|t| numbers.get(&t).copied()),
+                    rev: r,
+                })
+                .collect();
             print_history(&revs, *json)
         }
         PinAction::Set { session, text } => {
@@ -118,29 +127,43 @@ fn within_cap(text: &str, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// A revision as `pin history` shows it: with the number of the turn it
+/// came from as people count turns (the Nth message and its reply are
+/// turn N), beside the turn's id (`turn_id`, as in `history --json`).
+#[derive(serde::Serialize)]
+struct Revision<'a> {
+    #[serde(flatten)]
+    rev: &'a PinRevision,
+    turn: Option<i64>,
+}
+
 /// Where a revision came from, as `pin history` says it.
-fn source(r: &PinRevision) -> String {
-    match (r.turn_id, r.from_rev) {
-        (Some(t), _) => format!("{} from turn {t}", r.source),
-        (None, Some(rev)) => format!("{} from revision {rev}", r.source),
-        _ => r.source.to_string(),
+fn source(r: &Revision) -> String {
+    match (r.turn, r.rev.from_rev) {
+        (Some(t), _) => format!("{} from turn {t}", r.rev.source),
+        (None, Some(rev)) => format!("{} from revision {rev}", r.rev.source),
+        _ => r.rev.source.to_string(),
     }
 }
 
-fn print_history(revs: &[PinRevision], json: bool) -> Result<()> {
+fn print_history(revs: &[Revision], json: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string(revs)?)?;
         return Ok(());
     }
+    if !revs.is_empty() {
+        super::header(&mut out, &["REV", "TIME", "SOURCE", "PIN"])?;
+    }
     for r in revs {
         writeln!(
             out,
             "{}\t{}\t{}\t{}",
-            r.rev,
-            time(r.created_at),
+            r.rev.rev,
+            time(r.rev.created_at),
             source(r),
-            r.pin
+            r.rev
+                .pin
                 .as_deref()
                 .map_or_else(|| "(cleared)".to_string(), |p| p.replace('\n', " ⏎ "))
         )?;

@@ -122,6 +122,10 @@ pub trait Store: Send {
     /// The turns after turn `after`, oldest first.
     fn turns_after(&self, session_id: &str, after: i64) -> Result<Vec<Turn>>;
     fn turn_count(&self, session_id: &str) -> Result<i64>;
+    /// The number people know each turn by (`pin history`, `events`): the
+    /// Nth message of its session and its reply are turn N. Ids the store
+    /// does not hold are left out.
+    fn turn_numbers(&self, turn_ids: &[i64]) -> Result<std::collections::HashMap<i64, i64>>;
 
     // The handle and the pin.
     /// A handle we tried to start turned out to exist already (a failed turn

@@ -523,6 +523,22 @@ impl Store for SqliteStore {
         )?)
     }
 
+    fn turn_numbers(&self, turn_ids: &[i64]) -> Result<std::collections::HashMap<i64, i64>> {
+        let mut numbers = std::collections::HashMap::new();
+        for chunk in turn_ids.chunks(super::sql::TURN_NUMBERS_CHUNK) {
+            let sql = super::sql::for_sqlite(&super::sql::turn_numbers(chunk.len())).into_owned();
+            let mut statement = self.conn.prepare_cached(&sql)?;
+            let rows = statement.query_map(rusqlite::params_from_iter(chunk), |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+            for row in rows {
+                let (id, n) = row?;
+                numbers.insert(id, n);
+            }
+        }
+        Ok(numbers)
+    }
+
     fn mark_handle_started(&mut self, session_id: &str, handle: &str, host: &str) -> Result<()> {
         self.conn.execute(
             "UPDATE sessions SET handle_turns = MAX(handle_turns, 1), handle_host = ?3 WHERE id = ?1 AND handle = ?2",
