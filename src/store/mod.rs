@@ -27,9 +27,14 @@ pub use crate::error::{StoreError, StoreResult as Result};
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        anyhow::Error::new(e)
-            .context("the session store failed")
-            .into()
+        // SQLite rolls the transaction back: what was stored stays intact.
+        let what = if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+            "the disk holding the session store is full: free some space and run the command \
+             again (nothing stored was lost)"
+        } else {
+            "the session store failed"
+        };
+        anyhow::Error::new(e).context(what).into()
     }
 }
 

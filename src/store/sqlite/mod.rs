@@ -290,12 +290,13 @@ sql_text!(
 impl SqliteStore {
     /// Open (creating if needed) the store at `path` and bring its schema up to date.
     pub fn open(path: &Path) -> anyhow::Result<SqliteStore> {
-        Self::open_inner(path, false).map_err(|e| super::StoreError::from(e).into())
+        Self::open_inner(path, false)
+            .map_err(|e| super::StoreError::from(full_disk(e, path)).into())
     }
 
     /// Open an existing store without creating or migrating anything.
     pub fn open_existing(path: &Path) -> anyhow::Result<SqliteStore> {
-        Self::open_inner(path, true).map_err(|e| super::StoreError::from(e).into())
+        Self::open_inner(path, true).map_err(|e| super::StoreError::from(full_disk(e, path)).into())
     }
 
     fn open_inner(path: &Path, read_only: bool) -> anyhow::Result<SqliteStore> {
@@ -858,6 +859,56 @@ impl Store for SqliteStore {
         let path = lock::lock_dir(&self.path).join(format!("{session_id}.lock"));
         Ok(lock::try_lock(&path, create)?.map(SessionLock::new))
     }
+}
+
+/// Below this much free space, an I/O error while opening the store is
+/// taken for a full disk: SQLite grows its `-shm` file by 32 KiB and its
+/// `-wal` file by pages as it opens and writes.
+const NEARLY_FULL_BYTES: u64 = 1024 * 1024;
+
+/// An open that failed because the disk holding the store is full, said as
+/// such: SQLite reports SQLITE_FULL, or an I/O error (it could not grow its
+/// `-shm` file: code 4874) that on a full filesystem would send people
+/// looking at permissions or a failing disk. Nothing is written when an
+/// open fails, so what the store holds is intact.
+fn full_disk(e: anyhow::Error, path: &Path) -> anyhow::Error {
+    let Some(rusqlite::Error::SqliteFailure(failure, _)) =
+        e.chain().find_map(|c| c.downcast_ref::<rusqlite::Error>())
+    else {
+        return e;
+    };
+    let free = free_bytes(path);
+    let full = match failure.code {
+        rusqlite::ErrorCode::DiskFull => true,
+        rusqlite::ErrorCode::SystemIoFailure => free.is_some_and(|b| b < NEARLY_FULL_BYTES),
+        _ => false,
+    };
+    if !full {
+        return e;
+    }
+    let free = free.map_or_else(String::new, |b| format!(", {} KiB free", b / 1024));
+    anyhow::anyhow!(
+        "could not open session store: {}: the disk holding it is full{free}: free some space and \
+         run the command again; nothing stored was lost (SQLite error code {})",
+        path.display(),
+        failure.extended_code
+    )
+}
+
+/// Free space on the filesystem holding `path`, as this process may use it
+/// (root may also use the blocks kept back for it).
+fn free_bytes(path: &Path) -> Option<u64> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let st = rustix::fs::statvfs(dir).ok()?;
+    let blocks = if rustix::process::geteuid().is_root() {
+        st.f_bfree
+    } else {
+        st.f_bavail
+    };
+    Some(blocks.saturating_mul(st.f_frsize))
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {
