@@ -35,12 +35,13 @@ stdout holds only data.";
     after_long_help = crate::error::exit_codes_help()
 )]
 pub struct Cli {
-    /// The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]
-    #[arg(long, global = true, env = "DUDUCLAW_DB", value_name = "PATH|URL")]
+    // Given after the subcommand, these come from its `StoreArgs` (clap
+    // hands a global option's value up to here); not global themselves,
+    // so `man` and `completions`, which use neither, never list them.
+    #[arg(long, env = "DUDUCLAW_DB", value_name = "PATH|URL", help = DB_HELP)]
     pub db: Option<OsString>,
 
-    /// The claude executable [default: `claude` on PATH]
-    #[arg(long, global = true, env = "DUDUCLAW_CLAUDE", value_name = "PATH")]
+    #[arg(long, env = "DUDUCLAW_CLAUDE", value_name = "PATH", help = CLAUDE_HELP)]
     pub claude: Option<PathBuf>,
 
     /// Log what happens to stderr (-vv for more)
@@ -61,22 +62,47 @@ pub struct Cli {
     pub command: Command,
 }
 
+const DB_HELP: &str = "The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]";
+
+const CLAUDE_HELP: &str = "The claude executable [default: `claude` on PATH]";
+
+/// `--db` and `--claude` after the subcommand, on every command that uses
+/// the store (all but `man` and `completions`); global within it, so its
+/// own subcommands take them too. Their values reach [`Cli::db`] and
+/// [`Cli::claude`]: read them there.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    #[arg(long, global = true, env = "DUDUCLAW_DB", value_name = "PATH|URL", help = DB_HELP)]
+    db: Option<OsString>,
+    #[arg(long, global = true, env = "DUDUCLAW_CLAUDE", value_name = "PATH", help = CLAUDE_HELP)]
+    claude: Option<PathBuf>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one turn: send MESSAGE (or stdin) and print the reply as it arrives
     #[command(after_long_help = TURN_AFTER)]
     Turn(TurnArgs),
     /// Print the session's deterministic id
-    Id(SessionArgs),
+    Id {
+        #[command(flatten)]
+        session: SessionArgs,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// Read or edit the session's pinned task
     Pin {
         #[command(subcommand)]
         action: PinAction,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// List, search and edit an agent's key facts
     Facts {
         #[command(subcommand)]
         action: FactsAction,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Show a session's stored turns, failed ones with their reason
     History {
@@ -88,16 +114,22 @@ pub enum Command {
         /// Show only the last N turns
         #[arg(long, value_name = "N")]
         limit: Option<usize>,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Inspect and remove stored sessions
     Sessions {
         #[command(subcommand)]
         action: SessionsAction,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// The side-call jobs (pin, facts, summaries): list, run, retry
     Jobs {
         #[command(subcommand)]
         action: JobsAction,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Dry run: print exactly what `turn` would send, without calling or writing anything
     Prompt(TurnArgs),
@@ -105,6 +137,8 @@ pub enum Command {
     Store {
         #[command(subcommand)]
         action: StoreAction,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Erase a person: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude's transcripts of the sessions touched
     Forget {
@@ -120,6 +154,8 @@ pub enum Command {
         /// Print the counts as one JSON object
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// The memory's event feed: turns, pins, facts, compactions, failed side calls, drift and corrections, one per line
     #[command(args_conflicts_with_subcommands = true, after_help = EVENTS_AFTER)]
@@ -128,6 +164,8 @@ pub enum Command {
         action: Option<EventsAction>,
         #[command(flatten)]
         read: EventsArgs,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// What the conversations cost: tokens, cache reads, side calls' share, injected memory
     Stats {
@@ -139,6 +177,8 @@ pub enum Command {
         /// Print a JSON object with the same figures
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Check claude, the Messages API and the store, and say what is wrong
     Doctor {
@@ -147,6 +187,8 @@ pub enum Command {
         json: bool,
         #[command(flatten)]
         concurrency: ConcurrencyArgs,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Print a shell completion script
     Completions {
@@ -154,8 +196,12 @@ pub enum Command {
         #[arg(value_enum, value_name = "SHELL")]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff)
-    Man,
+    /// Print the man page (roff) of the program, or of a subcommand: `man facts list`
+    Man {
+        /// The subcommand whose page to print, e.g. `facts list` [default: the program's page]
+        #[arg(value_name = "SUBCOMMAND")]
+        subcommand: Vec<String>,
+    },
 }
 
 const EVENTS_AFTER: &str = "\
@@ -306,6 +352,9 @@ pub struct TurnArgs {
     /// An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src
     #[arg(long = "claude-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub claude_args: Vec<OsString>,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -846,6 +895,38 @@ pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
     out
 }
 
+/// The man page of the subcommand at `path` (`["facts", "list"]`; empty:
+/// the program's), as committed under `man/`; an unknown name is said.
+pub fn man_page_of(path: &[String]) -> Result<Vec<u8>, String> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let mut at = &cmd;
+    for (i, name) in path.iter().enumerate() {
+        at = at
+            .get_subcommands()
+            .find(|s| !s.is_hide_set() && s.get_name() != "help" && s.get_name() == name)
+            .ok_or_else(|| {
+                let parent = if i == 0 {
+                    BIN.to_string()
+                } else {
+                    path[..i].join(" ")
+                };
+                let names: Vec<&str> = at
+                    .get_subcommands()
+                    .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+                    .map(clap::Command::get_name)
+                    .collect();
+                let known = if names.is_empty() {
+                    format!("{parent} has none")
+                } else {
+                    format!("those of {parent}: {}", names.join(", "))
+                };
+                format!("no subcommand {:?} ({known})", path[..=i].join(" "))
+            })?;
+    }
+    man_page(at.clone()).map_err(|e| format!("could not render the man page: {e}"))
+}
+
 /// The man page (roff) of `cmd` (the program or one of its subcommands):
 /// clap_mangen's sections, with the exit codes as an EXIT STATUS list
 /// rather than its generic EXTRA paragraph.
@@ -854,9 +935,10 @@ pub fn man_page(mut cmd: clap::Command) -> std::io::Result<Vec<u8>> {
     cmd.build();
     let has_args = cmd.get_arguments().any(|a| !a.is_hide_set());
     let has_subcommands = cmd.get_subcommands().any(|s| !s.is_hide_set());
-    let has_version = cmd.get_version().is_some();
     let after = cmd.get_after_long_help().map(ToString::to_string);
-    let man = clap_mangen::Man::new(cmd).source(format!("{BIN} {}", env!("CARGO_PKG_VERSION")));
+    // No version in the pages: they are committed, and a version bump is
+    // one line in Cargo.toml (`--version` says it).
+    let man = clap_mangen::Man::new(cmd).source(BIN);
     let mut out = Vec::new();
     man.render_title(&mut out)?;
     man.render_name_section(&mut out)?;
@@ -889,9 +971,6 @@ pub fn man_page(mut cmd: clap::Command) -> std::io::Result<Vec<u8>> {
         }
         None if after.is_some() => man.render_extra_section(&mut out)?,
         None => {}
-    }
-    if has_version {
-        man.render_version_section(&mut out)?;
     }
     Ok(out)
 }

@@ -20,7 +20,6 @@ mod turn;
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use clap::CommandFactory;
 
 use crate::backend::Route;
 use crate::cli::{Cli, Command, RouteArgs, SessionArgs};
@@ -36,21 +35,23 @@ pub async fn run(cli: Cli) -> Result<()> {
     match &cli.command {
         Command::Turn(args) => turn::run(&location()?, claude, args).await,
         Command::Prompt(args) => prompt::run(&location()?, claude, args).await,
-        Command::Id(s) => {
+        Command::Id { session: s, .. } => {
             writeln!(std::io::stdout(), "{}", address(s)?.session_id())?;
             Ok(())
         }
-        Command::Pin { action } => pin::run(&location()?, action),
-        Command::Facts { action } => facts::run(&location()?, claude, action, bars).await,
+        Command::Pin { action, .. } => pin::run(&location()?, action),
+        Command::Facts { action, .. } => facts::run(&location()?, claude, action, bars).await,
         Command::History {
             session,
             json,
             limit,
+            ..
         } => sessions::history(&location()?, session, *json, *limit),
-        Command::Sessions { action } => sessions::run(&location()?, action),
-        Command::Jobs { action } => jobs::run(&location()?, claude, action, bars).await,
+        Command::Sessions { action, .. } => sessions::run(&location()?, action),
+        Command::Jobs { action, .. } => jobs::run(&location()?, claude, action, bars).await,
         Command::Store {
             action: crate::cli::StoreAction::Copy { to, from, json },
+            ..
         } => store_copy::run(
             cli.db.as_deref(),
             from.as_deref(),
@@ -58,15 +59,20 @@ pub async fn run(cli: Cli) -> Result<()> {
             *json,
             bars,
         ),
-        Command::Events { action, read } => events::run(&location()?, action.as_ref(), read),
-        Command::Stats { scope, since, json } => stats::run(&location()?, scope, *since, *json),
+        Command::Events { action, read, .. } => events::run(&location()?, action.as_ref(), read),
+        Command::Stats {
+            scope, since, json, ..
+        } => stats::run(&location()?, scope, *since, *json),
         Command::Forget {
             user,
             agent,
             dry_run,
             json,
+            ..
         } => forget::run(&location()?, user, agent.as_deref(), *dry_run, *json),
-        Command::Doctor { json, concurrency } => {
+        Command::Doctor {
+            json, concurrency, ..
+        } => {
             let slots = side_slots(concurrency);
             doctor::run(&location()?, claude, &slots, *json).await
         }
@@ -74,8 +80,9 @@ pub async fn run(cli: Cli) -> Result<()> {
             std::io::stdout().write_all(&crate::cli::completions(*shell))?;
             Ok(())
         }
-        Command::Man => {
-            std::io::stdout().write_all(&crate::cli::man_page(Cli::command())?)?;
+        Command::Man { subcommand } => {
+            let page = crate::cli::man_page_of(subcommand).map_err(usage)?;
+            std::io::stdout().write_all(&page)?;
             Ok(())
         }
     }
@@ -316,7 +323,7 @@ mod tests {
                 if let Command::Turn(args) | Command::Prompt(args) = &cli.command {
                     let _ = turn::settings(&location, None, args);
                 }
-                if let Command::Id(s) = &cli.command {
+                if let Command::Id { session: s, .. } = &cli.command {
                     let _ = address(s);
                 }
             }
