@@ -846,7 +846,7 @@ rm -f "$STORE_DIR"/fill*
 # command opens at once and fails at its first write instead.
 "$BIN" events --follow --agent a --channel c >"$RESULTS/follower.out" 2>&1 &
 follower=$!
-while [ ! -e "$STORE_DIR/sessions.db-shm" ]; do sleep 0.05; done
+while [ ! -e "$STORE_DIR/sessions.db-shm" ]; do kill -0 "$follower" || exit 91; sleep 0.05; done
 fill 2
 step written_full facts add --agent a "Uses pnpm, never npm i"
 kill "$follower"; wait "$follower"
@@ -866,6 +866,16 @@ step doctor doctor --json
         .current_dir(&env.work)
         .output()
         .unwrap();
+    assert!(
+        out.status.code() != Some(90),
+        "could not mount a tmpfs in the namespace: {}",
+        stderr(&out)
+    );
+    assert!(
+        out.status.code() != Some(91),
+        "the follower ended before it opened the store: {}",
+        std::fs::read_to_string(results.join("follower.out")).unwrap_or_default()
+    );
     assert_ok(&out);
     let read = |step: &str, what: &str| {
         std::fs::read_to_string(results.join(format!("{step}.{what}")))
