@@ -44,7 +44,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -f -a "e
 complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -f -a "stats" -d 'What the conversations cost: tokens, cache reads, side calls\' share, injected memory'
 complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -f -a "doctor" -d 'Check claude, the Messages API and the store, and say what is wrong'
 complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -f -a "completions" -d 'Print a shell completion script'
-complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -f -a "man" -d 'Print the man page (roff)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -f -a "man" -d 'Print the man page (roff) of the program, or of a subcommand: `man facts list`'
 complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l agent -d 'The agent (bot, persona) this conversation belongs to [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
@@ -445,13 +445,9 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand doctor" -s h -l help -d 'Print help'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand completions" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand completions" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand completions" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand completions" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand man" -l db -d 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]' -r
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand man" -l claude -d 'The claude executable [default: `claude` on PATH]' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand man" -s v -l verbose -d 'Log what happens to stderr (-vv for more)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand man" -s q -l quiet -d 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand man" -s h -l help -d 'Print help'
@@ -469,7 +465,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and not __fish_seen_subcommand_from turn id pin facts history sessions jobs prompt store forget events stats doctor completions man help" -f -a "stats" -d 'What the conversations cost: tokens, cache reads, side calls\' share, injected memory'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and not __fish_seen_subcommand_from turn id pin facts history sessions jobs prompt store forget events stats doctor completions man help" -f -a "doctor" -d 'Check claude, the Messages API and the store, and say what is wrong'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and not __fish_seen_subcommand_from turn id pin facts history sessions jobs prompt store forget events stats doctor completions man help" -f -a "completions" -d 'Print a shell completion script'
-complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and not __fish_seen_subcommand_from turn id pin facts history sessions jobs prompt store forget events stats doctor completions man help" -f -a "man" -d 'Print the man page (roff)'
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and not __fish_seen_subcommand_from turn id pin facts history sessions jobs prompt store forget events stats doctor completions man help" -f -a "man" -d 'Print the man page (roff) of the program, or of a subcommand: `man facts list`'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and not __fish_seen_subcommand_from turn id pin facts history sessions jobs prompt store forget events stats doctor completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and __fish_seen_subcommand_from pin" -f -a "show" -d 'Print the pinned task (nothing if there is none)'
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand help; and __fish_seen_subcommand_from pin" -f -a "set" -d 'Replace the pinned task (at most 1,000 characters)'

@@ -45,7 +45,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'What the conversations cost: tokens, cache reads, side calls'' share, injected memory')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check claude, the Messages API and the store, and say what is wrong')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
-            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff)')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff) of the program, or of a subcommand: `man facts list`')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -774,8 +774,6 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;completions' {
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
-            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
@@ -785,8 +783,6 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;man' {
-            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
-            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
@@ -810,7 +806,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'What the conversations cost: tokens, cache reads, side calls'' share, injected memory')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check claude, the Messages API and the store, and say what is wrong')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
-            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff)')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff) of the program, or of a subcommand: `man facts list`')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }

@@ -935,8 +935,6 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
-'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
 '-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
@@ -948,14 +946,13 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (man)
 _arguments "${_arguments_options[@]}" : \
-'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
-'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
 '-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
+'*::subcommand -- The subcommand whose page to print, e.g. `facts list` \[default\: the program'\''s page\]:_default' \
 && ret=0
 ;;
 (help)
@@ -1228,7 +1225,7 @@ _duduclaw-session_commands() {
 'stats:What the conversations cost\: tokens, cache reads, side calls'\'' share, injected memory' \
 'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
-'man:Print the man page (roff)' \
+'man:Print the man page (roff) of the program, or of a subcommand\: \`man facts list\`' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'duduclaw-session commands' commands "$@"
@@ -1399,7 +1396,7 @@ _duduclaw-session__subcmd__help_commands() {
 'stats:What the conversations cost\: tokens, cache reads, side calls'\'' share, injected memory' \
 'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
-'man:Print the man page (roff)' \
+'man:Print the man page (roff) of the program, or of a subcommand\: \`man facts list\`' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'duduclaw-session help commands' commands "$@"

@@ -12,16 +12,25 @@
 #                               then stops the same way
 #
 # Everything lives in one temporary folder, the tour's HOME: the store,
-# claude's transcripts and settings. Your own store, claude login and
-# settings are never read or written.
+# claude's transcripts and settings, and the temporary files of claude and
+# of the program (TMPDIR). Your own store, claude login and settings are
+# never read or written.
+#
+# TOUR_BIN_DIR=DIR uses the duduclaw-session and standin already built in
+# DIR instead of running cargo build (the test of the tour does: it runs
+# the binaries under test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
 claude=$(scripts/claude.sh)
-echo "building duduclaw-session and the stand-in (cargo build; the first build takes a few minutes)" >&2
-cargo build --quiet --workspace --bins
-target="${CARGO_TARGET_DIR:-$root/target}/debug"
+if [ -n "${TOUR_BIN_DIR:-}" ]; then
+  target=$TOUR_BIN_DIR
+else
+  echo "building duduclaw-session and the stand-in (cargo build; the first build takes a few minutes)" >&2
+  cargo build --quiet --workspace --bins
+  target="${CARGO_TARGET_DIR:-$root/target}/debug"
+fi
 
 tour=$(mktemp -d "${TMPDIR:-/tmp}/duduclaw-tour.XXXXXX")
 standin_pid=
@@ -34,16 +43,23 @@ stop() {
   echo "tour: stand-in stopped, $tour deleted" >&2
 }
 trap stop EXIT
-mkdir -p "$tour/home"
+mkdir -p "$tour/home" "$tour/tmp"
 
-# The tour's replies: every turn gets the same text, which ends with a
-# question; a facts side call finds one fact with its search keywords
-# (`- FACT | keyword, …`); the clarify side call (its system prompt says
-# "clarifies the pinned task") condenses the answer into one line.
+# The tour's replies, as a model would give them. Every turn gets the same
+# text, which ends with a question. Each kind of side call is told by its
+# own system prompt (src/memory/) and answers in its own format: the pin
+# condenses the tour's first message into its task; the facts call finds
+# one fact with its search keywords (`- FACT | keyword, …`) and judges the
+# reply on task; the clarify call condenses an answer into one line; the
+# consolidation and the summary answer as theirs would. tests/first_hour.rs
+# runs the tour and checks that the pin is the task.
 "$target/standin" \
   --reply "Start with vite.config.ts: add @vitejs/plugin-react and move index.html to the root. Which Node version do you run?" \
-  --side-reply "- Deploys preview builds to Vercel | deploy, previews, hosting, Vercel, 部署, 預覽" \
+  --side-reply-for "Condense the user's opening message=Migrate the React app from CRA to Vite; keep the tests passing; do not touch the auth flow" \
+  --side-reply-for "durable facts=- Deploys preview builds to Vercel | deploy, previews, hosting, Vercel, 部署, 預覽"$'\n'"DRIFT: none | the reply starts the migration" \
   --side-reply-for "clarifies the pinned task=target Node 20; keep the service worker behaviour as it is" \
+  --side-reply-for "Rewrite this pinned task=Migrate the React app from CRA to Vite on Node 20; keep the tests passing, the service worker as it is, and the auth flow untouched" \
+  --side-reply-for "Summarize the earlier part=The user is migrating a React app from CRA to Vite (tests must keep passing, the auth flow stays untouched); the assistant suggested starting with vite.config.ts." \
   >"$tour/standin.url" 2>"$tour/standin.log" &
 standin_pid=$!
 # The stand-in prints its URL (a free port) as its first line once it listens.
@@ -56,13 +72,22 @@ url=$(head -n 1 "$tour/standin.url")
 [ -n "$url" ] || { echo "tour: the stand-in printed no URL" >&2; exit 1; }
 
 # Nothing of the caller's own setup may steer the tour elsewhere (another
-# model provider, another store, another claude).
+# model provider, another store, another claude): unset here, and in the
+# lines printed for another terminal, every such variable set here and
+# every DUDUCLAW_* the program reads (src/cli.rs declares them all), set
+# there or not.
+steering=(XDG_DATA_HOME XDG_RUNTIME_DIR CLAUDE_CONFIG_DIR)
 for v in $(compgen -e); do
-  case "$v" in ANTHROPIC_* | CLAUDE_* | CLAUDECODE | DUDUCLAW_* | XDG_DATA_HOME | XDG_RUNTIME_DIR) unset "$v" ;; esac
+  case "$v" in ANTHROPIC_* | CLAUDE_* | CLAUDECODE | DUDUCLAW_*) steering+=("$v") ;; esac
 done
+read -r -a ours <<<"$(grep -o 'DUDUCLAW_[A-Z_]*' src/cli.rs | sort -u | tr '\n' ' ')"
+steering+=("${ours[@]}")
+for v in "${steering[@]}"; do unset "$v"; done
 exports=(
   "HOME=$tour/home"
   "PATH=$target:$(dirname "$claude"):$PATH"
+  # claude's temporary files (and ours) go with the tour's folder.
+  "TMPDIR=$tour/tmp"
   # claude sends every model call to the stand-in; any key will do.
   "ANTHROPIC_BASE_URL=$url"
   "ANTHROPIC_API_KEY=tour-key"
@@ -73,12 +98,17 @@ exports=(
   "DUDUCLAW_CHANNEL=terminal"
   "DUDUCLAW_WAIT_SIDE=1"
 )
+unsets=()
+for v in $(printf '%s\n' "${steering[@]}" | sort -u); do
+  case " ${exports[*]%%=*} " in *" $v "*) ;; *) unsets+=("$v") ;; esac
+done
 for e in "${exports[@]}"; do export "${e?}"; done
 cd "$HOME"
 
 {
   echo "tour: stand-in at $url (pid $standin_pid), claude $("$claude" --version), HOME=$HOME"
   echo "tour: to use the tour from another terminal while this one is open, paste:"
+  echo "  unset ${unsets[*]}"
   for e in "${exports[@]}"; do printf '  export %q\n' "$e"; done
 } >&2
 

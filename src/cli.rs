@@ -35,12 +35,13 @@ stdout holds only data.";
     after_long_help = crate::error::exit_codes_help()
 )]
 pub struct Cli {
-    /// The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]
-    #[arg(long, global = true, env = "DUDUCLAW_DB", value_name = "PATH|URL")]
+    // Given after the subcommand, these come from its `StoreArgs` (clap
+    // hands a global option's value up to here); not global themselves,
+    // so `man` and `completions`, which use neither, never list them.
+    #[arg(long, env = "DUDUCLAW_DB", value_name = "PATH|URL", help = DB_HELP)]
     pub db: Option<OsString>,
 
-    /// The claude executable [default: `claude` on PATH]
-    #[arg(long, global = true, env = "DUDUCLAW_CLAUDE", value_name = "PATH")]
+    #[arg(long, env = "DUDUCLAW_CLAUDE", value_name = "PATH", help = CLAUDE_HELP)]
     pub claude: Option<PathBuf>,
 
     /// Log what happens to stderr (-vv for more)
@@ -61,22 +62,47 @@ pub struct Cli {
     pub command: Command,
 }
 
+const DB_HELP: &str = "The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]";
+
+const CLAUDE_HELP: &str = "The claude executable [default: `claude` on PATH]";
+
+/// `--db` and `--claude` after the subcommand, on every command that uses
+/// the store (all but `man` and `completions`); global within it, so its
+/// own subcommands take them too. Their values reach [`Cli::db`] and
+/// [`Cli::claude`]: read them there.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    #[arg(long, global = true, env = "DUDUCLAW_DB", value_name = "PATH|URL", help = DB_HELP)]
+    db: Option<OsString>,
+    #[arg(long, global = true, env = "DUDUCLAW_CLAUDE", value_name = "PATH", help = CLAUDE_HELP)]
+    claude: Option<PathBuf>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one turn: send MESSAGE (or stdin) and print the reply as it arrives
     #[command(after_long_help = TURN_AFTER)]
     Turn(TurnArgs),
     /// Print the session's deterministic id
-    Id(SessionArgs),
+    Id {
+        #[command(flatten)]
+        session: SessionArgs,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// Read or edit the session's pinned task
     Pin {
         #[command(subcommand)]
         action: PinAction,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// List, search and edit an agent's key facts
     Facts {
         #[command(subcommand)]
         action: FactsAction,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Show a session's stored turns, failed ones with their reason
     History {
@@ -88,16 +114,22 @@ pub enum Command {
         /// Show only the last N turns
         #[arg(long, value_name = "N")]
         limit: Option<usize>,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Inspect and remove stored sessions
     Sessions {
         #[command(subcommand)]
         action: SessionsAction,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// The side-call jobs (pin, facts, summaries): list, run, retry
     Jobs {
         #[command(subcommand)]
         action: JobsAction,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Dry run: print exactly what `turn` would send, without calling or writing anything
     Prompt(TurnArgs),
@@ -105,6 +137,8 @@ pub enum Command {
     Store {
         #[command(subcommand)]
         action: StoreAction,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Erase a person: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude's transcripts of the sessions touched
     Forget {
@@ -120,6 +154,8 @@ pub enum Command {
         /// Print the counts as one JSON object
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// The memory's event feed: turns, pins, facts, compactions, failed side calls, drift and corrections, one per line
     #[command(args_conflicts_with_subcommands = true, after_help = EVENTS_AFTER)]
@@ -128,6 +164,8 @@ pub enum Command {
         action: Option<EventsAction>,
         #[command(flatten)]
         read: EventsArgs,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// What the conversations cost: tokens, cache reads, side calls' share, injected memory
     Stats {
@@ -139,6 +177,8 @@ pub enum Command {
         /// Print a JSON object with the same figures
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Check claude, the Messages API and the store, and say what is wrong
     Doctor {
@@ -147,6 +187,8 @@ pub enum Command {
         json: bool,
         #[command(flatten)]
         concurrency: ConcurrencyArgs,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Print a shell completion script
     Completions {
@@ -154,8 +196,12 @@ pub enum Command {
         #[arg(value_enum, value_name = "SHELL")]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff)
-    Man,
+    /// Print the man page (roff) of the program, or of a subcommand: `man facts list`
+    Man {
+        /// The subcommand whose page to print, e.g. `facts list` [default: the program's page]
+        #[arg(value_name = "SUBCOMMAND")]
+        subcommand: Vec<String>,
+    },
 }
 
 const EVENTS_AFTER: &str = "\
@@ -346,6 +392,9 @@ pub struct TurnArgs {
     /// An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src
     #[arg(long = "claude-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub claude_args: Vec<OsString>,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -744,10 +793,12 @@ fn parse_duration(s: &str, what: &str, max: Duration) -> Result<Duration, String
         })?,
     };
     if d < Duration::from_secs(1) || d > max {
-        return Err(format!(
-            "{what} must be between 1s and {}",
-            humantime::format_duration(max)
-        ));
+        // In hours, as the help says it ("at most 24h"), not humantime's "1day".
+        let max = match max.as_secs() {
+            secs if secs % 3600 == 0 => format!("{}h", secs / 3600),
+            _ => humantime::format_duration(max).to_string(),
+        };
+        return Err(format!("{what} must be between 1s and {max}"));
     }
     Ok(d)
 }
@@ -843,8 +894,8 @@ fn check_dash_messages(args: &[OsString]) -> Result<(), clap::Error> {
             && a != "-h"
             && !a[1..].chars().all(|c| c == 'v');
         if dash_text {
-            let mut c = Cli::command();
-            return Err(c.error(
+            return Err(subcommand_error(
+                &[sub.as_ref()],
                 clap::error::ErrorKind::UnknownArgument,
                 format!(
                     "{a:?} starts with '-': to send it as the message put it after '--' \
@@ -854,6 +905,46 @@ fn check_dash_messages(args: &[OsString]) -> Result<(), clap::Error> {
         }
     }
     Ok(())
+}
+
+/// An error shown with the usage of the subcommand at `path` (`["pin",
+/// "show"]`), as clap shows a mistake in that subcommand's own options.
+fn subcommand_error(
+    path: &[&str],
+    kind: clap::error::ErrorKind,
+    message: impl std::fmt::Display,
+) -> clap::Error {
+    fn at<'a>(cmd: &'a mut clap::Command, path: &[&str]) -> &'a mut clap::Command {
+        match path.split_first() {
+            Some((name, rest)) if cmd.find_subcommand(name).is_some() => at(
+                cmd.find_subcommand_mut(name).expect("found just above"),
+                rest,
+            ),
+            _ => cmd,
+        }
+    }
+    let mut cmd = Cli::command();
+    cmd.build();
+    at(&mut cmd, path).error(kind, message)
+}
+
+/// A usage error found after `args` parsed (a required value given empty),
+/// shown with the usage of the subcommand they name.
+pub fn usage_error(args: &[OsString], message: &str) -> clap::Error {
+    let mut path = Vec::new();
+    if let Ok(matches) = Cli::command().try_get_matches_from(args) {
+        let mut at = &matches;
+        while let Some((name, sub)) = at.subcommand() {
+            path.push(name.to_string());
+            at = sub;
+        }
+    }
+    let path: Vec<&str> = path.iter().map(String::as_str).collect();
+    subcommand_error(
+        &path,
+        clap::error::ErrorKind::MissingRequiredArgument,
+        message,
+    )
 }
 
 /// The program's name, as installed and as the completions name it.
@@ -875,6 +966,38 @@ pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
     out
 }
 
+/// The man page of the subcommand at `path` (`["facts", "list"]`; empty:
+/// the program's), as committed under `man/`; an unknown name is said.
+pub fn man_page_of(path: &[String]) -> Result<Vec<u8>, String> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let mut at = &cmd;
+    for (i, name) in path.iter().enumerate() {
+        at = at
+            .get_subcommands()
+            .find(|s| !s.is_hide_set() && s.get_name() != "help" && s.get_name() == name)
+            .ok_or_else(|| {
+                let parent = if i == 0 {
+                    BIN.to_string()
+                } else {
+                    path[..i].join(" ")
+                };
+                let names: Vec<&str> = at
+                    .get_subcommands()
+                    .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+                    .map(clap::Command::get_name)
+                    .collect();
+                let known = if names.is_empty() {
+                    format!("{parent} has none")
+                } else {
+                    format!("those of {parent}: {}", names.join(", "))
+                };
+                format!("no subcommand {:?} ({known})", path[..=i].join(" "))
+            })?;
+    }
+    man_page(at.clone()).map_err(|e| format!("could not render the man page: {e}"))
+}
+
 /// The man page (roff) of `cmd` (the program or one of its subcommands):
 /// clap_mangen's sections, with the exit codes as an EXIT STATUS list
 /// rather than its generic EXTRA paragraph.
@@ -883,9 +1006,10 @@ pub fn man_page(mut cmd: clap::Command) -> std::io::Result<Vec<u8>> {
     cmd.build();
     let has_args = cmd.get_arguments().any(|a| !a.is_hide_set());
     let has_subcommands = cmd.get_subcommands().any(|s| !s.is_hide_set());
-    let has_version = cmd.get_version().is_some();
     let after = cmd.get_after_long_help().map(ToString::to_string);
-    let man = clap_mangen::Man::new(cmd).source(format!("{BIN} {}", env!("CARGO_PKG_VERSION")));
+    // No version in the pages: they are committed, and a version bump is
+    // one line in Cargo.toml (`--version` says it).
+    let man = clap_mangen::Man::new(cmd).source(BIN);
     let mut out = Vec::new();
     man.render_title(&mut out)?;
     man.render_name_section(&mut out)?;
@@ -918,9 +1042,6 @@ pub fn man_page(mut cmd: clap::Command) -> std::io::Result<Vec<u8>> {
         }
         None if after.is_some() => man.render_extra_section(&mut out)?,
         None => {}
-    }
-    if has_version {
-        man.render_version_section(&mut out)?;
     }
     Ok(out)
 }
@@ -994,6 +1115,15 @@ mod tests {
         );
         assert!(parse_cache_ttl("25h").unwrap_err().contains("at most 24h"));
         assert!(parse_cache_ttl("18446744073709551615").is_err());
+        // The bounds as the help gives them.
+        assert_eq!(
+            parse_timeout("0").unwrap_err(),
+            "timeout must be between 1s and 24h"
+        );
+        assert_eq!(
+            parse_side_timeout("0").unwrap_err(),
+            "side timeout must be between 1s and 1h"
+        );
         assert!(parse_age("banana").unwrap_err().contains("e.g. 30d"));
         assert!(parse_age("500000years").is_ok());
     }

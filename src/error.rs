@@ -31,8 +31,9 @@ pub enum Kind {
     /// The conversation is in use: claude said so even after we resumed, or
     /// a turn is running in a session someone tried to delete.
     SessionInUse,
-    /// The session named does not exist in the store.
-    NoSuchSession,
+    /// What the command names is not in the store: a session, a pin
+    /// revision, a fact, a job.
+    NotFound,
     /// SIGINT, SIGTERM or SIGHUP arrived during the turn.
     Interrupted,
 }
@@ -79,7 +80,11 @@ impl Kind {
             12,
             "the conversation is in use (by another claude process, or a running turn)",
         ),
-        (Kind::NoSuchSession, 13, "no such session in the store"),
+        (
+            Kind::NotFound,
+            13,
+            "no such session, pin revision, fact or job in the store",
+        ),
         (
             Kind::Interrupted,
             130,
@@ -100,7 +105,7 @@ impl Kind {
             Kind::MaxTurns => "max_turns",
             Kind::SessionLost => "session_lost",
             Kind::SessionInUse => "session_in_use",
-            Kind::NoSuchSession => "no_such_session",
+            Kind::NotFound => "not_found",
             Kind::Interrupted => "interrupted",
         }
     }
@@ -150,6 +155,20 @@ impl fmt::Display for Failure {
 }
 
 impl std::error::Error for Failure {}
+
+/// A usage error found after parsing (a missing `--agent`, say): `main`
+/// shows it as clap shows its own, with the usage of the subcommand typed,
+/// and exits 2.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl fmt::Display for Usage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
 
 /// A store failure. Every engine converts its driver's errors into this one
 /// type, so the exit code (4) follows from the type, not from a tag at

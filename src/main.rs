@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use duduclaw_session::{cli::Cli, cmd, error};
 
 fn main() -> ExitCode {
-    let cli = match Cli::parse_args(std::env::args_os().collect()) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::parse_args(args.clone()) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
@@ -24,9 +25,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            // Usage errors found after parsing look like clap's own.
-            if let Some(usage) = e.downcast_ref::<clap::Error>() {
-                let _ = usage.print();
+            // Usage errors found after parsing look like clap's own, with
+            // the usage of the subcommand typed.
+            if let Some(usage) = e.downcast_ref::<error::Usage>() {
+                let _ = duduclaw_session::cli::usage_error(&args, &usage.0).print();
                 return ExitCode::from(2);
             }
             eprintln!("duduclaw-session: {e:#}");

@@ -698,7 +698,7 @@ fn pin_show_set_append_clear() {
         "{last}"
     );
     let missing = pin(&["restore", "999"]);
-    assert_eq!(code(&missing), Some(3), "{}", stderr(&missing));
+    assert_eq!(code(&missing), Some(13), "{}", stderr(&missing));
     assert!(
         stderr(&missing).contains("revisions 1 to 8 are kept"),
         "{}",
@@ -878,7 +878,7 @@ fn facts_add_list_search_forget() {
             &tea.to_string(),
         ],
     );
-    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    assert_eq!(code(&out), Some(13), "{}", stderr(&out));
     assert!(
         stderr(&out).contains(&format!("no fact {docker}")),
         "{}",
@@ -966,7 +966,7 @@ fn facts_are_scoped_by_agent_and_user() {
     );
     assert_eq!(hits, Value::Array(vec![]));
     let out = run(&env, &["facts", "forget", "--agent", "b", &u1.to_string()]);
-    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    assert_eq!(code(&out), Some(13), "{}", stderr(&out));
     assert_eq!(
         list("a", Some("u1")).len(),
         2,
@@ -1212,7 +1212,10 @@ fn history_json_limit_and_text() {
         &env,
         &["history", "--agent", "a", "--channel", "c", "--limit", "2"],
     );
-    assert_eq!(text, "## user\nsecond ping\n\n## assistant\npong\n\n");
+    assert_eq!(
+        text,
+        "## turn 2 · user\nsecond ping\n\n## turn 2 · assistant\npong\n\n"
+    );
 }
 
 #[test]
@@ -1221,7 +1224,7 @@ fn a_failed_turn_shows_in_history_with_its_error() {
     let out = env.turn("a", "c", &["--no-extract"], "lost message");
     assert_eq!(code(&out), Some(6));
     let text = run_ok(&env, &["history", "--agent", "a", "--channel", "c"]);
-    assert!(text.starts_with("## user (failed: "), "{text}");
+    assert!(text.starts_with("## turn 1 · user (failed: "), "{text}");
     assert!(text.contains("lost message"), "{text}");
 }
 

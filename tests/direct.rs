@@ -17,9 +17,9 @@ fn model(r: &Recorded) -> Reply {
 
 /// No claude at all, a key and the stand-in's URL.
 fn env_without_claude(s: &StandIn) -> Env {
-    let mut env = Env::fake("");
-    env.claude = env.dir.path().join("nowhere/claude");
-    env.env("ANTHROPIC_API_KEY", "sk-test")
+    Env::fake("")
+        .without_claude()
+        .env("ANTHROPIC_API_KEY", "sk-test")
         .env("ANTHROPIC_BASE_URL", &s.base_url())
 }
 
@@ -196,7 +196,7 @@ exit 1"#,
     assert_ok(&out);
     assert_eq!(stdout(&out), "api says: hello there\n");
     assert!(
-        stderr(&out).contains("using the Messages API directly"),
+        stderr(&out).contains("; answered on the Messages API directly"),
         "{}",
         stderr(&out)
     );

@@ -127,18 +127,20 @@ fn drift_and_corrections_come_from_the_memory_call(server: bool) {
                 .collect::<Result<Vec<Value>, _>>()
         })
         .unwrap();
-    let id_of = |text: &str| {
+    let field_of = |text: &str, field: &str| {
         history
             .iter()
             .find(|t| t["content"] == text)
-            .map(|t| t["id"].clone())
+            .map(|t| t[field].clone())
             .unwrap_or_else(|| panic!("{text} not in history: {history:?}"))
     };
+    let id_of = |text: &str| field_of(text, "id");
     assert_eq!(
-        d["turn"],
+        d["turn_id"],
         id_of(TASK),
         "the message the judged reply answered"
     );
+    assert_eq!(d["turn"], field_of(PUSHBACK, "turn"), "its number");
     assert_eq!(d["reply_turn"], id_of(OFF_TASK_REPLY), "the reply judged");
 
     let corrections = events(&env, &["--kind", "correction"]);

@@ -483,7 +483,7 @@ fn a_session_moves_between_hosts_and_every_request_has_the_whole_history(server:
         // host), not found out by a failed `--resume` first.
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            !err.contains("continuing on a new handle"),
+            !err.contains("on a new handle with the stored history"),
             "{what}: the replay followed a failed resume:\n{err}"
         );
         assert_eq!(v["reply"], reply_to(message), "{what}: {v}");

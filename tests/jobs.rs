@@ -170,7 +170,7 @@ fn jobs_list_retry_and_run() {
     let out = run(&env, &["jobs", "retry", &id]);
     assert_ok(&out);
     assert!(stderr(&out).contains("pending again"), "{}", stderr(&out));
-    assert_eq!(code(&run(&env, &["jobs", "retry", "999999"])), Some(3));
+    assert_eq!(code(&run(&env, &["jobs", "retry", "999999"])), Some(13));
     let out = run(&env, &["jobs", "run"]);
     assert_ok(&out);
     assert_eq!(stderr(&out), "ran 1 jobs: 1 done, 0 failed\n");

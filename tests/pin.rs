@@ -158,7 +158,8 @@ fn the_pin_holds_the_task_and_the_condensed_answer_never_a_raw_message(server: b
         .lines()
         .map(|l| l.split('\t').nth(2).unwrap_or("").to_string())
         .collect();
-    assert_eq!(sources, ["extracted from turn 1", "clarified from turn 3"]);
+    // Turns as people count them: the second message is turn 2.
+    assert_eq!(sources, ["extracted from turn 1", "clarified from turn 2"]);
 }
 
 fn requests_main(s: &StandIn) -> Vec<Recorded> {

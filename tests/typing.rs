@@ -208,7 +208,7 @@ fn a_message_typed_without_claude_is_kept_and_sent_again() {
     );
     let history = stdout(&run(&env, &["history", "--agent", "a", "--channel", "c"]));
     assert!(
-        history.contains("## user (failed: could not find claude"),
+        history.contains("## turn 1 · user (failed: could not find claude"),
         "{history}"
     );
     assert!(history.contains("the message I typed"), "{history}");
@@ -248,10 +248,10 @@ fn a_message_typed_without_claude_is_kept_and_sent_again() {
 #[test]
 fn doctor_understands_the_api_path() {
     let s = standin::StandIn::start();
-    let mut env = Env::fake("exit 1")
+    let env = Env::fake("exit 1")
+        .without_claude()
         .env("ANTHROPIC_API_KEY", "sk-test")
         .env("ANTHROPIC_BASE_URL", &s.base_url());
-    env.claude = env.dir.path().join("nowhere/claude");
     let out = run(&env, &["doctor"]);
     assert_ok(&out);
     let text = stdout(&out);
@@ -266,10 +266,10 @@ fn doctor_understands_the_api_path() {
     // A rejected key and no claude: a problem, with the key's exit code.
     let s = standin::StandIn::start_with(|_| standin::Reply::Text("x".into()));
     s.set_models_failure(Some((401, "authentication_error", "invalid x-api-key")));
-    let mut env = Env::fake("exit 1")
+    let env = Env::fake("exit 1")
+        .without_claude()
         .env("ANTHROPIC_API_KEY", "sk-bad")
         .env("ANTHROPIC_BASE_URL", &s.base_url());
-    env.claude = env.dir.path().join("nowhere/claude");
     let out = run(&env, &["doctor"]);
     assert_eq!(code(&out), Some(8), "{}", stdout(&out));
     assert!(

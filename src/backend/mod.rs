@@ -354,7 +354,8 @@ pub async fn api_backend(cfg: ApiConfig, cache: &mut ProbeCache<'_>) -> Backend 
     Backend::Api { cfg, catalog }
 }
 
-/// Choose the backend for `route`: claude (found and probed), or the API.
+/// Choose the backend for `route`: claude (found and probed), or the API
+/// when claude is not named and cannot be used.
 pub async fn resolve(
     route: Route,
     claude_path: Option<&Path>,
@@ -379,6 +380,10 @@ pub async fn resolve(
     };
     match (probed, api) {
         (Ok(backend), _) => Ok(backend),
+        // A claude the user named (--claude, DUDUCLAW_CLAUDE) is the one
+        // they meant: when it cannot be found or run, that is the error,
+        // never a reason to send the turn elsewhere.
+        (Err(e), _) if claude_path.is_some() => Err(e),
         (Err(e), Some(cfg)) => {
             tracing::info!("{e:#}: using the Messages API directly (ANTHROPIC_API_KEY)");
             Ok(api_backend(cfg, &mut cache).await)

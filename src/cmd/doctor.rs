@@ -495,7 +495,9 @@ pub async fn run(
         None => None,
     };
     let claude_ok = claude_problems.is_empty();
-    let api_ok = api_cfg.is_some() && api_problem.is_none();
+    // A claude named with --claude (DUDUCLAW_CLAUDE) is the only one turns
+    // use: the API is no way around it.
+    let api_ok = api_cfg.is_some() && api_problem.is_none() && claude_path.is_none();
     let notes = &mut report.notes;
     let mut problems = Vec::new();
     // Turns need one working path: a missing claude is no problem when the
@@ -517,12 +519,13 @@ pub async fn run(
             }
         }
         (false, false) => {
-            // With no claude installed, a key that is set is the path the
-            // user meant: its problem comes first (and sets the exit code).
+            // With no claude installed (and none named), a key that is set
+            // is the path the user meant: its problem comes first (and sets
+            // the exit code).
             let missing = claude_problems
                 .iter()
                 .any(|p| p.kind == Kind::ClaudeMissing);
-            if missing && api_problem.is_some() {
+            if missing && api_problem.is_some() && claude_path.is_none() {
                 problems.extend(api_problem);
                 problems.extend(claude_problems);
             } else {

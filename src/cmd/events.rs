@@ -70,6 +70,7 @@ fn filter<'a>(
         since_us,
         agent: args.scope.agent(),
         session_id: session,
+        without_session: false,
         kinds,
         limit,
         // Without a starting point, the newest: where `tail` starts.
@@ -96,12 +97,63 @@ fn read(location: &Location, args: &EventsArgs) -> Result<()> {
         return Ok(());
     };
     let (kinds, session) = (kinds(args), session(args));
-    let events = store.events(&filter(args, &kinds, session.as_deref()))?;
+    let events = numbered(
+        &*store,
+        store.events(&filter(args, &kinds, session.as_deref()))?,
+    )?;
     let mut out = std::io::stdout().lock();
+    if !events.is_empty() && !args.json {
+        header(&mut out)?;
+    }
     for e in &events {
         write_event(&mut out, e, args.json)?;
     }
     out.flush()?;
+    if session.is_some() && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        left_out(&*store, args, &kinds, &events)?;
+    }
+    Ok(())
+}
+
+/// At most this many agent-wide events are counted for the note.
+const LEFT_OUT_COUNTED: usize = 1000;
+
+/// A reading scoped to one session leaves out the agent's events that
+/// concern no session (facts added by hand or imported, forgotten,
+/// enriched): say how many, over the same stretch of the log, and which
+/// flag shows them, so a person never reads the gaps in the ids as loss.
+fn left_out(
+    store: &dyn store::Store,
+    args: &EventsArgs,
+    kinds: &[EventKind],
+    shown: &[Event],
+) -> Result<()> {
+    let Some(agent) = args.scope.agent() else {
+        return Ok(());
+    };
+    let mut wide = EventFilter {
+        agent: Some(agent),
+        without_session: true,
+        limit: Some(LEFT_OUT_COUNTED + 1),
+        newest: false,
+        ..filter(args, kinds, None)
+    };
+    if args.since.is_none() {
+        // The newest N: the stretch from the oldest shown on.
+        wide.after = shown.first().map(|e| e.id - 1);
+    }
+    let n = store.events(&wide)?.len();
+    if n > 0 {
+        let count = if n > LEFT_OUT_COUNTED {
+            format!("more than {LEFT_OUT_COUNTED}")
+        } else {
+            n.to_string()
+        };
+        let s = if n == 1 { "" } else { "s" };
+        eprintln!(
+            "{count} event{s} of agent {agent:?} not shown: they concern no session (facts added by hand or imported, forgotten, enriched); --all shows every event"
+        );
+    }
     Ok(())
 }
 
@@ -144,11 +196,16 @@ fn follow_from(location: &Location, args: &EventsArgs, last: &mut Option<i64>) -
         *last = store.events(&end)?.first().map(|e| e.id);
     }
     let mut next = first.clone();
+    let mut headed = args.json;
     loop {
         if stop.load(Ordering::Relaxed) || reader_gone() {
             return Ok(());
         }
-        let events = store.events(&next)?;
+        let events = numbered(&*store, store.events(&next)?)?;
+        if !events.is_empty() && !headed {
+            header(&mut out)?;
+            headed = true;
+        }
         for e in &events {
             write_event(&mut out, e, args.json)?;
             out.flush()?;
@@ -188,6 +245,50 @@ fn reader_gone() -> bool {
         Ok(n) if n > 0 => fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP),
         _ => false,
     }
+}
+
+/// The fields of an event's data that name a turn by its id.
+const TURN_FIELDS: [&str; 2] = ["turn", "upto_turn"];
+
+/// Events with their turns as people count them: the log stores turn ids;
+/// `turn` (and `upto_turn`) become the turn's number in its session (the
+/// Nth message and its reply are turn N), the id moving to `turn_id` (and
+/// `upto_turn_id`), as `history --json` shows both.
+fn numbered(store: &dyn store::Store, mut events: Vec<Event>) -> Result<Vec<Event>> {
+    let ids: Vec<i64> = events
+        .iter()
+        .flat_map(|e| TURN_FIELDS.map(|f| e.data.get(f).and_then(Value::as_i64)))
+        .flatten()
+        .collect();
+    if ids.is_empty() {
+        return Ok(events);
+    }
+    let numbers = store.turn_numbers(&ids)?;
+    for e in &mut events {
+        let Some(data) = e.data.as_object_mut() else {
+            continue;
+        };
+        for field in TURN_FIELDS {
+            if let Some(id) = data.get(field).and_then(Value::as_i64) {
+                data.insert(field.into(), numbers.get(&id).copied().into());
+                data.insert(format!("{field}_id"), id.into());
+            }
+        }
+    }
+    Ok(events)
+}
+
+/// The column names of the text lines, for a person at a terminal.
+fn header(out: &mut impl Write) -> std::io::Result<()> {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        writeln!(
+            out,
+            "{:>6}  {:<24}  {:<17} AGENT/SESSION  WHAT",
+            "ID", "AT", "KIND"
+        )?;
+    }
+    Ok(())
 }
 
 /// An event as `--json` prints it: the fields a consumer reads, `at` in

@@ -247,10 +247,10 @@ fn forget(location: &Location, agent: &str, ids: &[i64]) -> Result<()> {
     } else {
         ""
     };
-    Err(fail(
-        Kind::BadInput,
-        format!("no fact {} for agent {agent}{others}", list.join(", ")),
-    ))
+    Err(super::not_found(format!(
+        "no fact {} for agent {agent}{others}",
+        list.join(", ")
+    )))
 }
 
 /// Facts per write of an import: at most this many writes, so the bar

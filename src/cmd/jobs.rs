@@ -9,7 +9,6 @@ use anyhow::Result;
 use super::{open_for_reading, route, scope_session, summary};
 use crate::backend::{self, ProbeCache};
 use crate::cli::{JobsAction, Scope, SideArgs};
-use crate::error::{Kind, fail};
 use crate::memory::jobs::{self, Runner, WhenBusy};
 use crate::memory::review;
 use crate::memory::slots::SideSlots;
@@ -38,9 +37,13 @@ pub async fn run(
         ),
         JobsAction::Run { scope, side } => run_now(location, claude, scope, side, bars).await,
         JobsAction::Retry { id } => {
+            let no_job = || super::not_found(format!("no job {id} in the store"));
+            if open_for_reading(location)?.is_none() {
+                return Err(no_job());
+            }
             let mut store = store::open(location)?;
             if !store.retry_job(*id)? {
-                return Err(fail(Kind::BadInput, format!("no job {id} in the store")));
+                return Err(no_job());
             }
             summary(format!(
                 "job {id} is pending again; the next turn of its session or `jobs run` runs it"
@@ -60,26 +63,30 @@ fn list(
     json: bool,
     slots: &SideSlots,
 ) -> Result<()> {
-    let rows: Vec<JobRow> = match open_for_reading(location)? {
+    let (rows, numbers): (Vec<JobRow>, _) = match open_for_reading(location)? {
         Some(store) => {
             let sid = scope_session(scope);
             let age = i64::try_from(since.as_secs()).unwrap_or(i64::MAX);
-            store.jobs(&JobFilter {
+            let rows = store.jobs(&JobFilter {
                 select: JobSelect {
                     session_id: sid.as_deref(),
                     agent: scope.agent(),
                     kind: None,
                 },
                 finished_since: Some(store::now().saturating_sub(age)),
-            })?
+            })?;
+            let ids: Vec<i64> = rows.iter().filter_map(|j| j.turn_id).collect();
+            let numbers = store.turn_numbers(&ids)?;
+            (rows, numbers)
         }
-        None => Vec::new(),
+        None => (Vec::new(), std::collections::HashMap::new()),
     };
     let in_use = slots.in_use();
     let listed: Vec<Listed> = rows
         .iter()
         .map(|j| Listed {
             waiting: waiting(j, &rows, slots.limit(), in_use),
+            turn: j.turn_id.and_then(|t| numbers.get(&t).copied()),
             job: j,
         })
         .collect();
@@ -96,7 +103,10 @@ fn list(
             ],
         )?;
     }
-    for Listed { job: j, waiting } in listed {
+    for Listed {
+        job: j, waiting, ..
+    } in listed
+    {
         let error = j
             .last_error
             .as_deref()
@@ -117,11 +127,14 @@ fn list(
     Ok(())
 }
 
-/// A listed job, with why it is still queued.
+/// A listed job, with why it is still queued and the number of its turn
+/// as people count turns (the Nth message and its reply are turn N),
+/// beside the turn's id (`turn_id`).
 #[derive(serde::Serialize)]
 struct Listed<'a> {
     #[serde(flatten)]
     job: &'a JobRow,
+    turn: Option<i64>,
     waiting: Option<String>,
 }
 

@@ -21,7 +21,6 @@ mod turn;
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use clap::CommandFactory;
 
 use crate::backend::Route;
 use crate::cli::{Cli, Command, RouteArgs, SessionArgs};
@@ -37,21 +36,23 @@ pub async fn run(cli: Cli) -> Result<()> {
     match &cli.command {
         Command::Turn(args) => turn::run(&location()?, claude, args).await,
         Command::Prompt(args) => prompt::run(&location()?, claude, args).await,
-        Command::Id(s) => {
+        Command::Id { session: s, .. } => {
             writeln!(std::io::stdout(), "{}", address(s)?.session_id())?;
             Ok(())
         }
-        Command::Pin { action } => pin::run(&location()?, action),
-        Command::Facts { action } => facts::run(&location()?, claude, action, bars).await,
+        Command::Pin { action, .. } => pin::run(&location()?, action),
+        Command::Facts { action, .. } => facts::run(&location()?, claude, action, bars).await,
         Command::History {
             session,
             json,
             limit,
+            ..
         } => sessions::history(&location()?, session, *json, *limit),
-        Command::Sessions { action } => sessions::run(&location()?, action),
-        Command::Jobs { action } => jobs::run(&location()?, claude, action, bars).await,
+        Command::Sessions { action, .. } => sessions::run(&location()?, action),
+        Command::Jobs { action, .. } => jobs::run(&location()?, claude, action, bars).await,
         Command::Store {
             action: crate::cli::StoreAction::Copy { to, from, json },
+            ..
         } => store_copy::run(
             cli.db.as_deref(),
             from.as_deref(),
@@ -61,16 +62,22 @@ pub async fn run(cli: Cli) -> Result<()> {
         ),
         Command::Store {
             action: crate::cli::StoreAction::Migrate,
+            ..
         } => store_migrate::run(&location()?),
-        Command::Events { action, read } => events::run(&location()?, action.as_ref(), read),
-        Command::Stats { scope, since, json } => stats::run(&location()?, scope, *since, *json),
+        Command::Events { action, read, .. } => events::run(&location()?, action.as_ref(), read),
+        Command::Stats {
+            scope, since, json, ..
+        } => stats::run(&location()?, scope, *since, *json),
         Command::Forget {
             user,
             agent,
             dry_run,
             json,
+            ..
         } => forget::run(&location()?, user, agent.as_deref(), *dry_run, *json),
-        Command::Doctor { json, concurrency } => {
+        Command::Doctor {
+            json, concurrency, ..
+        } => {
             let slots = side_slots(concurrency);
             doctor::run(&location()?, claude, &slots, *json).await
         }
@@ -78,8 +85,9 @@ pub async fn run(cli: Cli) -> Result<()> {
             std::io::stdout().write_all(&crate::cli::completions(*shell))?;
             Ok(())
         }
-        Command::Man => {
-            std::io::stdout().write_all(&crate::cli::man_page(Cli::command())?)?;
+        Command::Man { subcommand } => {
+            let page = crate::cli::man_page_of(subcommand).map_err(usage)?;
+            std::io::stdout().write_all(&page)?;
             Ok(())
         }
     }
@@ -87,9 +95,7 @@ pub async fn run(cli: Cli) -> Result<()> {
 
 /// A usage error found after parsing, shown and exiting like clap's own (2).
 fn usage(message: impl std::fmt::Display) -> anyhow::Error {
-    Cli::command()
-        .error(clap::error::ErrorKind::MissingRequiredArgument, message)
-        .into()
+    crate::error::Usage(message.to_string()).into()
 }
 
 /// The agent, required by every command that names a session or a scope.
@@ -144,12 +150,15 @@ fn open_for_reading(location: &Location) -> Result<Option<Box<dyn Store>>> {
     store::open_existing(location)
 }
 
-/// The error for a session that is not in the store: one code everywhere.
+/// The error for a session that is not in the store.
 fn no_session(what: impl std::fmt::Display) -> anyhow::Error {
-    fail(
-        Kind::NoSuchSession,
-        format!("no session {what} in the store"),
-    )
+    not_found(format!("no session {what} in the store"))
+}
+
+/// The error for anything a command names that the store does not hold (a
+/// session, a pin revision, a fact, a job): one exit code for all of them.
+fn not_found(message: impl Into<String>) -> anyhow::Error {
+    fail(Kind::NotFound, message)
 }
 
 /// The host's side-call slots, bounded as the command line says.
@@ -319,7 +328,7 @@ mod tests {
                 if let Command::Turn(args) | Command::Prompt(args) = &cli.command {
                     let _ = turn::settings(&location, None, args);
                 }
-                if let Command::Id(s) = &cli.command {
+                if let Command::Id { session: s, .. } = &cli.command {
                     let _ = address(s);
                 }
             }

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use super::{address, describe, no_session, open_for_reading, time};
+use super::{address, describe, no_session, not_found, open_for_reading, time};
 use crate::cli::{PinAction, SessionArgs};
 use crate::error::{Kind, fail};
 use crate::memory::pin;
@@ -23,6 +23,15 @@ pub fn run(location: &Location, action: &PinAction) -> Result<()> {
         PinAction::History { session, json } => {
             let (store, s) = read(location, session)?;
             let revs = store.pin_history(&s.id)?;
+            let ids: Vec<i64> = revs.iter().filter_map(|r| r.turn_id).collect();
+            let numbers = store.turn_numbers(&ids)?;
+            let revs: Vec<Revision> = revs
+                .iter()
+                .map(|r| Revision {
+                    turn: r.turn_id.and_then(|t| numbers.get(&t).copied()),
+                    rev: r,
+                })
+                .collect();
             print_history(&revs, *json)
         }
         PinAction::Set { session, text } => {
@@ -53,22 +62,19 @@ pub fn run(location: &Location, action: &PinAction) -> Result<()> {
             Ok((None, PinChange::by(PinSource::Cleared)))
         }),
         PinAction::Restore { session, rev } => {
+            // Checked on a reading first: naming what is not there creates nothing.
+            let (_, s) = read(location, session)?;
+            let sid = s.id;
             let mut store = store::open(location)?;
-            let addr = address(session)?;
-            let sid = addr.session_id();
-            if store.session(&sid)?.is_none() {
-                return Err(no_session(describe(&addr)));
-            }
             let kept = store.pin_history(&sid)?;
             let Some(r) = kept.iter().find(|r| r.rev == *rev) else {
                 let range = match (kept.first(), kept.last()) {
                     (Some(a), Some(b)) => format!("revisions {} to {} are kept", a.rev, b.rev),
                     _ => "it has no revisions".into(),
                 };
-                return Err(fail(
-                    Kind::BadInput,
-                    format!("no revision {rev} of this pin: {range} (`pin history`)"),
-                ));
+                return Err(not_found(format!(
+                    "no revision {rev} of this pin: {range} (`pin history`)"
+                )));
             };
             let change = PinChange {
                 from_rev: Some(r.rev),
@@ -121,29 +127,43 @@ fn within_cap(text: &str, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// A revision as `pin history` shows it: with the number of the turn it
+/// came from as people count turns (the Nth message and its reply are
+/// turn N), beside the turn's id (`turn_id`, as in `history --json`).
+#[derive(serde::Serialize)]
+struct Revision<'a> {
+    #[serde(flatten)]
+    rev: &'a PinRevision,
+    turn: Option<i64>,
+}
+
 /// Where a revision came from, as `pin history` says it.
-fn source(r: &PinRevision) -> String {
-    match (r.turn_id, r.from_rev) {
-        (Some(t), _) => format!("{} from turn {t}", r.source),
-        (None, Some(rev)) => format!("{} from revision {rev}", r.source),
-        _ => r.source.to_string(),
+fn source(r: &Revision) -> String {
+    match (r.turn, r.rev.from_rev) {
+        (Some(t), _) => format!("{} from turn {t}", r.rev.source),
+        (None, Some(rev)) => format!("{} from revision {rev}", r.rev.source),
+        _ => r.rev.source.to_string(),
     }
 }
 
-fn print_history(revs: &[PinRevision], json: bool) -> Result<()> {
+fn print_history(revs: &[Revision], json: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string(revs)?)?;
         return Ok(());
     }
+    if !revs.is_empty() {
+        super::header(&mut out, &["REV", "TIME", "SOURCE", "PIN"])?;
+    }
     for r in revs {
         writeln!(
             out,
             "{}\t{}\t{}\t{}",
-            r.rev,
-            time(r.created_at),
+            r.rev.rev,
+            time(r.rev.created_at),
             source(r),
-            r.pin
+            r.rev
+                .pin
                 .as_deref()
                 .map_or_else(|| "(cleared)".to_string(), |p| p.replace('\n', " ⏎ "))
         )?;

@@ -27,21 +27,40 @@ pub fn history(
         _ => return Err(no_session(describe(&addr))),
     };
     let turns = store.turns(&sid, limit)?;
+    let ids: Vec<i64> = turns.iter().map(|t| t.id).collect();
+    let numbers = store.turn_numbers(&ids)?;
+    let turns: Vec<NumberedTurn> = turns
+        .iter()
+        .map(|t| NumberedTurn {
+            turn: numbers.get(&t.id).copied(),
+            row: t,
+        })
+        .collect();
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string(&turns)?)?;
         return Ok(());
     }
-    for t in turns {
+    for NumberedTurn { row: t, turn } in turns {
         let unanswered = t.role == Role::User && t.status != TurnStatus::Answered;
         let status = match (&t.error, unanswered) {
             (Some(e), _) => format!(" ({}: {e})", t.status),
             (None, true) => format!(" ({})", t.status),
             (None, false) => String::new(),
         };
-        writeln!(out, "## {}{status}\n{}\n", t.role, t.content)?;
+        let number = turn.map_or_else(String::new, |n| format!("turn {n} · "));
+        writeln!(out, "## {number}{}{status}\n{}\n", t.role, t.content)?;
     }
     Ok(())
+}
+
+/// A stored turn as `history` shows it: with its number as people count
+/// turns (the Nth message and its reply are turn N) beside its `id`.
+#[derive(Serialize)]
+struct NumberedTurn<'a> {
+    #[serde(flatten)]
+    row: &'a crate::store::Turn,
+    turn: Option<i64>,
 }
 
 /// A session id as the store spells it (lowercase, hyphenated), or `None`
@@ -156,7 +175,13 @@ fn show(out: &mut impl Write, v: &SessionView) -> std::io::Result<()> {
         .jobs
         .iter()
         .map(|j| {
-            let mut s = format!("{} {} ({} attempts)", j.kind, j.status, j.attempts);
+            let mut s = format!(
+                "{} {} ({} attempt{})",
+                j.kind,
+                j.status,
+                j.attempts,
+                if j.attempts == 1 { "" } else { "s" }
+            );
             if let Some(e) = &j.last_error {
                 s.push_str(&format!(": {e}"));
             }

@@ -212,12 +212,13 @@ fn usd(f: &Figures) -> String {
 }
 
 /// A plain table: the same figures, for a person (no colour, so pipes get
-/// the same text as a terminal).
+/// the same text as a terminal). Columns are wider than their longest
+/// heading, so headings never run together.
 fn table(out: &mut impl Write, s: &Stats) -> std::io::Result<()> {
     let row = |out: &mut dyn Write, name: &str, f: &Figures| -> std::io::Result<()> {
         writeln!(
             out,
-            "{name:<14}{:>7}{:>12}{:>12}{:>12}{:>10}{:>10}  {}",
+            "{name:<14}{:>7}{:>13}{:>13}{:>13}{:>10}{:>10}  {}",
             f.calls,
             f.input_tokens.fresh,
             f.input_tokens.cache_written,
@@ -229,7 +230,7 @@ fn table(out: &mut impl Write, s: &Stats) -> std::io::Result<()> {
     };
     writeln!(
         out,
-        "{:<14}{:>7}{:>12}{:>12}{:>12}{:>10}{:>10}  cost",
+        "{:<14}{:>7}{:>13}{:>13}{:>13}{:>10}{:>10}  cost",
         "calls", "n", "fresh in", "cache write", "cache read", "read %", "out"
     )?;
     row(out, "turns", &s.main)?;

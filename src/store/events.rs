@@ -221,6 +221,9 @@ pub fn select(filter: &EventFilter) -> (String, Vec<Param>) {
             bind(Param::Text(sid.into()), &mut params)
         ));
     }
+    if filter.without_session {
+        clauses.push("session_id IS NULL".into());
+    }
     if !filter.kinds.is_empty() {
         let list: Vec<String> = filter
             .kinds

@@ -27,9 +27,14 @@ pub use crate::error::{StoreError, StoreResult as Result};
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        anyhow::Error::new(e)
-            .context("the session store failed")
-            .into()
+        // SQLite rolls the transaction back: what was stored stays intact.
+        let what = if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+            "the disk holding the session store is full: free some space and run the command \
+             again (nothing stored was lost)"
+        } else {
+            "the session store failed"
+        };
+        anyhow::Error::new(e).context(what).into()
     }
 }
 
@@ -122,6 +127,10 @@ pub trait Store: Send {
     /// The turns after turn `after`, oldest first.
     fn turns_after(&self, session_id: &str, after: i64) -> Result<Vec<Turn>>;
     fn turn_count(&self, session_id: &str) -> Result<i64>;
+    /// The number people know each turn by (`pin history`, `events`): the
+    /// Nth message of its session and its reply are turn N. Ids the store
+    /// does not hold are left out.
+    fn turn_numbers(&self, turn_ids: &[i64]) -> Result<std::collections::HashMap<i64, i64>>;
 
     // The handle and the pin.
     /// A handle we tried to start turned out to exist already (a failed turn

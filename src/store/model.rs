@@ -320,6 +320,9 @@ pub struct EventFilter<'a> {
     pub since_us: Option<i64>,
     pub agent: Option<&'a str>,
     pub session_id: Option<&'a str>,
+    /// Only events that concern no session (an agent's facts added by
+    /// hand, imported, forgotten, enriched).
+    pub without_session: bool,
     /// Any of these kinds (none: every kind).
     pub kinds: &'a [EventKind],
     /// At most this many: the oldest that match, or with `newest` the newest

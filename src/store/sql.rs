@@ -71,6 +71,22 @@ pub const PINS_BEFORE_GATE: &str = "SELECT COUNT(*) FROM sessions s
 /// every pin there is one.
 pub const PINS_BEFORE_REVISIONS: &str = "SELECT COUNT(*) FROM sessions WHERE pin IS NOT NULL";
 
+/// The exchange of each of `n` turns (`$1`…`$n`, ids): how many messages
+/// its session holds up to it, so a message and its reply share their
+/// number (the Nth message and its reply are turn N), as people count
+/// turns. Columns: id, number.
+pub fn turn_numbers(n: usize) -> String {
+    let ids: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
+    format!(
+        "SELECT t.id, (SELECT COUNT(*) FROM turns u WHERE u.session_id = t.session_id AND u.role = 'user' AND u.id <= t.id)
+         FROM turns t WHERE t.id IN ({})",
+        ids.join(", ")
+    )
+}
+
+/// Ids per [`turn_numbers`] query: well within both engines' parameter limits.
+pub const TURN_NUMBERS_CHUNK: usize = 500;
+
 /// `sql` with SQLite's placeholders.
 pub fn for_sqlite(sql: &str) -> Cow<'_, str> {
     static PLACEHOLDER: LazyLock<Regex> =
@@ -96,6 +112,7 @@ mod tests {
             JOB_RETRY,
             SESSION_JOBS,
             MEMORY_WATERMARK,
+            &turn_numbers(3),
         ] {
             assert!(!for_sqlite(sql).contains('$'), "{sql}");
         }

@@ -137,6 +137,32 @@ pub fn sessions_and_turns(open: Open) {
     assert_eq!(s.turn_count("sid").unwrap(), 0, "turns go with the session");
 }
 
+/// A message and its reply share one number, counted per session; a failed
+/// message counts (it was sent), and an id not stored has none.
+pub fn turns_are_numbered_by_exchange(open: Open) {
+    let mut s = open();
+    s.ensure_session("sid", &KEY, "/w").unwrap();
+    let other = SessionKey {
+        channel: "d",
+        ..KEY
+    };
+    s.ensure_session("other", &other, "/w").unwrap();
+    let u1 = s.add_user_turn("sid", "one", None).unwrap();
+    let r1 = s.add_reply("sid", u1, &reply("re one", "sid")).unwrap();
+    // Another session's turns in between do not count.
+    let o1 = s.add_user_turn("other", "elsewhere", None).unwrap();
+    let u2 = s.add_user_turn("sid", "two", None).unwrap();
+    s.fail_user_turn(u2, "claude failed").unwrap();
+    let u3 = s.add_user_turn("sid", "three", None).unwrap();
+    let r3 = s.add_reply("sid", u3, &reply("re three", "sid")).unwrap();
+    let n = s.turn_numbers(&[u1, r1, o1, u2, u3, r3, 999_999]).unwrap();
+    let expected: HashMap<i64, i64> = [(u1, 1), (r1, 1), (o1, 1), (u2, 2), (u3, 3), (r3, 3)]
+        .into_iter()
+        .collect();
+    assert_eq!(n, expected);
+    assert!(s.turn_numbers(&[]).unwrap().is_empty());
+}
+
 pub fn handles_and_pins(open: Open) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
@@ -1501,6 +1527,7 @@ macro_rules! store_suite {
     ($fixture:expr) => {
         $crate::store_suite!(@cases $fixture;
             sessions_and_turns,
+            turns_are_numbered_by_exchange,
             handles_and_pins,
             facts_are_deduplicated_scoped_and_keyworded,
             english_stemming_and_chinese_bigrams,

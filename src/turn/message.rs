@@ -17,6 +17,13 @@ pub fn read(arg: Option<&[u8]>) -> Result<String> {
     let bytes = match arg {
         Some(a) if a != b"-" => a.to_vec(),
         _ => {
+            if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                // Otherwise a person who typed no message sees nothing
+                // happen: say what is awaited and how to end it.
+                eprintln!(
+                    "reading the message from stdin: type it, then press Ctrl-D on an empty line to send it (Ctrl-C cancels)"
+                );
+            }
             let mut buf = Vec::new();
             std::io::stdin()
                 .lock()

@@ -428,6 +428,9 @@ async fn attempt_until_answered(
 ) -> Result<Attempted> {
     let mut session = reload(store, sid)?;
     let mut started = false;
+    // Said once the turn is answered, or folded into its one error line:
+    // a recovery that fails too is one failure, said once.
+    let mut recovered: Vec<Recovered> = Vec::new();
     for _ in 0..recovery::MAX_ATTEMPTS {
         let state = gathered.state(&session, host);
         let model = api_model(settings, &backend);
@@ -476,6 +479,9 @@ async fn attempt_until_answered(
             .await
         {
             Ok(outcome) => {
+                for r in &recovered {
+                    out.notice(&format!("{}; answered on {}", r.error, r.then));
+                }
                 return Ok(Attempted {
                     attempt,
                     rendered,
@@ -486,7 +492,12 @@ async fn attempt_until_answered(
             }
             Err(e) => e,
         };
-        let api = settings.route.api();
+        // A claude the user named (--claude) that cannot be run is the
+        // error, never a reason to go elsewhere.
+        let api = settings
+            .route
+            .api()
+            .filter(|_| settings.claude.is_none() || err.problem != Problem::Missing);
         match recovery::next(attempt.step(), err.problem, err.emitted_text, api.is_some()) {
             Next::ResumeInstead => {
                 tracing::info!(
@@ -496,18 +507,18 @@ async fn attempt_until_answered(
                 store.mark_handle_started(sid, attempt.handle(), host)?;
             }
             Next::RollAndReplay => {
-                out.notice(&format!(
-                    "{}; continuing on a new handle with the stored history",
-                    err.message
-                ));
+                recovered.push(Recovered {
+                    error: err.message,
+                    then: "a new handle with the stored history",
+                });
                 let (_, handle) = session.next_handle();
                 roll(store, &session, session.generation, &handle)?;
             }
             Next::UseApi => {
-                out.notice(&format!(
-                    "{}; using the Messages API directly (ANTHROPIC_API_KEY)",
-                    err.message
-                ));
+                recovered.push(Recovered {
+                    error: err.message,
+                    then: "the Messages API directly (ANTHROPIC_API_KEY)",
+                });
                 if let Some(cfg) = api {
                     backend = backend::api_backend(cfg, &mut ProbeCache::Store(store)).await;
                 }
@@ -517,9 +528,9 @@ async fn attempt_until_answered(
                 if let Err(e) = roll(store, &session, session.generation, &handle) {
                     tracing::warn!("could not move past the failed turn's handle: {e:#}");
                 }
-                return Err(failure(err, settings));
+                return Err(failure(recovered_before(err, &recovered), settings));
             }
-            Next::Fail => return Err(failure(err, settings)),
+            Next::Fail => return Err(failure(recovered_before(err, &recovered), settings)),
         }
         session = reload(store, sid)?;
     }
@@ -527,6 +538,32 @@ async fn attempt_until_answered(
         Kind::SessionLost,
         "could not start or resume the conversation after several attempts",
     ))
+}
+
+/// A failed attempt the turn recovered from, and where it went on.
+struct Recovered {
+    error: String,
+    then: &'static str,
+}
+
+/// The error of an attempt made after recoveries, saying what failed
+/// before it, so the turn's one error line tells the whole story.
+fn recovered_before(mut err: CallError, recovered: &[Recovered]) -> CallError {
+    let Some(last) = recovered.last() else {
+        return err;
+    };
+    err.message = if recovered.iter().all(|r| r.error == err.message) {
+        format!("{} (and again on {})", err.message, last.then)
+    } else {
+        let first: Vec<&str> = recovered.iter().map(|r| r.error.as_str()).collect();
+        format!(
+            "{} (on {}; before that: {})",
+            err.message,
+            last.then,
+            first.join("; ")
+        )
+    };
+    err
 }
 
 fn reload(store: &dyn Store, sid: &str) -> Result<Session> {

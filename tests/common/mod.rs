@@ -24,6 +24,9 @@ pub fn real_claude() -> PathBuf {
     p
 }
 
+/// The PATH the program runs with in the tests.
+pub const TEST_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
 pub struct Env {
     pub dir: TempDir,
     pub home: PathBuf,
@@ -78,6 +81,19 @@ impl Env {
         env
     }
 
+    /// No claude at all, as on a machine without Claude Code: none named
+    /// (no `DUDUCLAW_CLAUDE`) and none on the test's PATH. Naming a path
+    /// that does not exist is another case: a claude the user named is the
+    /// one a turn must use.
+    pub fn without_claude(mut self) -> Env {
+        assert!(
+            which::which_in("claude", Some(TEST_PATH), "/").is_err(),
+            "a claude is installed on {TEST_PATH}: the tests of a machine without claude cannot run here"
+        );
+        self.claude = PathBuf::new();
+        self
+    }
+
     /// Keep the store on a fresh database of the test PostgreSQL server.
     pub fn on_server(mut self) -> Env {
         self.server = Some(pg::fresh_database());
@@ -113,12 +129,14 @@ impl Env {
     pub fn std_cmd(&self) -> std::process::Command {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_duduclaw-session"));
         c.env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("PATH", TEST_PATH)
             .env("HOME", &self.home)
             .env("TMPDIR", self.dir.path())
             .env("DUDUCLAW_DB", self.store())
-            .env("DUDUCLAW_CLAUDE", &self.claude)
             .current_dir(&self.work);
+        if !self.claude.as_os_str().is_empty() {
+            c.env("DUDUCLAW_CLAUDE", &self.claude);
+        }
         if let Some(url) = &self.base_url {
             c.env("ANTHROPIC_BASE_URL", url)
                 .env("ANTHROPIC_API_KEY", "test-key");

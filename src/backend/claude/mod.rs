@@ -43,6 +43,16 @@ fn is_cleared(var: &str) -> bool {
 /// Keep this much of the child's stderr for error messages.
 const STDERR_KEEP: usize = 64 * 1024;
 
+/// Whether a spawn failed because the program cannot be run at all: not
+/// there, not executable, or not a program (no `#!`), as opposed to a
+/// claude that ran and failed.
+fn cannot_run(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+    ) || e.raw_os_error() == Some(rustix::io::Errno::NOEXEC.raw_os_error())
+}
+
 #[derive(Debug, Clone)]
 pub struct Claude {
     path: PathBuf,
@@ -89,7 +99,7 @@ impl Claude {
             Err(_) => Err(fail(
                 Kind::ClaudeMissing,
                 match explicit {
-                    Some(p) => format!("could not find claude at {}: is the path right and executable? (or set ANTHROPIC_API_KEY to use the Messages API directly)", p.display()),
+                    Some(p) => format!("could not find claude at {}: give --claude (or DUDUCLAW_CLAUDE) the path of an executable claude, or neither to use the claude on PATH (or the Messages API, with ANTHROPIC_API_KEY set)", p.display()),
                     None => "could not find claude on PATH: install Claude Code (npm i -g @anthropic-ai/claude-code) or pass --claude, or set ANTHROPIC_API_KEY to use the Messages API directly".to_string(),
                 },
             )),
@@ -162,7 +172,8 @@ impl Claude {
             return Err(fail(
                 Kind::ClaudeFailed,
                 format!(
-                    "claude {} failed: {}",
+                    "{} {} failed: {}",
+                    self.path.display(),
                     args.join(" "),
                     last_line(&String::from_utf8_lossy(&out.stderr))
                 ),
@@ -183,11 +194,10 @@ impl Claude {
     }
 
     fn spawn_error(&self, e: &std::io::Error) -> anyhow::Error {
-        let kind = match e.kind() {
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                Kind::ClaudeMissing
-            }
-            _ => Kind::ClaudeFailed,
+        let kind = if cannot_run(e) {
+            Kind::ClaudeMissing
+        } else {
+            Kind::ClaudeFailed
         };
         fail(
             kind,
@@ -275,11 +285,10 @@ impl Claude {
         }
         tracing::debug!(claude = %self.path.display(), args = ?call.args, stdin_bytes = call.stdin.len(), "spawning claude");
         let mut child = cmd.spawn().map_err(|e| {
-            let problem = match e.kind() {
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                    Problem::Missing
-                }
-                _ => Problem::Other,
+            let problem = if cannot_run(&e) {
+                Problem::Missing
+            } else {
+                Problem::Other
             };
             CallError::new(
                 problem,

@@ -327,6 +327,20 @@ impl Store for PgStore {
         self.with(|c| sessions::turn_count(c, session_id))
     }
 
+    fn turn_numbers(&self, turn_ids: &[i64]) -> Result<std::collections::HashMap<i64, i64>> {
+        self.with(|c| {
+            let mut numbers = std::collections::HashMap::new();
+            for chunk in turn_ids.chunks(super::sql::TURN_NUMBERS_CHUNK) {
+                let params: Vec<&(dyn ToSql + Sync)> =
+                    chunk.iter().map(|id| id as &(dyn ToSql + Sync)).collect();
+                for row in c.query(&super::sql::turn_numbers(chunk.len()), &params)? {
+                    numbers.insert(row.try_get(0)?, row.try_get(1)?);
+                }
+            }
+            Ok(numbers)
+        })
+    }
+
     fn mark_handle_started(&mut self, session_id: &str, handle: &str, host: &str) -> Result<()> {
         self.with(|c| sessions::mark_handle_started(c, session_id, handle, host))
     }

@@ -323,7 +323,7 @@ impl SqliteStore {
     pub fn open(path: &Path) -> anyhow::Result<SqliteStore> {
         Self::open_inner(path, Open::Create)
             .map(|s| s.expect("a created store is always opened"))
-            .map_err(|e| super::StoreError::from(e).into())
+            .map_err(|e| super::StoreError::from(full_disk(e, path)).into())
     }
 
     /// Open an existing store, bringing its schema up to date as [`open`]
@@ -332,7 +332,8 @@ impl SqliteStore {
     ///
     /// [`open`]: SqliteStore::open
     pub fn open_existing(path: &Path) -> anyhow::Result<Option<SqliteStore>> {
-        Self::open_inner(path, Open::Existing).map_err(|e| super::StoreError::from(e).into())
+        Self::open_inner(path, Open::Existing)
+            .map_err(|e| super::StoreError::from(full_disk(e, path)).into())
     }
 
     /// Open an existing store read-only, changing nothing, not even its
@@ -635,6 +636,22 @@ impl Store for SqliteStore {
             [session_id],
             |r| r.get(0),
         )?)
+    }
+
+    fn turn_numbers(&self, turn_ids: &[i64]) -> Result<std::collections::HashMap<i64, i64>> {
+        let mut numbers = std::collections::HashMap::new();
+        for chunk in turn_ids.chunks(super::sql::TURN_NUMBERS_CHUNK) {
+            let sql = super::sql::for_sqlite(&super::sql::turn_numbers(chunk.len())).into_owned();
+            let mut statement = self.conn.prepare_cached(&sql)?;
+            let rows = statement.query_map(rusqlite::params_from_iter(chunk), |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+            for row in rows {
+                let (id, n) = row?;
+                numbers.insert(id, n);
+            }
+        }
+        Ok(numbers)
     }
 
     fn mark_handle_started(&mut self, session_id: &str, handle: &str, host: &str) -> Result<()> {
@@ -973,6 +990,56 @@ impl Store for SqliteStore {
         let path = lock::lock_dir(&self.path).join(format!("{session_id}.lock"));
         Ok(lock::try_lock(&path, create)?.map(SessionLock::new))
     }
+}
+
+/// Below this much free space, an I/O error while opening the store is
+/// taken for a full disk: SQLite grows its `-shm` file by 32 KiB and its
+/// `-wal` file by pages as it opens and writes.
+const NEARLY_FULL_BYTES: u64 = 1024 * 1024;
+
+/// An open that failed because the disk holding the store is full, said as
+/// such: SQLite reports SQLITE_FULL, or an I/O error (it could not grow its
+/// `-shm` file: code 4874) that on a full filesystem would send people
+/// looking at permissions or a failing disk. Nothing is written when an
+/// open fails, so what the store holds is intact.
+fn full_disk(e: anyhow::Error, path: &Path) -> anyhow::Error {
+    let Some(rusqlite::Error::SqliteFailure(failure, _)) =
+        e.chain().find_map(|c| c.downcast_ref::<rusqlite::Error>())
+    else {
+        return e;
+    };
+    let free = free_bytes(path);
+    let full = match failure.code {
+        rusqlite::ErrorCode::DiskFull => true,
+        rusqlite::ErrorCode::SystemIoFailure => free.is_some_and(|b| b < NEARLY_FULL_BYTES),
+        _ => false,
+    };
+    if !full {
+        return e;
+    }
+    let free = free.map_or_else(String::new, |b| format!(", {} KiB free", b / 1024));
+    anyhow::anyhow!(
+        "could not open session store: {}: the disk holding it is full{free}: free some space and \
+         run the command again; nothing stored was lost (SQLite error code {})",
+        path.display(),
+        failure.extended_code
+    )
+}
+
+/// Free space on the filesystem holding `path`, as this process may use it
+/// (root may also use the blocks kept back for it).
+fn free_bytes(path: &Path) -> Option<u64> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let st = rustix::fs::statvfs(dir).ok()?;
+    let blocks = if rustix::process::geteuid().is_root() {
+        st.f_bfree
+    } else {
+        st.f_bavail
+    };
+    Some(blocks.saturating_mul(st.f_frsize))
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {
