@@ -48,16 +48,16 @@ mkdir -p "$tour/home" "$tour/tmp"
 # The tour's replies, as a model would give them. Every turn gets the same
 # text, which ends with a question. Each kind of side call is told by its
 # own system prompt (src/memory/) and answers in its own format: the pin
-# condenses the tour's first message into its task; the facts call finds
-# one fact with its search keywords (`- FACT | keyword, …`) and judges the
-# reply on task; the clarify call condenses an answer into one line; the
-# consolidation and the summary answer as theirs would. tests/first_hour.rs
+# condenses the tour's first message into its task; the memory call finds
+# one fact with its search keywords (`- FACT | keyword, …`), condenses an
+# answer to the reply's question into one line (taken only where the
+# message answered one) and judges the reply on task; the consolidation and
+# the summary answer as theirs would. tests/first_hour.rs
 # runs the tour and checks that the pin is the task.
 "$target/standin" \
   --reply "Start with vite.config.ts: add @vitejs/plugin-react and move index.html to the root. Which Node version do you run?" \
   --side-reply-for "Condense the user's opening message=Migrate the React app from CRA to Vite; keep the tests passing; do not touch the auth flow" \
-  --side-reply-for "durable facts=- Deploys preview builds to Vercel | deploy, previews, hosting, Vercel, 部署, 預覽"$'\n'"DRIFT: none | the reply starts the migration" \
-  --side-reply-for "clarifies the pinned task=target Node 20; keep the service worker behaviour as it is" \
+  --side-reply-for "durable facts=## 1"$'\n'"- Deploys preview builds to Vercel | deploy, previews, hosting, Vercel, 部署, 預覽"$'\n'"CLARIFY: target Node 20; keep the service worker behaviour as it is"$'\n'"DRIFT: none" \
   --side-reply-for "Rewrite this pinned task=Migrate the React app from CRA to Vite on Node 20; keep the tests passing, the service worker as it is, and the auth flow untouched" \
   --side-reply-for "Summarize the earlier part=The user is migrating a React app from CRA to Vite (tests must keep passing, the auth flow stays untouched); the assistant suggested starting with vite.config.ts." \
   >"$tour/standin.url" 2>"$tour/standin.log" &
@@ -97,6 +97,8 @@ exports=(
   "DUDUCLAW_AGENT=me"
   "DUDUCLAW_CHANNEL=terminal"
   "DUDUCLAW_WAIT_SIDE=1"
+  # The memory call after every exchange, so each command shows its result.
+  "DUDUCLAW_MEMORY_EVERY=1"
 )
 unsets=()
 for v in $(printf '%s\n' "${steering[@]}" | sort -u); do

@@ -16,8 +16,8 @@ use std::time::Duration;
 use clap::CommandFactory;
 use common::{Env, TEST_PATH, assert_ok, fake_success, stderr, stdout};
 use duduclaw_session::cli::Cli;
-use duduclaw_session::memory::clarify::CLARIFY_SYSTEM;
 use duduclaw_session::memory::jobs::PIN_SYSTEM;
+use duduclaw_session::memory::review::MEMORY_SYSTEM;
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
 
@@ -290,12 +290,17 @@ fn the_tour_pins_the_task_and_leaves_nothing_behind() {
         .collect();
     assert_eq!(
         ours,
-        ["DUDUCLAW_AGENT", "DUDUCLAW_CHANNEL", "DUDUCLAW_WAIT_SIDE"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect::<BTreeSet<_>>()
-            .iter()
-            .collect(),
+        [
+            "DUDUCLAW_AGENT",
+            "DUDUCLAW_CHANNEL",
+            "DUDUCLAW_MEMORY_EVERY",
+            "DUDUCLAW_WAIT_SIDE"
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<BTreeSet<_>>()
+        .iter()
+        .collect(),
         "{said}"
     );
     for v in ["XDG_DATA_HOME", "CLAUDE_CONFIG_DIR"] {
@@ -325,8 +330,14 @@ fn numbering_model(r: &Recorded) -> Reply {
     if system.contains(PIN_SYSTEM) {
         return Reply::Text(PIN.into());
     }
-    if system.contains(CLARIFY_SYSTEM) {
-        return Reply::Text(CONDENSED.into());
+    if system.contains(MEMORY_SYSTEM) {
+        return Reply::Text(common::memory_answer(r, |_, e| {
+            if e.asked.is_some() {
+                vec![format!("CLARIFY: {CONDENSED}")]
+            } else {
+                Vec::new()
+            }
+        }));
     }
     if r.body["tools"].as_array().is_none_or(|t| t.is_empty()) {
         // Any other side call.
@@ -428,10 +439,9 @@ fn turns_are_numbered_as_exchanges_everywhere() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|j| j["kind"] == "clarify")
-        .unwrap_or_else(|| panic!("no clarify job: {jobs}"));
+        .find(|j| j["kind"] == "memory" && j["turn_id"] == id_of(ANSWER))
+        .unwrap_or_else(|| panic!("no memory job of the answer: {jobs}"));
     assert_eq!(clarify["turn"], 2, "{clarify}");
-    assert_eq!(clarify["turn_id"], id_of(ANSWER), "{clarify}");
 }
 
 // ---------------------------------------------------------------------------

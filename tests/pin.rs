@@ -51,11 +51,14 @@ fn conversation_model(r: &Recorded) -> Reply {
     match side_kind(r) {
         Some("pin") => return Reply::Text(PIN.into()),
         Some("memory") => {
+            // A careless model: a clarification for every exchange. Only
+            // the one that answered the reply's question may be pinned.
             return Reply::Text(memory_answer(r, |_, e| {
-                if e.asked.is_some() && e.user.contains("keep it identical") {
+                if e.user.contains("keep it identical") {
                     vec![format!("CLARIFY: {CONDENSED}")]
                 } else {
-                    Vec::new()
+                    let words: Vec<&str> = e.user.split_whitespace().take(6).collect();
+                    vec![format!("CLARIFY: {}", words.join(" "))]
                 }
             }));
         }

@@ -291,7 +291,7 @@ fn prepare_memory(store: &dyn Store, job: &mut Job) -> Result<()> {
     let exchanges = review::exchanges(&store.turns_after(&sid, after)?, through);
     let list: Vec<Value> = exchanges
         .iter()
-        .map(|e| json!({ "n": e.n, "turn": e.turn, "reply_turn": e.reply_turn, "user": e.user }))
+        .map(|e| json!({ "n": e.n, "turn": e.turn, "reply_turn": e.reply_turn, "user": e.user, "asked": e.asked.is_some() }))
         .collect();
     if let Some(input) = job.input.as_object_mut() {
         input.insert(
@@ -689,6 +689,10 @@ struct Covered {
     turn: i64,
     reply_turn: i64,
     user: Option<String>,
+    /// The exchange answered the assistant's question (the clarify gate):
+    /// only then may it clarify the pin.
+    #[serde(default)]
+    asked: bool,
 }
 
 /// A memory call's answer, exchange by exchange: facts and corrections as
@@ -734,7 +738,10 @@ fn apply_memory(store: &mut dyn Store, job: &Job, answer: &str) -> Result<Applie
                 (None, _) => {}
             }
         }
-        if let (Some(line), Some(sid)) = (&s.clarify, session_id) {
+        // Past the gate only: a clarification of an exchange that answered
+        // no question (a new question, a paste) is never pinned, whatever
+        // the model wrote.
+        if let (Some(line), Some(sid), true) = (&s.clarify, session_id, e.asked) {
             if !overflow.is_empty() {
                 overflow.push((e.turn, line));
             } else {
