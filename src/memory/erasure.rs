@@ -154,45 +154,11 @@ pub fn forget_person(
     let mut busy = Vec::new();
     let mut handles = Vec::new();
     for p in &plans {
-        let Some(_lock) = store.try_lock_session(&p.session.id, false)? else {
+        if erase_session(store, p)? {
+            handles.extend(p.session.handles());
+        } else {
             busy.push(p.session.id.clone());
-            continue;
-        };
-        let revisions: Vec<(String, i64)> = p
-            .revisions_from
-            .map(|r| (p.session.id.clone(), r))
-            .into_iter()
-            .collect();
-        let summaries: Vec<String> = p
-            .summary
-            .then(|| p.session.id.clone())
-            .into_iter()
-            .collect();
-        store.erase_rows(&Erasure {
-            turns: &p.turns,
-            tombstone: TOMBSTONE,
-            revisions_from: &revisions,
-            jobs: &p.jobs,
-            summaries: &summaries,
-        })?;
-        if let Some(pin) = &p.pin {
-            store.set_pin(
-                &p.session.id,
-                pin.as_deref(),
-                PinChange::by(PinSource::Erased),
-            )?;
         }
-        let (to, handle) = p.session.next_handle();
-        store.roll_handle(
-            &p.session.id,
-            &Roll {
-                from: p.session.generation,
-                to,
-                handle: &handle,
-                summary: None,
-            },
-        )?;
-        handles.extend(p.session.handles());
     }
     for (a, ids) in &facts {
         store.forget_facts(a, ids)?;
@@ -219,6 +185,50 @@ pub fn forget_person(
         ));
     }
     Ok(report)
+}
+
+/// Erase a person's part of one session as planned, under its turn lock,
+/// and move it to a new handle (its claude transcripts quote them);
+/// `false` when a turn is running in it (nothing done).
+fn erase_session(store: &mut dyn Store, p: &SessionPlan) -> anyhow::Result<bool> {
+    let Some(_lock) = store.try_lock_session(&p.session.id, false)? else {
+        return Ok(false);
+    };
+    let revisions: Vec<(String, i64)> = p
+        .revisions_from
+        .map(|r| (p.session.id.clone(), r))
+        .into_iter()
+        .collect();
+    let summaries: Vec<String> = p
+        .summary
+        .then(|| p.session.id.clone())
+        .into_iter()
+        .collect();
+    store.erase_rows(&Erasure {
+        turns: &p.turns,
+        tombstone: TOMBSTONE,
+        revisions_from: &revisions,
+        jobs: &p.jobs,
+        summaries: &summaries,
+    })?;
+    if let Some(pin) = &p.pin {
+        store.set_pin(
+            &p.session.id,
+            pin.as_deref(),
+            PinChange::by(PinSource::Erased),
+        )?;
+    }
+    let (to, handle) = p.session.next_handle();
+    store.roll_handle(
+        &p.session.id,
+        &Roll {
+            from: p.session.generation,
+            to,
+            handle: &handle,
+            summary: None,
+        },
+    )?;
+    Ok(true)
 }
 
 /// What erasing a person takes in one session whose messages include

@@ -70,14 +70,19 @@ pub async fn run(settings: &TurnSettings, input: Input, out: &mut Output) -> Res
     let resend = input == Input::Again;
     let (user_turn, message) =
         record_input(&mut *store, &session, input, settings.user.as_deref())?;
-    let sent = Sent {
+    let cx = TurnContext {
+        settings,
+        sid: &sid,
+        host: transcript_host(),
         turn: user_turn,
         message: &message,
         resend,
+        started,
+        deadline,
     };
     // From here every failure is kept on the user turn, with its reason.
     let result = tokio::select! {
-        r = answer(&mut *store, settings, &sid, &sent, out, started, deadline) => r,
+        r = answer(&mut *store, &cx, out) => r,
         // The kill happens inside this branch's future: select! drops the
         // call (and with it the registry entry) before running this body.
         sig = async { let sig = interrupted().await; backend::claude::kill_all_children(); sig } => {
@@ -91,12 +96,26 @@ pub async fn run(settings: &TurnSettings, input: Input, out: &mut Output) -> Res
     result
 }
 
-/// The message a turn sends, as recorded.
-struct Sent<'a> {
+/// A turn under way: what it was asked and the bounds it keeps. Made once
+/// by [`run`]; each step takes it whole rather than a row of loose values.
+struct TurnContext<'a> {
+    settings: &'a TurnSettings,
+    sid: &'a str,
+    /// Who keeps transcripts here ([`transcript_host`]).
+    host: String,
+    /// The user turn recorded for the message.
     turn: i64,
     message: &'a str,
     /// `--again`: the side calls it queued the first time are not queued again.
     resend: bool,
+    started: Instant,
+    deadline: Instant,
+}
+
+impl TurnContext<'_> {
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
 }
 
 /// A deadline `timeout` from `start`; settings bound timeouts, so the far
@@ -281,98 +300,104 @@ pub fn target<'a>(backend: &'a Backend, api_model: &'a str) -> Target<'a> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn answer(
-    store: &mut dyn Store,
-    settings: &TurnSettings,
-    sid: &str,
-    sent: &Sent<'_>,
-    out: &mut Output,
-    started: Instant,
-    deadline: Instant,
-) -> Result<Answer> {
-    let (user_turn, message) = (sent.turn, sent.message);
-    let host = transcript_host();
+/// What the store holds for the turn and what the plan made of it.
+struct Planned {
+    gathered: Gathered,
+    memory: MemoryPlan,
+}
+
+async fn answer(store: &mut dyn Store, cx: &TurnContext<'_>, out: &mut Output) -> Result<Answer> {
+    let settings = cx.settings;
     let backend = backend::resolve(
         settings.route,
         settings.claude.as_deref(),
         ProbeCache::Store(store),
     )
     .await?;
-    let session = reload(store, sid)?;
+    let session = reload(store, cx.sid)?;
     let gathered = Gathered::read(
         store,
         &session,
-        message,
+        cx.message,
         settings.user.as_deref(),
-        sent.resend.then_some(user_turn),
+        cx.resend.then_some(cx.turn),
     )?;
-    let memory = plan::memory(&gathered.state(&session, &host), message, settings);
-    remember(store, settings, sid, user_turn, &memory)?;
-
-    let Attempted {
-        attempt,
-        rendered,
-        outcome,
-        session,
-        backend,
-    } = attempt_until_answered(
-        store, settings, sid, &gathered, &memory, message, &host, backend, out, deadline,
-    )
-    .await?;
-
-    if !outcome.streamed {
-        out.text(&outcome.text);
+    let memory = plan::memory(&gathered.state(&session, &cx.host), cx.message, settings);
+    remember(store, cx, &memory)?;
+    let planned = Planned { gathered, memory };
+    let answered = attempt_until_answered(store, cx, &planned, backend, out).await?;
+    if !answered.outcome.streamed {
+        out.text(&answered.outcome.text);
     }
     out.end();
-    let path = backend.path();
-    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    record_reply(
-        store,
-        &session,
-        (user_turn, settings.extract),
-        &host,
-        (&attempt, path, &outcome),
-        &rendered,
-        duration_ms,
-    )?;
+    record_reply(store, cx, &answered)?;
     tracing::info!(
-        session = %sid,
-        handle = %attempt.handle(),
-        mode = %attempt.mode(),
-        path = %path,
-        facts = rendered.facts.len(),
-        cache = %rendered.cache.system,
-        ms = duration_ms,
+        session = %cx.sid,
+        handle = %answered.attempt.handle(),
+        mode = %answered.attempt.mode(),
+        path = %answered.backend.path(),
+        facts = answered.rendered.facts.len(),
+        cache = %answered.rendered.cache.system,
+        ms = cx.elapsed_ms(),
         "turn answered"
     );
+    after_answer(store, cx, &planned.memory, &answered).await?;
+    report(store, cx, &planned.gathered, answered)
+}
+
+/// After the reply is stored: the move the plan decided for an API reply,
+/// the memory call it completed, this turn's side calls with
+/// `--wait-side`, and claude transcripts erased meanwhile.
+async fn after_answer(
+    store: &mut dyn Store,
+    cx: &TurnContext<'_>,
+    memory: &MemoryPlan,
+    answered: &Attempted,
+) -> Result<()> {
     if let Attempt::Api {
         roll_after: true, ..
-    } = attempt
+    } = answered.attempt
     {
+        let session = &answered.session;
         let (_, handle) = session.next_handle();
-        roll(store, &session, session.generation, &handle)?;
+        roll(store, session, session.generation, &handle)?;
     }
-    queue_review(store, settings, sid, user_turn, &memory);
-    after_reply(store, settings, sid, &backend).await;
-    erasure::delete_erased_transcripts(store, &host);
-    let memory_health = store.job_health(sid, 0)?;
+    queue_review(store, cx, memory);
+    after_reply(store, cx, &answered.backend).await;
+    erasure::delete_erased_transcripts(store, &cx.host);
+    Ok(())
+}
+
+/// What the turn reports (`turn --json`, the stream's `done`).
+fn report(
+    store: &dyn Store,
+    cx: &TurnContext<'_>,
+    gathered: &Gathered,
+    answered: Attempted,
+) -> Result<Answer> {
+    let memory_health = store.job_health(cx.sid, 0)?;
     // Failures since the previous turn began: what its side calls (and any
     // retried since) came to.
     let failed_since_last_turn = match gathered.live.iter().rev().find(|t| t.role == Role::User) {
         Some(previous) if memory_health.failed > 0 => {
-            store.job_health(sid, previous.created_at)?.failed
+            store.job_health(cx.sid, previous.created_at)?.failed
         }
         _ => 0,
     };
-
+    let Attempted {
+        attempt,
+        rendered,
+        outcome,
+        backend,
+        ..
+    } = answered;
     Ok(Answer {
-        session_id: sid.to_string(),
+        session_id: cx.sid.to_string(),
         handle: attempt.handle().to_string(),
         mode: attempt.mode(),
-        path,
+        path: backend.path(),
         reply: outcome.text,
-        pinned: store.session(sid)?.and_then(|s| s.pin),
+        pinned: store.session(cx.sid)?.and_then(|s| s.pin),
         facts_injected: rendered
             .facts
             .iter()
@@ -381,7 +406,7 @@ async fn answer(
         cache: rendered.cache,
         usage: outcome.usage_json.unwrap_or(Value::Null),
         cost_usd: outcome.cost_usd,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        duration_ms: cx.elapsed_ms(),
         memory: memory_health,
         failed_since_last_turn,
     })
@@ -413,26 +438,21 @@ struct Attempted {
 /// Plan an attempt from what the store holds, make it, and on failure do
 /// what the recovery table says, at most [`recovery::MAX_ATTEMPTS`] times
 /// (a move off another host's handle counts as one).
-#[allow(clippy::too_many_arguments)]
 async fn attempt_until_answered(
     store: &mut dyn Store,
-    settings: &TurnSettings,
-    sid: &str,
-    gathered: &Gathered,
-    memory: &MemoryPlan,
-    message: &str,
-    host: &str,
+    cx: &TurnContext<'_>,
+    planned: &Planned,
     mut backend: Backend,
     out: &mut Output,
-    deadline: Instant,
 ) -> Result<Attempted> {
+    let (settings, sid, host) = (cx.settings, cx.sid, cx.host.as_str());
     let mut session = reload(store, sid)?;
     let mut started = false;
     // Said once the turn is answered, or folded into its one error line:
     // a recovery that fails too is one failure, said once.
     let mut recovered: Vec<Recovered> = Vec::new();
     for _ in 0..recovery::MAX_ATTEMPTS {
-        let state = gathered.state(&session, host);
+        let state = planned.gathered.state(&session, host);
         let model = api_model(settings, &backend);
         let target = target(&backend, &model);
         let attempt = plan::attempt(&state, target);
@@ -448,27 +468,22 @@ async fn attempt_until_answered(
             session = reload(store, sid)?;
             continue;
         }
-        let rendered = plan::render(memory, &state, &attempt, message, settings, target);
-        let remaining = deadline.saturating_duration_since(Instant::now());
+        let rendered = plan::render(
+            &planned.memory,
+            &state,
+            &attempt,
+            cx.message,
+            settings,
+            target,
+        );
+        let remaining = cx.deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             return Err(timed_out(settings));
         }
         if !started {
             // Before the model's first token: what this turn is about to do.
             // Said once; a recovery's later attempt shows in `done`.
-            out.event(&Started {
-                kind: "start",
-                session_id: sid,
-                handle: attempt.handle(),
-                mode: attempt.mode(),
-                path: backend.path(),
-                pinned: memory.pin.as_deref(),
-                facts_injected: rendered
-                    .facts
-                    .iter()
-                    .map(|f| f.fact.content.as_str())
-                    .collect(),
-            });
+            say_start(out, cx, &attempt, &backend, &planned.memory, &rendered);
             started = true;
         }
         let err = match backend
@@ -492,52 +507,109 @@ async fn attempt_until_answered(
             }
             Err(e) => e,
         };
-        // A claude the user named (--claude) that cannot be run is the
-        // error, never a reason to go elsewhere.
-        let api = settings
-            .route
-            .api()
-            .filter(|_| settings.claude.is_none() || err.problem != Problem::Missing);
-        match recovery::next(attempt.step(), err.problem, err.emitted_text, api.is_some()) {
-            Next::ResumeInstead => {
-                tracing::info!(
-                    "handle {} already has a transcript: resuming it",
-                    attempt.handle()
-                );
-                store.mark_handle_started(sid, attempt.handle(), host)?;
-            }
-            Next::RollAndReplay => {
-                recovered.push(Recovered {
-                    error: err.message,
-                    then: "a new handle with the stored history",
-                });
-                let (_, handle) = session.next_handle();
-                roll(store, &session, session.generation, &handle)?;
-            }
-            Next::UseApi => {
-                recovered.push(Recovered {
-                    error: err.message,
-                    then: "the Messages API directly (ANTHROPIC_API_KEY)",
-                });
-                if let Some(cfg) = api {
-                    backend = backend::api_backend(cfg, &mut ProbeCache::Store(store)).await;
-                }
-            }
-            Next::RollAndFail => {
-                let (_, handle) = session.next_handle();
-                if let Err(e) = roll(store, &session, session.generation, &handle) {
-                    tracing::warn!("could not move past the failed turn's handle: {e:#}");
-                }
-                return Err(failure(recovered_before(err, &recovered), settings));
-            }
-            Next::Fail => return Err(failure(recovered_before(err, &recovered), settings)),
-        }
+        let failed = Failed {
+            attempt: &attempt,
+            session: &session,
+            err,
+        };
+        backend = recover(store, cx, failed, &mut recovered, backend).await?;
         session = reload(store, sid)?;
     }
     Err(fail(
         Kind::SessionLost,
         "could not start or resume the conversation after several attempts",
     ))
+}
+
+/// The first line of `--stream-json`: what the turn is about to do.
+fn say_start(
+    out: &mut Output,
+    cx: &TurnContext<'_>,
+    attempt: &Attempt,
+    backend: &Backend,
+    memory: &MemoryPlan,
+    rendered: &Rendered,
+) {
+    out.event(&Started {
+        kind: "start",
+        session_id: cx.sid,
+        handle: attempt.handle(),
+        mode: attempt.mode(),
+        path: backend.path(),
+        pinned: memory.pin.as_deref(),
+        facts_injected: rendered
+            .facts
+            .iter()
+            .map(|f| f.fact.content.as_str())
+            .collect(),
+    });
+}
+
+/// An attempt that failed, on the session as it stood.
+struct Failed<'a> {
+    attempt: &'a Attempt,
+    session: &'a Session,
+    err: CallError,
+}
+
+/// Do what the recovery table says after a failed attempt: the backend the
+/// next attempt uses, or the turn's error.
+async fn recover(
+    store: &mut dyn Store,
+    cx: &TurnContext<'_>,
+    failed: Failed<'_>,
+    recovered: &mut Vec<Recovered>,
+    backend: Backend,
+) -> Result<Backend> {
+    let Failed {
+        attempt,
+        session,
+        err,
+    } = failed;
+    let settings = cx.settings;
+    // A claude the user named (--claude) that cannot be run is the
+    // error, never a reason to go elsewhere.
+    let api = settings
+        .route
+        .api()
+        .filter(|_| settings.claude.is_none() || err.problem != Problem::Missing);
+    match recovery::next(attempt.step(), err.problem, err.emitted_text, api.is_some()) {
+        Next::ResumeInstead => {
+            tracing::info!(
+                "handle {} already has a transcript: resuming it",
+                attempt.handle()
+            );
+            store.mark_handle_started(cx.sid, attempt.handle(), &cx.host)?;
+            Ok(backend)
+        }
+        Next::RollAndReplay => {
+            recovered.push(Recovered {
+                error: err.message,
+                then: "a new handle with the stored history",
+            });
+            let (_, handle) = session.next_handle();
+            roll(store, session, session.generation, &handle)?;
+            Ok(backend)
+        }
+        Next::UseApi => {
+            recovered.push(Recovered {
+                error: err.message,
+                then: "the Messages API directly (ANTHROPIC_API_KEY)",
+            });
+            Ok(match api {
+                Some(cfg) => backend::api_backend(cfg, &mut ProbeCache::Store(store)).await,
+                None => backend,
+            })
+        }
+        Next::RollAndFail => {
+            let (_, handle) = session.next_handle();
+            if let Err(e) = roll(store, session, session.generation, &handle) {
+                tracing::warn!("could not move past the failed turn's handle: {e:#}");
+            }
+            Err(failure(recovered_before(err, recovered), settings))
+        }
+        Next::Fail => Err(failure(recovered_before(err, recovered), settings)),
+    }
 }
 
 /// A failed attempt the turn recovered from, and where it went on.
@@ -589,13 +661,8 @@ fn roll(store: &mut dyn Store, session: &Session, from: u32, handle: &str) -> Re
 
 /// Store what the plan decided about memory: the facts' use, the side
 /// calls; then start a worker for them.
-fn remember(
-    store: &mut dyn Store,
-    settings: &TurnSettings,
-    sid: &str,
-    user_turn: i64,
-    memory: &MemoryPlan,
-) -> Result<()> {
+fn remember(store: &mut dyn Store, cx: &TurnContext<'_>, memory: &MemoryPlan) -> Result<()> {
+    let settings = cx.settings;
     let ids: Vec<i64> = memory.facts.iter().map(|f| f.fact.id).collect();
     if !ids.is_empty() {
         store.bump_facts(&ids)?;
@@ -604,67 +671,54 @@ fn remember(
         store.enqueue_job(
             job.kind,
             &settings.address.agent,
-            Some(sid),
-            Some(user_turn),
+            Some(cx.sid),
+            Some(cx.turn),
             &job.input,
         )?;
     }
     // Started now, before the main call, so the first pin is normally
     // stored before a person could type the second message; it waits for
     // this turn's reply (or two seconds) before calling anything.
-    if !settings.wait_side && store.has_runnable_jobs(JobSelect::session(sid))? {
-        worker::spawn(&settings.worker(sid, Some(user_turn)));
+    if !settings.wait_side && store.has_runnable_jobs(JobSelect::session(cx.sid))? {
+        worker::spawn(&settings.worker(cx.sid, Some(cx.turn)));
     }
     Ok(())
 }
 
 /// Store the reply (the turn answered, the handle advanced) and the main
 /// call's usage.
-fn record_reply(
-    store: &mut dyn Store,
-    session: &Session,
-    (user_turn, extract): (i64, bool),
-    host: &str,
-    (attempt, path, outcome): (&Attempt, CallPath, &Outcome),
-    rendered: &Rendered,
-    duration_ms: u64,
-) -> Result<()> {
+fn record_reply(store: &mut dyn Store, cx: &TurnContext<'_>, answered: &Attempted) -> Result<()> {
+    let Attempted {
+        attempt,
+        rendered,
+        outcome,
+        session,
+        backend,
+    } = answered;
+    let path = backend.path();
     let facts: Vec<i64> = rendered.facts.iter().map(|f| f.fact.id).collect();
     store.add_reply(
         &session.id,
-        user_turn,
+        cx.turn,
         &Reply {
             content: &outcome.text,
             mode: attempt.mode(),
             path,
             handle: attempt.handle(),
-            host: (path == CallPath::Cli).then_some(host),
+            host: (path == CallPath::Cli).then_some(cx.host.as_str()),
             usage: outcome.usage_json.as_ref(),
             cost_usd: outcome.cost_usd,
-            duration_ms: i64::try_from(duration_ms).unwrap_or(i64::MAX),
+            duration_ms: i64::try_from(cx.elapsed_ms()).unwrap_or(i64::MAX),
             system: &rendered.sent,
             facts: &facts,
-            extract,
+            extract: cx.settings.extract,
         },
     )?;
-    record_main_call(store, session, user_turn, path, outcome, rendered);
-    Ok(())
-}
-
-/// The main call's usage, for `stats`. Never fails the turn: the reply is
-/// already recorded.
-fn record_main_call(
-    store: &mut dyn Store,
-    session: &Session,
-    user_turn: i64,
-    path: CallPath,
-    outcome: &Outcome,
-    rendered: &Rendered,
-) {
+    // The usage, for `stats`: never fails the turn, the reply is recorded.
     let call = CallRecord {
         session_id: Some(&session.id),
         agent: &session.agent,
-        turn_id: Some(user_turn),
+        turn_id: Some(cx.turn),
         kind: store::CallKind::Main,
         path,
         model: outcome.model.as_deref(),
@@ -677,32 +731,28 @@ fn record_main_call(
     if let Err(e) = store.record_call(&call) {
         tracing::warn!("could not record the turn's usage: {e:#}");
     }
+    Ok(())
 }
 
 /// Queue the memory call the plan found due, now that the exchange it
 /// ends on has its reply, and start a worker for it (the one started with
 /// the turn may be done already). Never fails the turn: the exchanges stay
 /// waiting for the next call.
-fn queue_review(
-    store: &mut dyn Store,
-    settings: &TurnSettings,
-    sid: &str,
-    user_turn: i64,
-    memory: &MemoryPlan,
-) {
+fn queue_review(store: &mut dyn Store, cx: &TurnContext<'_>, memory: &MemoryPlan) {
     let Some(due) = &memory.review else {
         return;
     };
+    let settings = cx.settings;
     let job = jobs::NewJob::memory(due.after, &settings.extract_model);
     let queued = store.enqueue_job(
         job.kind,
         &settings.address.agent,
-        Some(sid),
-        Some(user_turn),
+        Some(cx.sid),
+        Some(cx.turn),
         &job.input,
     );
     match queued {
-        Ok(_) if !settings.wait_side => worker::spawn(&settings.worker(sid, None)),
+        Ok(_) if !settings.wait_side => worker::spawn(&settings.worker(cx.sid, None)),
         Ok(_) => {}
         Err(e) => tracing::warn!("could not queue the memory call: {e:#}"),
     }
@@ -711,7 +761,8 @@ fn queue_review(
 /// After the reply: run this turn's side calls in the foreground when
 /// asked to (`--wait-side`); a worker started with the turn runs them
 /// otherwise. Nothing here can fail the turn.
-async fn after_reply(store: &mut dyn Store, settings: &TurnSettings, sid: &str, backend: &Backend) {
+async fn after_reply(store: &mut dyn Store, cx: &TurnContext<'_>, backend: &Backend) {
+    let settings = cx.settings;
     if settings.wait_side {
         let runner = Runner {
             backend: backend.clone(),
@@ -723,7 +774,7 @@ async fn after_reply(store: &mut dyn Store, settings: &TurnSettings, sid: &str, 
             Instant::now(),
             settings.side_timeout + Duration::from_secs(5),
         );
-        let select = JobSelect::session(sid);
+        let select = JobSelect::session(cx.sid);
         match jobs::drain(store, &runner, select, Some(until), WhenBusy::Wait).await {
             Ok(d) => tracing::info!(
                 "side calls: {} done, {} failed, {} left running",

@@ -351,36 +351,13 @@ pub fn render(
                 body: api::request_body(&turn, true),
             })
         }
-        (target, _) => {
-            let assumed = Capabilities::assumed();
-            let caps = match target {
-                Target::Cli(c) => c,
-                // Only reached if an API target got a claude attempt, which
-                // `attempt` never plans: render it for the pinned CLI.
-                Target::Api { .. } => &assumed,
-            };
-            let spec = MainSpec {
-                handle: attempt.handle(),
-                resume: matches!(attempt, Attempt::Resume { .. }),
-                system: system.is_some(),
-                model: settings.model.as_deref(),
-                light: settings.light,
-                extra: &settings.claude_args,
-            };
-            let mut args = claude::main_args(caps, &spec);
-            if let Some(text) = system
-                .as_deref()
-                .filter(|_| !args.contains(&Arg::SystemFile))
-            {
-                claude::attach_inline_system(&mut args, text);
-            }
-            Request::Cli(CliCall {
-                args,
-                system: system.clone(),
-                stdin: user.clone(),
-                cwd: state.cwd.clone(),
-            })
-        }
+        (target, _) => Request::Cli(cli_call(
+            target,
+            attempt,
+            settings,
+            (system.as_deref(), &user),
+            state.cwd.clone(),
+        )),
     };
     let memory_tokens = memory_tokens(&mem, cache.system != CacheUse::Kept);
     Rendered {
@@ -391,6 +368,42 @@ pub fn render(
         facts,
         request,
         memory_tokens,
+    }
+}
+
+/// The claude call of an attempt: its argv, the system text and the
+/// message for stdin.
+fn cli_call(
+    target: Target,
+    attempt: &Attempt,
+    settings: &TurnSettings,
+    (system, user): (Option<&str>, &str),
+    cwd: Option<PathBuf>,
+) -> CliCall {
+    let assumed = Capabilities::assumed();
+    let caps = match target {
+        Target::Cli(c) => c,
+        // Only reached if an API target got a claude attempt, which
+        // `attempt` never plans: render it for the pinned CLI.
+        Target::Api { .. } => &assumed,
+    };
+    let spec = MainSpec {
+        handle: attempt.handle(),
+        resume: matches!(attempt, Attempt::Resume { .. }),
+        system: system.is_some(),
+        model: settings.model.as_deref(),
+        light: settings.light,
+        extra: &settings.claude_args,
+    };
+    let mut args = claude::main_args(caps, &spec);
+    if let Some(text) = system.filter(|_| !args.contains(&Arg::SystemFile)) {
+        claude::attach_inline_system(&mut args, text);
+    }
+    CliCall {
+        args,
+        system: system.map(str::to_string),
+        stdin: user.to_string(),
+        cwd,
     }
 }
 
