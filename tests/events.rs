@@ -140,7 +140,7 @@ fn drift_and_corrections_come_from_the_memory_call(server: bool) {
         id_of(TASK),
         "the message the judged reply answered"
     );
-    assert_eq!(d["turn"], field_of(PUSHBACK, "turn"), "its number");
+    assert_eq!(d["turn"], field_of(TASK, "turn"), "its number");
     assert_eq!(d["reply_turn"], id_of(OFF_TASK_REPLY), "the reply judged");
 
     let corrections = events(&env, &["--kind", "correction"]);

@@ -339,26 +339,8 @@ mod tests {
 
     fn turn(id: i64, role: Role, content: &str) -> Turn {
         Turn {
-            id,
-            role,
-            content: content.into(),
-            status: if role == Role::User {
-                TurnStatus::Answered
-            } else {
-                TurnStatus::Reply
-            },
-            mode: None,
-            path: None,
-            usage: None,
-            cost_usd: None,
-            duration_ms: None,
-            error: None,
-            created_at: 0,
-            user: None,
             handle: None,
-            system: None,
-            facts: Vec::new(),
-            extract: true,
+            ..Turn::sample(id, role, content)
         }
     }
 

@@ -486,6 +486,34 @@ pub struct Turn {
 }
 
 impl Turn {
+    /// A turn as a unit test needs one: answered if from the user, a
+    /// reply otherwise, on handle `sid`, written at time 0.
+    #[cfg(test)]
+    pub fn sample(id: i64, role: Role, content: &str) -> Turn {
+        Turn {
+            id,
+            role,
+            content: content.into(),
+            status: if role == Role::User {
+                TurnStatus::Answered
+            } else {
+                TurnStatus::Reply
+            },
+            mode: None,
+            path: None,
+            usage: None,
+            cost_usd: None,
+            duration_ms: None,
+            error: None,
+            created_at: 0,
+            user: None,
+            handle: Some("sid".into()),
+            system: None,
+            facts: Vec::new(),
+            extract: true,
+        }
+    }
+
     /// Part of the conversation as the model saw it: every reply, and the
     /// user messages that were answered (a failed message never reached it).
     pub fn is_live(&self) -> bool {

@@ -228,7 +228,7 @@ pub fn previous_on<'a>(live: &'a [Turn], handle: &str) -> Option<&'a Turn> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{PinSource, TurnStatus};
+    use crate::store::PinSource;
 
     fn rev(rev: i64, pin: Option<&str>) -> PinRevision {
         PinRevision {
@@ -244,21 +244,10 @@ mod tests {
     fn reply(at: i64, sent: Option<SystemSent>) -> Turn {
         Turn {
             id: 2,
-            role: Role::Assistant,
-            content: "a".into(),
-            status: TurnStatus::Reply,
-            mode: None,
-            path: None,
-            usage: None,
-            cost_usd: None,
-            duration_ms: None,
-            error: None,
             created_at: at,
-            user: None,
             handle: Some("h".into()),
             system: sent,
-            facts: Vec::new(),
-            extract: true,
+            ..Turn::sample(2, Role::Assistant, "a")
         }
     }
 

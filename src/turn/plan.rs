@@ -449,7 +449,7 @@ fn memory_tokens(mem: &Memory, system_written: bool) -> usize {
 mod tests {
     use super::*;
     use crate::session::Address;
-    use crate::store::{Fact, Location, TurnStatus};
+    use crate::store::{Fact, Location};
     use crate::turn::settings::Route;
     use std::time::Duration;
 
@@ -501,28 +501,7 @@ mod tests {
     }
 
     fn turn(id: i64, role: Role, content: &str) -> Turn {
-        Turn {
-            id,
-            role,
-            content: content.into(),
-            status: if role == Role::User {
-                TurnStatus::Answered
-            } else {
-                TurnStatus::Reply
-            },
-            mode: None,
-            path: None,
-            usage: None,
-            cost_usd: None,
-            duration_ms: None,
-            error: None,
-            created_at: 0,
-            user: None,
-            handle: Some("sid".into()),
-            system: None,
-            facts: Vec::new(),
-            extract: true,
-        }
+        Turn::sample(id, role, content)
     }
 
     fn state<'a>(session: &'a Session, live: &'a [Turn]) -> State<'a> {
