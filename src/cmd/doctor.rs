@@ -12,6 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::backend::{self, ApiConfig, Capabilities, Claude, ProbeCache, api};
@@ -26,8 +27,8 @@ struct Problem {
 }
 
 /// What `doctor --json` prints; the text report is written from it too.
-#[derive(Debug, Default, Serialize)]
-struct Report {
+#[derive(Debug, Default, Serialize, JsonSchema)]
+pub struct Report {
     side_calls: SideCalls,
     store: StoreReport,
     /// Absent when no claude was found.
@@ -37,13 +38,30 @@ struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     api: Option<ApiReport>,
     /// `claude`, `api`, or null when turns would fail.
-    turns_via: Option<&'static str>,
+    turns_via: Option<Via>,
     problems: Vec<String>,
     notes: Vec<String>,
     warnings: Vec<String>,
 }
 
-#[derive(Debug, Default, Serialize)]
+/// Which way turns would go.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Via {
+    Claude,
+    Api,
+}
+
+/// Which engine holds the store.
+#[derive(Debug, Clone, Copy, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Engine {
+    #[default]
+    Sqlite,
+    Postgresql,
+}
+
+#[derive(Debug, Default, Serialize, JsonSchema)]
 struct SideCalls {
     concurrency: usize,
     /// Unknown where `/proc/locks` cannot be read.
@@ -53,10 +71,10 @@ struct SideCalls {
 
 /// What could be read of the store; a field is absent when the check
 /// before it failed.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, JsonSchema)]
 struct StoreReport {
     location: String,
-    engine: &'static str,
+    engine: Engine,
     exists: bool,
     /// A file's size (a server's is the server's business).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -82,21 +100,28 @@ struct StoreReport {
 }
 
 /// `"ok"`, or the lines the engine's check reported.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(untagged)]
 enum Integrity {
-    Ok(&'static str),
+    Ok(Fine),
     Failed(Vec<String>),
 }
 
-#[derive(Debug, Serialize)]
+/// The engine's check found nothing wrong.
+#[derive(Debug, Serialize, JsonSchema)]
+enum Fine {
+    #[serde(rename = "ok")]
+    Ok,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
 struct FailedJobs {
     count: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     newest_error: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 struct ClaudeReport {
     path: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -107,7 +132,7 @@ struct ClaudeReport {
     lacks: Option<Vec<&'static str>>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 struct ApiReport {
     base_url: String,
     /// How many models the key may use; absent when the check failed.
@@ -154,9 +179,9 @@ fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec
     *report = StoreReport {
         location: location.to_string(),
         engine: if location.file().is_some() {
-            "sqlite"
+            Engine::Sqlite
         } else {
-            "postgresql"
+            Engine::Postgresql
         },
         exists: location.exists(),
         bytes: location
@@ -202,7 +227,7 @@ fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec
         }
     }
     match store.integrity_check() {
-        Ok(lines) if lines == ["ok"] => report.integrity = Some(Integrity::Ok("ok")),
+        Ok(lines) if lines == ["ok"] => report.integrity = Some(Integrity::Ok(Fine::Ok)),
         Ok(lines) => {
             let mut shown = lines.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
             if lines.len() > 3 {
@@ -504,13 +529,13 @@ pub async fn run(
     // API works, and a failing API is no problem when claude works.
     match (claude_ok, api_ok) {
         (true, _) => {
-            report.turns_via = Some("claude");
+            report.turns_via = Some(Via::Claude);
             if let Some(p) = api_problem {
                 notes.push(format!("{} (turns use claude)", p.line));
             }
         }
         (false, true) => {
-            report.turns_via = Some("api");
+            report.turns_via = Some(Via::Api);
             notes.push(
                 "claude cannot be used: turns go to the Messages API (ANTHROPIC_API_KEY)".into(),
             );

@@ -8,10 +8,10 @@ use std::io::Write;
 use anyhow::Result;
 use clap::ValueEnum;
 use schemars::generate::SchemaSettings;
-use schemars::transform::{Transform, transform_subschemas};
 use schemars::{JsonSchema, Schema};
+use serde_json::Value;
 
-//TMPuse super::{doctor, events, facts, forget, jobs, pin, prompt, sessions, stats, store_copy};
+use super::{doctor, events, facts, forget, jobs, pin, prompt, sessions, stats, store_copy};
 use crate::cli::SchemaName;
 
 pub fn run(name: Option<SchemaName>) -> Result<()> {
@@ -49,22 +49,21 @@ pub fn schema(name: SchemaName) -> Schema {
     let mut schema = match name {
         SchemaName::Turn => root::<crate::turn::Answer>(),
         SchemaName::Stream => root::<crate::turn::StreamLine<'static>>(),
-        _ => root::<crate::turn::Answer>(),
-        //TMP        SchemaName::Event => root::<events::EventLine<'static>>(),
-        //TMP        SchemaName::Facts => root::<Vec<facts::FactLine<'static>>>(),
-        //TMP        SchemaName::FactsSearch => root::<Vec<facts::ScoredLine<'static>>>(),
-        //TMP        SchemaName::FactsExport => root::<facts::FactLine<'static>>(),
-        //TMP        SchemaName::FactsEnrich => root::<facts::Enriched>(),
-        //TMP        SchemaName::Sessions => root::<Vec<sessions::SessionView<'static>>>(),
-        //TMP        SchemaName::Session => root::<sessions::SessionView<'static>>(),
-        //TMP        SchemaName::Jobs => root::<Vec<jobs::Listed<'static>>>(),
-        //TMP        SchemaName::Stats => root::<stats::Stats>(),
-        //TMP        SchemaName::Prompt => root::<prompt::Plan<'static>>(),
-        //TMP        SchemaName::History => root::<Vec<sessions::HistoryTurn<'static>>>(),
-        //TMP        SchemaName::PinHistory => root::<Vec<pin::Revision<'static>>>(),
-        //TMP        SchemaName::Doctor => root::<doctor::Report>(),
-        //TMP        SchemaName::StoreCopy => root::<store_copy::Copied>(),
-        //TMP        SchemaName::Forget => root::<forget::Report>(),
+        SchemaName::Event => root::<events::EventLine<'static>>(),
+        SchemaName::Facts => root::<Vec<facts::FactLine<'static>>>(),
+        SchemaName::FactsSearch => root::<Vec<facts::ScoredLine<'static>>>(),
+        SchemaName::FactsExport => root::<facts::FactLine<'static>>(),
+        SchemaName::FactsEnrich => root::<facts::Enriched>(),
+        SchemaName::Sessions => root::<Vec<sessions::SessionView<'static>>>(),
+        SchemaName::Session => root::<sessions::SessionView<'static>>(),
+        SchemaName::Jobs => root::<Vec<jobs::Listed<'static>>>(),
+        SchemaName::Stats => root::<stats::Stats>(),
+        SchemaName::Prompt => root::<prompt::Plan<'static>>(),
+        SchemaName::History => root::<Vec<sessions::HistoryTurn<'static>>>(),
+        SchemaName::PinHistory => root::<Vec<pin::Revision<'static>>>(),
+        SchemaName::Doctor => root::<doctor::Report>(),
+        SchemaName::StoreCopy => root::<store_copy::Copied>(),
+        SchemaName::Forget => root::<forget::Report>(),
     };
     schema.insert(
         "title".into(),
@@ -75,27 +74,49 @@ pub fn schema(name: SchemaName) -> Schema {
 }
 
 fn root<T: JsonSchema>() -> Schema {
-    SchemaSettings::draft2020_12()
+    let schema = SchemaSettings::draft2020_12()
         .for_serialize()
-        .with_transform(Closed)
         .into_generator()
-        .into_root_schema_for::<T>()
+        .into_root_schema_for::<T>();
+    let mut v = schema.to_value();
+    close(&mut v, false);
+    Schema::try_from(v).expect("a closed schema is still a schema")
 }
 
-/// Every object schema that lists its properties allows no others: a field
-/// the program adds is added to its type, and so to the schema. Left open:
-/// maps (their values' schema is given) and what we pass through as is.
-#[derive(Debug, Clone)]
-struct Closed;
-
-impl Transform for Closed {
-    fn transform(&mut self, schema: &mut Schema) {
-        transform_subschemas(self, schema);
-        if let Some(obj) = schema.as_object_mut()
-            && obj.contains_key("properties")
-            && !obj.contains_key("additionalProperties")
-        {
-            obj.insert("additionalProperties".into(), false.into());
+/// Close every object schema that lists its properties to fields it does
+/// not list: a field the program adds is added to its type, and so to the
+/// schema. An object that also takes properties from subschemas (a
+/// flattened enum: `kind` and `data` of an event) is closed with
+/// `unevaluatedProperties`, which sees what those add, and its branches
+/// are left open. Left open: maps (their values' schema is given) and what
+/// we pass through as is (an API request body).
+fn close(v: &mut Value, branch: bool) {
+    let Value::Object(o) = v else {
+        return;
+    };
+    let combined = ["oneOf", "anyOf", "allOf", "$ref"]
+        .iter()
+        .any(|k| o.contains_key(*k));
+    let listed = o.contains_key("properties");
+    if listed && combined {
+        o.entry("unevaluatedProperties").or_insert(false.into());
+    } else if listed && !branch {
+        o.entry("additionalProperties").or_insert(false.into());
+    }
+    for (key, sub) in o.iter_mut() {
+        match key.as_str() {
+            "properties" | "$defs" => {
+                if let Value::Object(m) = sub {
+                    m.values_mut().for_each(|s| close(s, false));
+                }
+            }
+            "oneOf" | "anyOf" | "allOf" => {
+                if let Value::Array(a) = sub {
+                    a.iter_mut().for_each(|s| close(s, listed));
+                }
+            }
+            "items" | "additionalProperties" => close(sub, false),
+            _ => {}
         }
     }
 }

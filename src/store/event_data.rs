@@ -195,6 +195,7 @@ impl Redacted {
 /// A kind's data, or what redaction left of it.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
+#[schemars(rename = "{T}OrRedacted")]
 pub enum Kept<T> {
     Redacted(Redacted),
     Data(T),
