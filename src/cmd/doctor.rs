@@ -189,12 +189,6 @@ fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec
             .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)),
         ..StoreReport::default()
     };
-    let mut problem = |line: String| {
-        problems.push(Problem {
-            kind: Kind::Store,
-            line,
-        });
-    };
     let inspected = match store::inspect(location) {
         Ok(Some(s)) => s,
         Ok(None) => {
@@ -203,7 +197,7 @@ fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec
             return false;
         }
         Err(e) => {
-            problem(format!("{e:#}"));
+            store_problem(problems, format!("{e:#}"));
             return false;
         }
     };
@@ -215,7 +209,7 @@ fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec
     let mut healthy = !behind;
     match (behind, inspected.cannot_migrate) {
         (false, _) => {}
-        (true, Some(line)) => problem(line),
+        (true, Some(line)) => store_problem(problems, line),
         (true, None) if version == 0 => {
             report.note = Some("the file is empty: the next command creates the schema".into());
         }
@@ -226,60 +220,101 @@ fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec
             ));
         }
     }
+    healthy &= check_integrity(&*store, location, report, problems);
+    if version == 0 {
+        // An empty file: no table to read.
+        return healthy;
+    }
+    healthy & read_contents(&*store, behind, report, problems)
+}
+
+/// A problem with the store (exit 4).
+fn store_problem(problems: &mut Vec<Problem>, line: String) {
+    problems.push(Problem {
+        kind: Kind::Store,
+        line,
+    });
+}
+
+/// The engine's integrity check; whether it passed.
+fn check_integrity(
+    store: &dyn store::Store,
+    location: &Location,
+    report: &mut StoreReport,
+    problems: &mut Vec<Problem>,
+) -> bool {
     match store.integrity_check() {
-        Ok(lines) if lines == ["ok"] => report.integrity = Some(Integrity::Ok(Fine::Ok)),
+        Ok(lines) if lines == ["ok"] => {
+            report.integrity = Some(Integrity::Ok(Fine::Ok));
+            true
+        }
         Ok(lines) => {
             let mut shown = lines.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
             if lines.len() > 3 {
                 shown.push_str(&format!("; and {} more", lines.len() - 3));
             }
-            problem(format!(
-                "store integrity check failed ({location}): {shown}"
-            ));
+            store_problem(
+                problems,
+                format!("store integrity check failed ({location}): {shown}"),
+            );
             report.integrity = Some(Integrity::Failed(lines));
-            healthy = false;
+            false
         }
         Err(e) => {
-            problem(format!("store integrity check could not run: {e:#}"));
-            healthy = false;
+            store_problem(
+                problems,
+                format!("store integrity check could not run: {e:#}"),
+            );
+            false
         }
     }
-    if version == 0 {
-        // An empty file: no table to read.
-        return healthy;
-    }
+}
+
+/// What the store holds: its counts, its pins from before the clarify
+/// gate, and (at this build's schema) its recent failures; whether they
+/// could be read.
+fn read_contents(
+    store: &dyn store::Store,
+    behind: bool,
+    report: &mut StoreReport,
+    problems: &mut Vec<Problem>,
+) -> bool {
+    let mut healthy = true;
     // The counts read only what schema 1 has, so they hold for a store
     // that is behind as well.
     match store.counts() {
         Ok(c) => report.counts = Some(c),
         Err(e) => {
-            problem(format!("could not count the store's rows: {e:#}"));
+            store_problem(problems, format!("could not count the store's rows: {e:#}"));
             healthy = false;
         }
     }
     match store.pins_before_gate() {
         Ok(n) => report.pins_before_gate = Some(n),
-        Err(e) => problem(format!("could not read the store's pins: {e:#}")),
+        Err(e) => store_problem(problems, format!("could not read the store's pins: {e:#}")),
     }
     if behind {
         // The jobs' columns are newer than some stores: read after the
         // migration.
         return healthy;
     }
-    match recent_failures(&*store) {
-        Ok(Some((count, newest))) => {
-            report.failed_jobs = Some(FailedJobs {
-                count,
-                newest_error: Some(newest),
+    match recent_failures(store) {
+        Ok(found) => {
+            report.failed_jobs = Some(match found {
+                Some((count, newest)) => FailedJobs {
+                    count,
+                    newest_error: Some(newest),
+                },
+                None => FailedJobs {
+                    count: 0,
+                    newest_error: None,
+                },
             });
         }
-        Ok(None) => {
-            report.failed_jobs = Some(FailedJobs {
-                count: 0,
-                newest_error: None,
-            });
-        }
-        Err(e) => problem(format!("could not read the side-call jobs: {e:#}")),
+        Err(e) => store_problem(
+            problems,
+            format!("could not read the side-call jobs: {e:#}"),
+        ),
     }
     healthy
 }

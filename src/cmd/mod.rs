@@ -12,7 +12,7 @@ mod forget;
 mod jobs;
 mod pin;
 mod prompt;
-mod schema;
+pub mod schema;
 mod sessions;
 mod stats;
 mod store_copy;
