@@ -214,9 +214,14 @@ mod tests {
     #[test]
     fn rows_of_every_earlier_release_read() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        // Read from copies: even a read-only reader of a WAL file leaves
+        // its shared-memory file beside it.
+        let copies = tempfile::tempdir().unwrap();
         let mut read = 0;
         for release in ["0.1", "0.2", "0.3", "0.4", "0.5"] {
-            let path = dir.join(format!("store-{release}.db"));
+            let name = format!("store-{release}.db");
+            let path = copies.path().join(&name);
+            std::fs::copy(dir.join(&name), &path).unwrap();
             let db = rusqlite::Connection::open_with_flags(
                 &path,
                 rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
