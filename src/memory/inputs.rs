@@ -246,6 +246,45 @@ mod tests {
         assert!(read >= 30, "{read}");
     }
 
+    /// Rows as the builders before the version wrote them (the memory
+    /// job had one from the start): each kind reads as version 1, and is
+    /// written back with the same fields and the version.
+    #[test]
+    fn rows_queued_before_the_version_read_as_version_1() {
+        let rows = [
+            (
+                JobKind::Summary,
+                json!({"transcript": "t", "upto": 9, "generation": 1, "model": "haiku"}),
+            ),
+            (JobKind::Consolidate, json!({"add": "a", "model": "haiku"})),
+            (
+                JobKind::Enrich,
+                json!({"facts": [{"id": 1, "content": "c"}], "model": "haiku"}),
+            ),
+            (
+                JobKind::Clarify,
+                json!({"question": "q", "answer": "a", "model": "haiku"}),
+            ),
+            (
+                JobKind::Facts,
+                json!({"agent": "a", "user": null, "assistant": null, "message": "m", "model": "haiku"}),
+            ),
+            (JobKind::Pin, json!({"message": "m", "model": "haiku"})),
+            (
+                JobKind::Memory,
+                json!({"v": 1, "after": 3, "model": "haiku"}),
+            ),
+        ];
+        for (kind, row) in rows {
+            let input = JobInput::read(kind, &row).unwrap_or_else(|e| panic!("{kind}: {e:#}"));
+            assert_eq!(input.kind(), kind);
+            assert_eq!(input.model(), Some("haiku"));
+            let mut want = row.clone();
+            want["v"] = 1.into();
+            assert_eq!(input.to_json(), want, "{kind}");
+        }
+    }
+
     #[test]
     fn a_newer_version_or_a_wrong_shape_is_refused_by_name() {
         let e = JobInput::read(JobKind::Pin, &json!({"v": 2, "message": "m"})).unwrap_err();
