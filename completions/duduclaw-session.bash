@@ -52,6 +52,9 @@ _duduclaw__session() {
             duduclaw__session,prompt)
                 cmd="duduclaw__session__subcmd__prompt"
                 ;;
+            duduclaw__session,schema)
+                cmd="duduclaw__session__subcmd__schema"
+                ;;
             duduclaw__session,sessions)
                 cmd="duduclaw__session__subcmd__sessions"
                 ;;
@@ -159,6 +162,9 @@ _duduclaw__session() {
                 ;;
             duduclaw__session__subcmd__help,prompt)
                 cmd="duduclaw__session__subcmd__help__subcmd__prompt"
+                ;;
+            duduclaw__session__subcmd__help,schema)
+                cmd="duduclaw__session__subcmd__help__subcmd__schema"
                 ;;
             duduclaw__session__subcmd__help,sessions)
                 cmd="duduclaw__session__subcmd__help__subcmd__sessions"
@@ -371,7 +377,7 @@ _duduclaw__session() {
 
     case "${cmd}" in
         duduclaw__session)
-            opts="-v -q -h -V --db --claude --verbose --quiet --help --version turn id pin facts history sessions jobs prompt store forget events stats doctor completions man help"
+            opts="-v -q -h -V --db --claude --verbose --quiet --help --version turn id pin facts history sessions jobs prompt store forget events stats doctor completions man schema help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -959,7 +965,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help)
-            opts="turn id pin facts history sessions jobs prompt store forget events stats doctor completions man help"
+            opts="turn id pin facts history sessions jobs prompt store forget events stats doctor completions man schema help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1379,6 +1385,20 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help__subcmd__prompt)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__schema)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2273,6 +2293,20 @@ _duduclaw__session() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__schema)
+            opts="-v -q -h --verbose --quiet --help turn stream event facts facts-search facts-export facts-enrich sessions session jobs stats prompt history pin-history doctor store-copy forget"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

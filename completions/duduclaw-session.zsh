@@ -955,6 +955,33 @@ _arguments "${_arguments_options[@]}" : \
 '*::subcommand -- The subcommand whose page to print, e.g. `facts list` \[default\: the program'\''s page\]:_default' \
 && ret=0
 ;;
+(schema)
+_arguments "${_arguments_options[@]}" : \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'::name -- The output whose schema to print \[default\: list every output and the command that prints it\]:((turn\:"turn --json"
+stream\:"Each line of turn --stream-json"
+event\:"Each line of events --json"
+facts\:"facts list --json"
+facts-search\:"facts search --json"
+facts-export\:"Each line of facts export"
+facts-enrich\:"facts enrich --json"
+sessions\:"sessions list --json"
+session\:"sessions show --json"
+jobs\:"jobs list --json"
+stats\:"stats --json"
+prompt\:"prompt --json"
+history\:"history --json"
+pin-history\:"pin history --json"
+doctor\:"doctor --json"
+store-copy\:"store copy --json"
+forget\:"forget --json"))' \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 ":: :_duduclaw-session__subcmd__help_commands" \
@@ -1195,6 +1222,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(schema)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -1226,6 +1257,7 @@ _duduclaw-session_commands() {
 'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
 'man:Print the man page (roff) of the program, or of a subcommand\: \`man facts list\`' \
+'schema:Print the JSON Schema (draft 2020-12) of a JSON output, or list the outputs\: \`schema turn\`' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'duduclaw-session commands' commands "$@"
@@ -1397,6 +1429,7 @@ _duduclaw-session__subcmd__help_commands() {
 'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
 'man:Print the man page (roff) of the program, or of a subcommand\: \`man facts list\`' \
+'schema:Print the JSON Schema (draft 2020-12) of a JSON output, or list the outputs\: \`schema turn\`' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'duduclaw-session help commands' commands "$@"
@@ -1572,6 +1605,11 @@ _duduclaw-session__subcmd__help__subcmd__pin__subcmd__show_commands() {
 _duduclaw-session__subcmd__help__subcmd__prompt_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session help prompt commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__schema_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__schema_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help schema commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__sessions_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__sessions_commands() {
@@ -1808,6 +1846,11 @@ _duduclaw-session__subcmd__pin__subcmd__show_commands() {
 _duduclaw-session__subcmd__prompt_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session prompt commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__schema_commands] )) ||
+_duduclaw-session__subcmd__schema_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session schema commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__sessions_commands] )) ||
 _duduclaw-session__subcmd__sessions_commands() {

@@ -202,6 +202,56 @@ pub enum Command {
         #[arg(value_name = "SUBCOMMAND")]
         subcommand: Vec<String>,
     },
+    /// Print the JSON Schema (draft 2020-12) of a JSON output, or list the outputs: `schema turn`
+    #[command(after_long_help = SCHEMA_AFTER)]
+    Schema {
+        /// The output whose schema to print [default: list every output and the command that prints it]
+        #[arg(value_enum, value_name = "NAME")]
+        name: Option<SchemaName>,
+    },
+}
+
+const SCHEMA_AFTER: &str = "\
+The schemas are generated from the types the program serializes, and committed under \
+schemas/ in the source. A schema of lines (stream, event, facts-export) describes one line.";
+
+/// A JSON output of the program, by the name of its schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaName {
+    /// turn --json
+    Turn,
+    /// Each line of turn --stream-json
+    Stream,
+    /// Each line of events --json
+    Event,
+    /// facts list --json
+    Facts,
+    /// facts search --json
+    FactsSearch,
+    /// Each line of facts export
+    FactsExport,
+    /// facts enrich --json
+    FactsEnrich,
+    /// sessions list --json
+    Sessions,
+    /// sessions show --json
+    Session,
+    /// jobs list --json
+    Jobs,
+    /// stats --json
+    Stats,
+    /// prompt --json
+    Prompt,
+    /// history --json
+    History,
+    /// pin history --json
+    PinHistory,
+    /// doctor --json
+    Doctor,
+    /// store copy --json
+    StoreCopy,
+    /// forget --json
+    Forget,
 }
 
 const EVENTS_AFTER: &str = "\

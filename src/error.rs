@@ -211,6 +211,64 @@ pub fn kind_of(err: &anyhow::Error) -> Option<Kind> {
         })
 }
 
+/// A failure as machine-read output names it (the `error` line of `turn
+/// --stream-json`): its [`Kind`], a usage error (exit 2), or anything
+/// else (exit 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    Kind(Kind),
+    Usage,
+    Other,
+}
+
+impl ErrorKind {
+    pub fn of(err: &anyhow::Error) -> ErrorKind {
+        if err.chain().any(|e| e.is::<Usage>()) {
+            return ErrorKind::Usage;
+        }
+        kind_of(err).map_or(ErrorKind::Other, ErrorKind::Kind)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Kind(k) => k.name(),
+            ErrorKind::Usage => "usage",
+            ErrorKind::Other => "other",
+        }
+    }
+
+    /// The process's exit code for it, as `main` maps it.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ErrorKind::Kind(k) => k.exit_code(),
+            ErrorKind::Usage => 2,
+            ErrorKind::Other => 1,
+        }
+    }
+}
+
+impl serde::Serialize for ErrorKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// A closed set: every [`Kind`]'s name, `usage` and `other`.
+impl schemars::JsonSchema for ErrorKind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ErrorKind".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = Kind::TABLE
+            .iter()
+            .map(|(k, ..)| k.name())
+            .chain(["usage", "other"])
+            .collect();
+        schemars::json_schema!({ "type": "string", "enum": names })
+    }
+}
+
 /// The exit code for an error: its [`kind_of`], else 1.
 pub fn exit_code_of(err: &anyhow::Error) -> u8 {
     kind_of(err).map_or(1, Kind::exit_code)

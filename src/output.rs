@@ -6,6 +6,11 @@
 use std::io::Write;
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::error::ErrorKind;
+
 /// Resolves when SIGINT, SIGTERM or SIGHUP arrives. The claude children
 /// run in their own process groups, so without this an interrupted turn
 /// would leave them running.
@@ -73,6 +78,39 @@ pub enum Shape {
     StreamJson,
 }
 
+/// One line of `turn --stream-json`, told by its `type`: `start` first,
+/// `text` and `tool` as they happen, `done` or `error` last. What a turn
+/// says at its start (`S`) and its answer (`D`, the `--json` object) are
+/// the turn's own types, above this layer; the schema is of
+/// `turn::StreamLine`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Line<'a, S, D> {
+    /// Before the model's first token: what the turn is about to do.
+    Start {
+        #[serde(flatten)]
+        start: S,
+    },
+    /// A piece of the reply, in order.
+    Text { text: &'a str },
+    /// claude started using a tool (its name only).
+    Tool { name: &'a str },
+    /// The turn's answer: every field of `turn --json`.
+    Done {
+        #[serde(flatten)]
+        answer: D,
+    },
+    /// The turn failed; the process exits with `exit`.
+    Error {
+        exit: u8,
+        kind: ErrorKind,
+        message: String,
+    },
+}
+
+/// A line that is neither `start` nor `done`, whatever those carry.
+type Plain<'a> = Line<'a, (), ()>;
+
 /// The reply on stdout as it arrives; a closed pipe stops output, not the turn.
 pub struct Output {
     shape: Shape,
@@ -108,7 +146,7 @@ impl Output {
         }
         match self.shape {
             Shape::Json => {}
-            Shape::StreamJson => self.event(&serde_json::json!({"type": "text", "text": t})),
+            Shape::StreamJson => self.event(&Plain::Text { text: t }),
             Shape::Text => {
                 self.stop_spinner();
                 self.write(t.as_bytes());
@@ -120,13 +158,13 @@ impl Output {
     /// claude started using a tool: said in `--stream-json` only.
     pub fn tool(&mut self, name: &str) {
         if self.shape == Shape::StreamJson {
-            self.event(&serde_json::json!({"type": "tool", "name": name}));
+            self.event(&Plain::Tool { name });
         }
     }
 
     /// One line of `--stream-json` (nothing in the other shapes), flushed at
     /// once: the reader acts on each as it comes.
-    pub fn event(&mut self, event: &impl serde::Serialize) {
+    pub fn event<S: Serialize, D: Serialize>(&mut self, event: &Line<'_, S, D>) {
         if self.shape != Shape::StreamJson {
             return;
         }

@@ -203,11 +203,7 @@ fn drift_events(env: &Env) -> Vec<Value> {
         &["events", "--json", "--since", "0", "--kind", "drift"],
     );
     assert_ok(&out);
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    common::conforming_lines("event", &out.stdout)
 }
 
 /// With the default cadence the memory call waits for four substantive

@@ -4,9 +4,10 @@
 //! generated shell completions and man pages.
 //!
 //! The files under `completions/` and `man/` are generated from the clap
-//! definition in src/cli.rs and committed. `generated_files_are_current`
-//! fails when they are stale; after changing the command line, regenerate
-//! them with
+//! definition in src/cli.rs, those under `schemas/` from the types the JSON
+//! outputs serialize (`duduclaw-session schema NAME`), and committed.
+//! `generated_files_are_current` fails when they are stale; after changing
+//! the command line or an output's type, regenerate them with
 //!
 //!     UPDATE_GENERATED=1 cargo test --test cli generated_files
 //!
@@ -91,6 +92,16 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
     let mut cmd = Cli::command();
     cmd.build();
     man_pages(&cmd, &mut files);
+    for name in <duduclaw_session::cli::SchemaName as clap::ValueEnum>::value_variants() {
+        let schema = duduclaw_session::cmd::schema::schema(*name);
+        let mut text = serde_json::to_string_pretty(&schema).unwrap();
+        text.push('\n');
+        let file = format!(
+            "schemas/{}.json",
+            duduclaw_session::cmd::schema::name(*name)
+        );
+        files.push((PathBuf::from(file), text.into_bytes()));
+    }
     files
 }
 
@@ -103,8 +114,9 @@ fn committed_in(dir: &str) -> BTreeSet<PathBuf> {
         .flatten()
         .map(|e| PathBuf::from(dir).join(e.file_name()))
         .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(BIN))
+            dir == "schemas"
+                || p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(BIN))
         })
         .collect()
 }
@@ -129,6 +141,7 @@ fn generated_files_are_current() {
     let wanted: BTreeSet<PathBuf> = files.iter().map(|(p, _)| p.clone()).collect();
     let mut stray: BTreeSet<PathBuf> = committed_in("completions");
     stray.extend(committed_in("man"));
+    stray.extend(committed_in("schemas"));
     stray.retain(|p| !wanted.contains(p));
 
     if std::env::var_os("UPDATE_GENERATED").is_some_and(|v| v == "1") {
@@ -138,7 +151,7 @@ fn generated_files_are_current() {
             std::env::var_os("CI").is_none(),
             "UPDATE_GENERATED is refused when CI is set: regenerate the files locally and commit them"
         );
-        for dir in ["completions", "man"] {
+        for dir in ["completions", "man", "schemas"] {
             std::fs::create_dir_all(root().join(dir)).unwrap();
         }
         for p in &stray {
@@ -171,7 +184,7 @@ fn generated_files_are_current() {
     }
     assert!(
         stale.is_empty(),
-        "the generated files do not match src/cli.rs:\n{}\n\nregenerate them with \
+        "the generated files do not match src/cli.rs and the output types:\n{}\n\nregenerate them with \
          `UPDATE_GENERATED=1 cargo test --test cli generated_files` and commit the result",
         stale.join("\n")
     );

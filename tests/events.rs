@@ -75,10 +75,7 @@ fn events(env: &Env, args: &[&str]) -> Vec<Value> {
         .output()
         .unwrap();
     assert_ok(&out);
-    stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
+    common::conforming_lines("event", &out.stdout)
 }
 
 on_both_stores!(drift_and_corrections_come_from_the_memory_call);

@@ -31,9 +31,13 @@ const STUCK: Duration = Duration::from_secs(60);
 // running the program
 // ---------------------------------------------------------------------------
 
-/// An event line as parsed JSON; a line that is not one fails the test.
+/// An event line as parsed JSON; a line that is not one, or that the
+/// published schema refuses, fails the test.
 fn parse(line: &str) -> Value {
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON event ({e}): {line:?}"))
+    let v =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON event ({e}): {line:?}"));
+    common::conforms("event", &v);
+    v
 }
 
 /// `events --json ARGS`: the events it printed.

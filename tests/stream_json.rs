@@ -2,14 +2,16 @@
 //! path: a `start` line before the model's first token, `text` lines as the
 //! reply arrives (the first one while a slow stream is still going), a
 //! `done` line carrying the `--json` object, or an `error` line with the
-//! exit code the process ends with.
+//! exit code the process ends with. Every line validates against the
+//! published schema (`schemas/stream.json`): of a normal turn, of one that
+//! recovered a lost transcript, and of a failed one.
 
 mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use common::{Env, assert_ok};
+use common::{Env, assert_ok, conforming_lines, conforms};
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
 
@@ -36,11 +38,9 @@ fn model(r: &Recorded) -> Reply {
     Reply::Text("Vite serves the app in development.".into())
 }
 
+/// The lines of a stream, each one checked against the schema.
 fn lines(out: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
+    conforming_lines("stream", out)
 }
 
 /// The lines in order: start, text…, then done; the done carries every
@@ -107,6 +107,7 @@ fn through_claude_lines_come_in_order_and_text_before_the_stream_ends() {
             "ended early: {got:#?}"
         );
         let v: Value = serde_json::from_str(&line).unwrap();
+        conforms("stream", &v);
         let first_text = v["type"] == "text";
         got.push(v);
         if first_text {
@@ -136,6 +137,39 @@ fn through_claude_lines_come_in_order_and_text_before_the_stream_ends() {
     check_order(&next, &keys);
 }
 
+/// A turn whose transcript was lost recovers by replay: its lines
+/// validate, `start` says the attempt it began with, `done` the replay.
+#[test]
+fn a_recovered_turn_streams_valid_lines_and_its_done_says_replayed() {
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url());
+    let keys = json_keys(&env, &[]);
+    assert_ok(&env.turn("a", "c", &["--stream-json"], "first"));
+    let lost = env.transcripts();
+    assert!(!lost.is_empty(), "claude wrote a transcript");
+    for t in lost {
+        std::fs::remove_file(t).unwrap();
+    }
+    let out = env.turn("a", "c", &["--stream-json"], "and after the loss?");
+    assert_ok(&out);
+    let got = lines(&out.stdout);
+    assert_eq!(got[0]["mode"], "resumed", "{got:#?}");
+    let done = got.last().unwrap();
+    assert_eq!(done["type"], "done", "{got:#?}");
+    assert_eq!(done["mode"], "replayed");
+    assert_ne!(done["handle"], got[0]["handle"], "a new handle");
+    assert!(got.iter().any(|l| l["type"] == "text"));
+    let mut fields: Vec<String> = done
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| *k != "type")
+        .cloned()
+        .collect();
+    fields.sort();
+    assert_eq!(fields, keys);
+}
+
 #[test]
 fn a_failure_ends_with_an_error_line_and_its_exit_code() {
     let s = StandIn::start_with(model);
@@ -162,6 +196,19 @@ fn a_failure_ends_with_an_error_line_and_its_exit_code() {
     // --json and --stream-json are one or the other.
     let out = env.turn("a", "c", &["--stream-json", "--json"], "hello");
     assert_eq!(out.status.code(), Some(2));
+
+    // A usage error found after parsing says exit 2, as the process exits.
+    let out = env
+        .cmd()
+        .args(["turn", "--stream-json", "--channel", "c", "hello"])
+        .env_remove("DUDUCLAW_AGENT")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let got = lines(&out.stdout);
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert_eq!(got[0]["exit"], 2);
+    assert_eq!(got[0]["kind"], "usage");
 }
 
 #[test]

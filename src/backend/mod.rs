@@ -59,8 +59,7 @@ pub enum Backend {
 pub struct Outcome {
     /// The answer's text.
     pub text: String,
-    /// The usage object as claude or the API reported it.
-    pub usage_json: Option<Value>,
+    /// Our counts of the usage claude or the API reported.
     pub usage: Usage,
     /// What the call cost, when it is known.
     pub cost_usd: Option<f64>,
@@ -87,7 +86,6 @@ impl Outcome {
                 .as_ref()
                 .map(Usage::from_json)
                 .unwrap_or_default(),
-            usage_json,
             cost_usd,
             duration_ms,
             model,

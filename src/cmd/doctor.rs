@@ -12,6 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::backend::{self, ApiConfig, Capabilities, Claude, ProbeCache, api};
@@ -26,8 +27,8 @@ struct Problem {
 }
 
 /// What `doctor --json` prints; the text report is written from it too.
-#[derive(Debug, Default, Serialize)]
-struct Report {
+#[derive(Debug, Default, Serialize, JsonSchema)]
+pub struct Report {
     side_calls: SideCalls,
     store: StoreReport,
     /// Absent when no claude was found.
@@ -37,13 +38,30 @@ struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     api: Option<ApiReport>,
     /// `claude`, `api`, or null when turns would fail.
-    turns_via: Option<&'static str>,
+    turns_via: Option<Via>,
     problems: Vec<String>,
     notes: Vec<String>,
     warnings: Vec<String>,
 }
 
-#[derive(Debug, Default, Serialize)]
+/// Which way turns would go.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Via {
+    Claude,
+    Api,
+}
+
+/// Which engine holds the store.
+#[derive(Debug, Clone, Copy, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Engine {
+    #[default]
+    Sqlite,
+    Postgresql,
+}
+
+#[derive(Debug, Default, Serialize, JsonSchema)]
 struct SideCalls {
     concurrency: usize,
     /// Unknown where `/proc/locks` cannot be read.
@@ -53,10 +71,10 @@ struct SideCalls {
 
 /// What could be read of the store; a field is absent when the check
 /// before it failed.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, JsonSchema)]
 struct StoreReport {
     location: String,
-    engine: &'static str,
+    engine: Engine,
     exists: bool,
     /// A file's size (a server's is the server's business).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -82,21 +100,28 @@ struct StoreReport {
 }
 
 /// `"ok"`, or the lines the engine's check reported.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(untagged)]
 enum Integrity {
-    Ok(&'static str),
+    Ok(Fine),
     Failed(Vec<String>),
 }
 
-#[derive(Debug, Serialize)]
+/// The engine's check found nothing wrong.
+#[derive(Debug, Serialize, JsonSchema)]
+enum Fine {
+    #[serde(rename = "ok")]
+    Ok,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
 struct FailedJobs {
     count: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     newest_error: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 struct ClaudeReport {
     path: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -107,7 +132,7 @@ struct ClaudeReport {
     lacks: Option<Vec<&'static str>>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 struct ApiReport {
     base_url: String,
     /// How many models the key may use; absent when the check failed.
@@ -154,21 +179,15 @@ fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec
     *report = StoreReport {
         location: location.to_string(),
         engine: if location.file().is_some() {
-            "sqlite"
+            Engine::Sqlite
         } else {
-            "postgresql"
+            Engine::Postgresql
         },
         exists: location.exists(),
         bytes: location
             .file()
             .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)),
         ..StoreReport::default()
-    };
-    let mut problem = |line: String| {
-        problems.push(Problem {
-            kind: Kind::Store,
-            line,
-        });
     };
     let inspected = match store::inspect(location) {
         Ok(Some(s)) => s,
@@ -178,7 +197,7 @@ fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec
             return false;
         }
         Err(e) => {
-            problem(format!("{e:#}"));
+            store_problem(problems, format!("{e:#}"));
             return false;
         }
     };
@@ -190,7 +209,7 @@ fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec
     let mut healthy = !behind;
     match (behind, inspected.cannot_migrate) {
         (false, _) => {}
-        (true, Some(line)) => problem(line),
+        (true, Some(line)) => store_problem(problems, line),
         (true, None) if version == 0 => {
             report.note = Some("the file is empty: the next command creates the schema".into());
         }
@@ -201,60 +220,101 @@ fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec
             ));
         }
     }
+    healthy &= check_integrity(&*store, location, report, problems);
+    if version == 0 {
+        // An empty file: no table to read.
+        return healthy;
+    }
+    healthy & read_contents(&*store, behind, report, problems)
+}
+
+/// A problem with the store (exit 4).
+fn store_problem(problems: &mut Vec<Problem>, line: String) {
+    problems.push(Problem {
+        kind: Kind::Store,
+        line,
+    });
+}
+
+/// The engine's integrity check; whether it passed.
+fn check_integrity(
+    store: &dyn store::Store,
+    location: &Location,
+    report: &mut StoreReport,
+    problems: &mut Vec<Problem>,
+) -> bool {
     match store.integrity_check() {
-        Ok(lines) if lines == ["ok"] => report.integrity = Some(Integrity::Ok("ok")),
+        Ok(lines) if lines == ["ok"] => {
+            report.integrity = Some(Integrity::Ok(Fine::Ok));
+            true
+        }
         Ok(lines) => {
             let mut shown = lines.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
             if lines.len() > 3 {
                 shown.push_str(&format!("; and {} more", lines.len() - 3));
             }
-            problem(format!(
-                "store integrity check failed ({location}): {shown}"
-            ));
+            store_problem(
+                problems,
+                format!("store integrity check failed ({location}): {shown}"),
+            );
             report.integrity = Some(Integrity::Failed(lines));
-            healthy = false;
+            false
         }
         Err(e) => {
-            problem(format!("store integrity check could not run: {e:#}"));
-            healthy = false;
+            store_problem(
+                problems,
+                format!("store integrity check could not run: {e:#}"),
+            );
+            false
         }
     }
-    if version == 0 {
-        // An empty file: no table to read.
-        return healthy;
-    }
+}
+
+/// What the store holds: its counts, its pins from before the clarify
+/// gate, and (at this build's schema) its recent failures; whether they
+/// could be read.
+fn read_contents(
+    store: &dyn store::Store,
+    behind: bool,
+    report: &mut StoreReport,
+    problems: &mut Vec<Problem>,
+) -> bool {
+    let mut healthy = true;
     // The counts read only what schema 1 has, so they hold for a store
     // that is behind as well.
     match store.counts() {
         Ok(c) => report.counts = Some(c),
         Err(e) => {
-            problem(format!("could not count the store's rows: {e:#}"));
+            store_problem(problems, format!("could not count the store's rows: {e:#}"));
             healthy = false;
         }
     }
     match store.pins_before_gate() {
         Ok(n) => report.pins_before_gate = Some(n),
-        Err(e) => problem(format!("could not read the store's pins: {e:#}")),
+        Err(e) => store_problem(problems, format!("could not read the store's pins: {e:#}")),
     }
     if behind {
         // The jobs' columns are newer than some stores: read after the
         // migration.
         return healthy;
     }
-    match recent_failures(&*store) {
-        Ok(Some((count, newest))) => {
-            report.failed_jobs = Some(FailedJobs {
-                count,
-                newest_error: Some(newest),
+    match recent_failures(store) {
+        Ok(found) => {
+            report.failed_jobs = Some(match found {
+                Some((count, newest)) => FailedJobs {
+                    count,
+                    newest_error: Some(newest),
+                },
+                None => FailedJobs {
+                    count: 0,
+                    newest_error: None,
+                },
             });
         }
-        Ok(None) => {
-            report.failed_jobs = Some(FailedJobs {
-                count: 0,
-                newest_error: None,
-            });
-        }
-        Err(e) => problem(format!("could not read the side-call jobs: {e:#}")),
+        Err(e) => store_problem(
+            problems,
+            format!("could not read the side-call jobs: {e:#}"),
+        ),
     }
     healthy
 }
@@ -504,13 +564,13 @@ pub async fn run(
     // API works, and a failing API is no problem when claude works.
     match (claude_ok, api_ok) {
         (true, _) => {
-            report.turns_via = Some("claude");
+            report.turns_via = Some(Via::Claude);
             if let Some(p) = api_problem {
                 notes.push(format!("{} (turns use claude)", p.line));
             }
         }
         (false, true) => {
-            report.turns_via = Some("api");
+            report.turns_via = Some(Via::Api);
             notes.push(
                 "claude cannot be used: turns go to the Messages API (ANTHROPIC_API_KEY)".into(),
             );

@@ -7,11 +7,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::Value;
 
 use super::{scope_session, summary};
 use crate::cli::{EventsAction, EventsArgs, Since};
+use crate::store::event_data::{EventData, Kept};
 use crate::store::{self, Event, EventFilter, EventKind, Location};
 
 /// Without `--since`, a reading shows the newest this many, as `tail` does.
@@ -97,10 +98,8 @@ fn read(location: &Location, args: &EventsArgs) -> Result<()> {
         return Ok(());
     };
     let (kinds, session) = (kinds(args), session(args));
-    let events = numbered(
-        &*store,
-        store.events(&filter(args, &kinds, session.as_deref()))?,
-    )?;
+    let stored = store.events(&filter(args, &kinds, session.as_deref()))?;
+    let events = numbered(&*store, &stored)?;
     let mut out = std::io::stdout().lock();
     if !events.is_empty() && !args.json {
         header(&mut out)?;
@@ -110,7 +109,7 @@ fn read(location: &Location, args: &EventsArgs) -> Result<()> {
     }
     out.flush()?;
     if session.is_some() && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-        left_out(&*store, args, &kinds, &events)?;
+        left_out(&*store, args, &kinds, &stored)?;
     }
     Ok(())
 }
@@ -201,7 +200,8 @@ fn follow_from(location: &Location, args: &EventsArgs, last: &mut Option<i64>) -
         if stop.load(Ordering::Relaxed) || reader_gone() {
             return Ok(());
         }
-        let events = numbered(&*store, store.events(&next)?)?;
+        let stored = store.events(&next)?;
+        let events = numbered(&*store, &stored)?;
         if !events.is_empty() && !headed {
             header(&mut out)?;
             headed = true;
@@ -247,35 +247,49 @@ fn reader_gone() -> bool {
     }
 }
 
-/// The fields of an event's data that name a turn by its id.
-const TURN_FIELDS: [&str; 2] = ["turn", "upto_turn"];
-
-/// Events with their turns as people count them: the log stores turn ids;
-/// `turn` (and `upto_turn`) become the turn's number in its session (the
-/// Nth message and its reply are turn N), the id moving to `turn_id` (and
+/// Events as `events` shows them: each one's data read as its kind's,
+/// with its turns as people count them. The log stores turn ids; `turn`
+/// (and `upto_turn`) become the turn's number in its session (the Nth
+/// message and its reply are turn N), the id moving to `turn_id` (and
 /// `upto_turn_id`), as `history --json` shows both.
-fn numbered(store: &dyn store::Store, mut events: Vec<Event>) -> Result<Vec<Event>> {
-    let ids: Vec<i64> = events
+fn numbered<'a>(store: &dyn store::Store, events: &'a [Event]) -> Result<Vec<EventLine<'a>>> {
+    let mut lines = events
         .iter()
-        .flat_map(|e| TURN_FIELDS.map(|f| e.data.get(f).and_then(Value::as_i64)))
-        .flatten()
+        .map(|e| {
+            let event = EventData::read(e.kind, &e.data).with_context(|| {
+                format!(
+                    "event {} holds {} data this build cannot read",
+                    e.id, e.kind
+                )
+            })?;
+            Ok(EventLine {
+                id: e.id,
+                at: at(e.at_us),
+                event,
+                agent: &e.agent,
+                session_id: e.session_id.as_deref(),
+                user: e.user.as_deref(),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let ids: Vec<i64> = lines
+        .iter_mut()
+        .flat_map(|l| l.event.turns_mut())
+        .filter_map(|(stored, _)| *stored)
         .collect();
     if ids.is_empty() {
-        return Ok(events);
+        return Ok(lines);
     }
     let numbers = store.turn_numbers(&ids)?;
-    for e in &mut events {
-        let Some(data) = e.data.as_object_mut() else {
-            continue;
-        };
-        for field in TURN_FIELDS {
-            if let Some(id) = data.get(field).and_then(Value::as_i64) {
-                data.insert(field.into(), numbers.get(&id).copied().into());
-                data.insert(format!("{field}_id"), id.into());
+    for line in &mut lines {
+        for (turn, turn_id) in line.event.turns_mut() {
+            if let Some(id) = *turn {
+                *turn = numbers.get(&id).copied();
+                *turn_id = Some(id);
             }
         }
     }
-    Ok(events)
+    Ok(lines)
 }
 
 /// The column names of the text lines, for a person at a terminal.
@@ -292,18 +306,21 @@ fn header(out: &mut impl Write) -> std::io::Result<()> {
 }
 
 /// An event as `--json` prints it: the fields a consumer reads, `at` in
-/// RFC 3339, `session_id` and `user` only when it concerns one.
-#[derive(Serialize)]
-struct EventLine<'a> {
+/// RFC 3339, `kind` and its `data`, `session_id` and `user` only when it
+/// concerns one.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EventLine<'a> {
+    /// Strictly increasing in commit order, never reused.
     id: i64,
+    /// When it was written: RFC 3339, UTC, milliseconds.
     at: String,
-    kind: EventKind,
+    #[serde(flatten)]
+    event: EventData,
     agent: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     session_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     user: Option<&'a str>,
-    data: &'a Value,
 }
 
 /// An event's time in RFC 3339 (UTC) with milliseconds.
@@ -312,86 +329,88 @@ fn at(micros: i64) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
-fn write_event(out: &mut impl Write, e: &Event, json: bool) -> Result<()> {
+fn write_event(out: &mut impl Write, e: &EventLine, json: bool) -> Result<()> {
     if json {
-        let line = EventLine {
-            id: e.id,
-            at: at(e.at_us),
-            kind: e.kind,
-            agent: &e.agent,
-            session_id: e.session_id.as_deref(),
-            user: e.user.as_deref(),
-            data: &e.data,
-        };
-        let mut text = serde_json::to_string(&line)?;
+        let mut text = serde_json::to_string(e)?;
         text.push('\n');
         // One write per line, so a reader never sees half an event.
         out.write_all(text.as_bytes())?;
         return Ok(());
     }
-    let mut who = e.agent.clone();
-    if let Some(s) = &e.session_id {
+    let mut who = e.agent.to_string();
+    if let Some(s) = e.session_id {
         who.push('/');
         who.push_str(s.get(..8).unwrap_or(s));
     }
-    if let Some(u) = &e.user {
+    if let Some(u) = e.user {
         who.push_str(&format!(" user {u}"));
     }
     let line = format!(
         "{:>6}  {}  {:<17} {who}  {}\n",
         e.id,
-        at(e.at_us),
-        e.kind.as_str(),
-        describe(e)
+        e.at,
+        e.event.kind().as_str(),
+        describe(&e.event)
     );
     out.write_all(line.as_bytes())?;
     Ok(())
 }
 
+/// A turn's number as a text line shows it.
+fn n(turn: Option<i64>) -> String {
+    turn.map_or_else(|| "?".into(), |t| t.to_string())
+}
+
 /// What a text line says about an event's data.
-fn describe(e: &Event) -> String {
-    let d = &e.data;
-    if d["redacted"] == Value::Bool(true) {
-        return "(redacted)".into();
-    }
-    let n = |k: &str| d[k].as_i64().map_or_else(|| "?".into(), |v| v.to_string());
-    let s = |k: &str| one_line(d[k].as_str().unwrap_or(""));
-    match e.kind {
-        EventKind::TurnDone => format!(
+fn describe(e: &EventData) -> String {
+    match e {
+        d if d.is_redacted() => "(redacted)".into(),
+        EventData::TurnDone(Kept::Data(d)) => format!(
             "turn {} answered ({}, {}, {} ms)",
-            n("turn"),
-            s("mode"),
-            s("path"),
-            n("duration_ms")
+            n(d.turn.turn),
+            d.mode,
+            d.path,
+            d.duration_ms
         ),
-        EventKind::TurnFailed => format!("turn {} failed: {}", n("turn"), s("error")),
-        EventKind::PinSet | EventKind::PinClarified | EventKind::PinConsolidated => {
-            match d["pin"].as_str() {
-                Some(p) => format!("rev {} ({}): {}", n("rev"), s("source"), one_line(p)),
-                None => format!("rev {} ({}): cleared", n("rev"), s("source")),
-            }
+        EventData::TurnFailed(Kept::Data(d)) => {
+            format!("turn {} failed: {}", n(d.turn.turn), one_line(&d.error))
         }
-        EventKind::FactAdded | EventKind::Correction => {
-            format!("fact {}: {}", n("fact_id"), s("content"))
+        EventData::PinSet(Kept::Data(d))
+        | EventData::PinClarified(Kept::Data(d))
+        | EventData::PinConsolidated(Kept::Data(d)) => match &d.pin {
+            Some(p) => format!("rev {} ({}): {}", d.rev, d.source, one_line(p)),
+            None => format!("rev {} ({}): cleared", d.rev, d.source),
+        },
+        EventData::FactAdded(Kept::Data(d)) | EventData::Correction(Kept::Data(d)) => {
+            format!("fact {}: {}", d.fact_id, one_line(&d.content))
         }
-        EventKind::FactForgotten => format!("fact {}", n("fact_id")),
-        EventKind::FactEnriched => format!(
-            "fact {}: {} keywords",
-            n("fact_id"),
-            d["keywords"].as_array().map_or(0, Vec::len)
+        EventData::FactForgotten(Kept::Data(d)) => format!("fact {}", d.fact_id),
+        EventData::FactEnriched(Kept::Data(d)) => {
+            format!("fact {}: {} keywords", d.fact_id, d.keywords.len())
+        }
+        EventData::SessionCompacted(Kept::Data(d)) => format!(
+            "summary up to turn {}: {}",
+            n(d.upto_turn),
+            one_line(&d.summary)
         ),
-        EventKind::SessionCompacted => {
-            format!("summary up to turn {}: {}", n("upto_turn"), s("summary"))
-        }
-        EventKind::SessionRemoved => format!("{} turns", n("turns")),
-        EventKind::JobFailed => format!(
+        EventData::SessionRemoved(Kept::Data(d)) => format!("{} turns", d.turns),
+        EventData::JobFailed(Kept::Data(d)) => format!(
             "{} job {} gave up after {} attempts: {}",
-            s("job_kind"),
-            n("job"),
-            n("attempts"),
-            s("error")
+            d.job_kind,
+            d.job,
+            d.attempts,
+            one_line(&d.error)
         ),
-        EventKind::Drift => format!("turn {} {}: {}", n("turn"), s("level"), s("reason")),
+        EventData::Drift(Kept::Data(d)) => format!(
+            "turn {} {}: {}",
+            n(d.turn.turn),
+            match d.level {
+                store::event_data::Drifted::Minor => "minor",
+                store::event_data::Drifted::Major => "major",
+            },
+            one_line(&d.reason)
+        ),
+        _ => "(redacted)".into(),
     }
 }
 

@@ -4,8 +4,8 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::{open_for_reading, required_agent, summary};
 use crate::cli::FactsAction;
@@ -13,25 +13,87 @@ use crate::error::{Kind, ResultExt, fail};
 use crate::memory::facts::{clean_keywords, looks_like_secret};
 use crate::memory::recall;
 use crate::progress::Bars;
-use crate::store::{self, Fact, FactScope, Location, NewFact};
+use crate::store::{self, Fact, FactScope, Location, NewFact, ScoredFact};
 use crate::text::terms::normalize;
 
 /// Facts are one line of prose; longer "facts" are documents.
 const FACT_MAX_CHARS: usize = 1000;
 
-fn fact_json(f: &Fact) -> Value {
-    json!({
-        "id": f.id,
-        "agent": f.agent,
-        "user": f.user,
-        "content": f.content,
-        "keywords": f.keywords,
-        "access_count": f.access_count,
-        "created_at": f.created_at,
-        "last_used_at": f.last_used_at,
-        "source_turn": f.source_turn,
-        "correction": f.correction,
-    })
+/// A fact as `facts list --json` and `facts export` print it (and as
+/// `facts import` reads it back).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FactLine<'a> {
+    pub id: i64,
+    pub agent: &'a str,
+    /// The person it belongs to; null for the whole agent.
+    pub user: Option<&'a str>,
+    pub content: &'a str,
+    /// Words people may use to ask for it: indexed beside the content.
+    pub keywords: &'a [String],
+    /// Times it was injected into a turn.
+    pub access_count: i64,
+    /// Epoch seconds.
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    /// The turn it came from (its stored id).
+    pub source_turn: Option<i64>,
+    /// The user corrected the assistant or stated a preference.
+    pub correction: bool,
+}
+
+impl<'a> From<&'a Fact> for FactLine<'a> {
+    fn from(f: &'a Fact) -> FactLine<'a> {
+        FactLine {
+            id: f.id,
+            agent: &f.agent,
+            user: f.user.as_deref(),
+            content: &f.content,
+            keywords: &f.keywords,
+            access_count: f.access_count,
+            created_at: f.created_at,
+            last_used_at: f.last_used_at,
+            source_turn: f.source_turn,
+            correction: f.correction,
+        }
+    }
+}
+
+/// A fact found by `facts search --json` (or chosen by `prompt --json`),
+/// with its relevance.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ScoredLine<'a> {
+    #[serde(flatten)]
+    pub fact: FactLine<'a>,
+    /// Higher is more relevant (BM25, nudged by use).
+    pub score: f64,
+}
+
+impl<'a> From<&'a ScoredFact> for ScoredLine<'a> {
+    fn from(h: &'a ScoredFact) -> ScoredLine<'a> {
+        ScoredLine {
+            fact: FactLine::from(&h.fact),
+            score: h.score,
+        }
+    }
+}
+
+/// What `facts enrich --json` prints.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Enriched {
+    pub facts_enriched: usize,
+    /// Facts still without keywords.
+    pub facts_left: usize,
+    pub jobs: JobsDone,
+    /// What the calls that answered cost, where known.
+    pub cost_usd: f64,
+    /// Calls of a model with no known price.
+    pub calls_without_cost: usize,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct JobsDone {
+    pub done: usize,
+    pub failed: usize,
 }
 
 use super::one_line;
@@ -77,142 +139,193 @@ fn check_fact(text: &str) -> Result<()> {
     Ok(())
 }
 
+/// The agent a `--agent`/`--user` scope names, and the person.
+fn agent_of(scope: &crate::cli::FactScope) -> Result<(String, Option<&str>)> {
+    Ok((required_agent(scope.agent.as_ref())?, scope.user.as_deref()))
+}
+
 pub async fn run(
     location: &Location,
     claude: Option<&Path>,
     action: &FactsAction,
     bars: Bars,
 ) -> Result<()> {
-    if let FactsAction::Enrich {
-        agent,
-        all,
-        limit,
-        json,
-        side,
-    } = action
-    {
-        let agent = if *all {
-            None
-        } else {
-            Some(required_agent(agent.as_ref())?)
-        };
-        return enrich(
-            location,
-            claude,
-            agent.as_deref(),
-            *limit,
-            *json,
-            side,
-            bars,
-        )
-        .await;
-    }
-    let scope: &crate::cli::FactScope = match action {
-        FactsAction::List { scope, .. }
-        | FactsAction::Search { scope, .. }
-        | FactsAction::Add { scope, .. }
-        | FactsAction::Forget { scope, .. }
-        | FactsAction::Import { scope, .. }
-        | FactsAction::Export { scope } => scope,
-        FactsAction::Enrich { .. } => return Ok(()),
-    };
-    let agent = required_agent(scope.agent.as_ref())?;
-    let agent = agent.as_str();
-    let user = scope.user.as_deref();
-    let scope = FactScope { agent, user };
-    let mut out = std::io::stdout().lock();
     match action {
-        FactsAction::List { json, limit, .. } => {
-            let store = open_for_reading(location)?;
-            let facts = match &store {
-                Some(store) => store.list_facts(scope, *limit)?,
-                None => Vec::new(),
-            };
-            if let (true, None, Some(store)) = (facts.is_empty(), user, &store) {
-                // An empty answer that would mislead: the agent has facts,
-                // all of them a person's.
-                let persons = store.all_facts(agent, None)?.len();
-                if persons > 0 {
-                    let s = if persons == 1 { " belongs" } else { "s belong" };
-                    eprintln!("duduclaw-session: {persons} fact{s} to persons: add --user ID");
-                }
-            }
-            if *json {
-                let arr: Vec<Value> = facts.iter().map(fact_json).collect();
-                writeln!(out, "{}", Value::Array(arr))?;
-            } else {
-                write_facts(&mut out, &facts)?;
-            }
+        FactsAction::List { scope, json, limit } => {
+            let (agent, user) = agent_of(scope)?;
+            list(
+                location,
+                FactScope {
+                    agent: &agent,
+                    user,
+                },
+                *json,
+                *limit,
+            )
         }
         FactsAction::Search {
-            query, limit, json, ..
+            scope,
+            query,
+            limit,
+            json,
         } => {
-            let hits = match open_for_reading(location)? {
-                Some(store) => recall::search(&*store, scope, query, *limit)?,
-                None => Vec::new(),
-            };
-            if *json {
-                let arr: Vec<Value> = hits
-                    .iter()
-                    .map(|h| {
-                        let mut v = fact_json(&h.fact);
-                        v["score"] = json!(h.score);
-                        v
-                    })
-                    .collect();
-                writeln!(out, "{}", Value::Array(arr))?;
+            let (agent, user) = agent_of(scope)?;
+            search(
+                location,
+                FactScope {
+                    agent: &agent,
+                    user,
+                },
+                query,
+                *limit,
+                *json,
+            )
+        }
+        FactsAction::Add {
+            scope,
+            text,
+            keywords,
+        } => {
+            let (agent, user) = agent_of(scope)?;
+            add(
+                location,
+                FactScope {
+                    agent: &agent,
+                    user,
+                },
+                text,
+                keywords.as_deref(),
+            )
+        }
+        FactsAction::Forget { scope, ids } => forget(location, &agent_of(scope)?.0, ids),
+        FactsAction::Import { scope, file } => {
+            let (agent, user) = agent_of(scope)?;
+            import(location, &agent, user, file, bars)
+        }
+        FactsAction::Export { scope } => {
+            let (agent, user) = agent_of(scope)?;
+            export(
+                location,
+                FactScope {
+                    agent: &agent,
+                    user,
+                },
+            )
+        }
+        FactsAction::Enrich {
+            agent,
+            all,
+            limit,
+            json,
+            side,
+        } => {
+            let agent = if *all {
+                None
             } else {
-                let facts: Vec<Fact> = hits.into_iter().map(|h| h.fact).collect();
-                write_facts(&mut out, &facts)?;
-            }
-        }
-        FactsAction::Add { text, keywords, .. } => {
-            let text = one_line(text);
-            check_fact(&text)?;
-            let keywords = keywords
-                .as_deref()
-                .map(|k| clean_keywords(&[k.to_string()]))
-                .unwrap_or_default();
-            let mut store = store::open(location)?;
-            let new = NewFact {
-                keywords: &keywords,
-                ..NewFact::new(agent, user, &text)
+                Some(required_agent(agent.as_ref())?)
             };
-            if let Some(Some(id)) = store.add_facts(&[new])?.first() {
-                writeln!(out, "{id}")?;
-            } else {
-                // Print the stored twin's id, so adding is idempotent for scripts.
-                let norm = normalize(&text);
-                let twin = store
-                    .list_facts(scope, None)?
-                    .into_iter()
-                    .find(|f| f.user.as_deref() == user && normalize(&f.content) == norm);
-                summary("the same fact is already stored");
-                if let Some(f) = twin {
-                    writeln!(out, "{}", f.id)?;
-                }
-            }
-        }
-        FactsAction::Forget { ids, .. } => forget(location, agent, ids)?,
-        // Dispatched before the scope is read: it takes --all.
-        FactsAction::Enrich { .. } => {}
-        FactsAction::Import { file, .. } => import(location, agent, user, file, bars)?,
-        FactsAction::Export { .. } => {
-            let Some(store) = open_for_reading(location)? else {
-                return Ok(());
+            let asked = Enrich {
+                agent: agent.as_deref(),
+                limit: limit.unwrap_or(usize::MAX),
+                side,
             };
-            let facts = match user {
-                None => store.all_facts(agent, None)?,
-                Some(_) => {
-                    let mut facts = store.list_facts(scope, None)?;
-                    facts.sort_by_key(|f| f.id);
-                    facts
-                }
-            };
-            for f in &facts {
-                writeln!(out, "{}", fact_json(f))?;
-            }
+            enrich(location, claude, &asked, *json, bars).await
         }
+    }
+}
+
+fn list(location: &Location, scope: FactScope, json: bool, limit: Option<usize>) -> Result<()> {
+    let store = open_for_reading(location)?;
+    let facts = match &store {
+        Some(store) => store.list_facts(scope, limit)?,
+        None => Vec::new(),
+    };
+    if let (true, None, Some(store)) = (facts.is_empty(), scope.user, &store) {
+        // An empty answer that would mislead: the agent has facts, all of
+        // them a person's.
+        let persons = store.all_facts(scope.agent, None)?.len();
+        if persons > 0 {
+            let s = if persons == 1 { " belongs" } else { "s belong" };
+            eprintln!("duduclaw-session: {persons} fact{s} to persons: add --user ID");
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        let lines: Vec<FactLine> = facts.iter().map(FactLine::from).collect();
+        writeln!(out, "{}", serde_json::to_string(&lines)?)?;
+    } else {
+        write_facts(&mut out, &facts)?;
+    }
+    Ok(())
+}
+
+fn search(
+    location: &Location,
+    scope: FactScope,
+    query: &str,
+    limit: usize,
+    json: bool,
+) -> Result<()> {
+    let hits = match open_for_reading(location)? {
+        Some(store) => recall::search(&*store, scope, query, limit)?,
+        None => Vec::new(),
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        let lines: Vec<ScoredLine> = hits.iter().map(ScoredLine::from).collect();
+        writeln!(out, "{}", serde_json::to_string(&lines)?)?;
+    } else {
+        let facts: Vec<Fact> = hits.into_iter().map(|h| h.fact).collect();
+        write_facts(&mut out, &facts)?;
+    }
+    Ok(())
+}
+
+fn add(location: &Location, scope: FactScope, text: &str, keywords: Option<&str>) -> Result<()> {
+    let text = one_line(text);
+    check_fact(&text)?;
+    let keywords = keywords
+        .map(|k| clean_keywords(&[k.to_string()]))
+        .unwrap_or_default();
+    let mut store = store::open(location)?;
+    let new = NewFact {
+        keywords: &keywords,
+        ..NewFact::new(scope.agent, scope.user, &text)
+    };
+    let mut out = std::io::stdout().lock();
+    if let Some(Some(id)) = store.add_facts(&[new])?.first() {
+        writeln!(out, "{id}")?;
+        return Ok(());
+    }
+    // Print the stored twin's id, so adding is idempotent for scripts.
+    let norm = normalize(&text);
+    let twin = store
+        .list_facts(scope, None)?
+        .into_iter()
+        .find(|f| f.user.as_deref() == scope.user && normalize(&f.content) == norm);
+    summary("the same fact is already stored");
+    if let Some(f) = twin {
+        writeln!(out, "{}", f.id)?;
+    }
+    Ok(())
+}
+
+/// JSON Lines, one fact a line, as `facts import` reads them back.
+fn export(location: &Location, scope: FactScope) -> Result<()> {
+    let Some(store) = open_for_reading(location)? else {
+        return Ok(());
+    };
+    let facts = match scope.user {
+        None => store.all_facts(scope.agent, None)?,
+        Some(_) => {
+            let mut facts = store.list_facts(scope, None)?;
+            facts.sort_by_key(|f| f.id);
+            facts
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    for f in &facts {
+        writeln!(out, "{}", serde_json::to_string(&FactLine::from(f))?)?;
     }
     Ok(())
 }
@@ -443,6 +556,14 @@ fn read_rows(agent: &str, user: Option<&str>, file: &Path) -> Result<Rows> {
     })
 }
 
+/// What `facts enrich` was asked: whose facts (`None`: every agent's), how
+/// many at most, and how side calls run.
+struct Enrich<'a> {
+    agent: Option<&'a str>,
+    limit: usize,
+    side: &'a crate::cli::SideArgs,
+}
+
 /// `facts enrich`: keywords for the facts that have none, by batched side
 /// calls through the job machinery, so an interrupted run leaves jobs the
 /// next run (or `jobs run`) finishes: first what is still open, then the
@@ -450,27 +571,19 @@ fn read_rows(agent: &str, user: Option<&str>, file: &Path) -> Result<Rows> {
 async fn enrich(
     location: &Location,
     claude: Option<&Path>,
-    agent: Option<&str>,
-    limit: Option<usize>,
+    asked: &Enrich<'_>,
     json_out: bool,
-    side: &crate::cli::SideArgs,
     bars: Bars,
 ) -> Result<()> {
     use crate::backend::{self, ProbeCache};
-    use crate::memory::jobs::{self, ENRICH_BATCH, NewJob, Runner};
-    use crate::store::{JobKind, JobSelect};
+    use crate::memory::jobs::Runner;
 
     let mut store = store::open(location)?;
-    let select = JobSelect {
-        agent,
-        kind: Some(JobKind::Enrich),
-        session_id: None,
-    };
-    let limit = limit.unwrap_or(usize::MAX);
-    let todo = store.facts_without_keywords(agent, limit)?;
-    let open = store.has_open_job(select)?;
-    let mut total = jobs::Drained::default();
+    let todo = store.facts_without_keywords(asked.agent, asked.limit)?;
+    let open = store.has_open_job(enrich_jobs(asked.agent))?;
+    let mut total = crate::memory::jobs::Drained::default();
     if !todo.is_empty() || open {
+        let side = asked.side;
         let backend = backend::resolve(
             super::route(&side.route),
             claude,
@@ -483,60 +596,25 @@ async fn enrich(
             timeout: side.side_timeout,
             slots: super::side_slots(&side.concurrency),
         };
-        let count = if open {
-            jobs::to_run(&*store, select)?
-        } else {
-            0
-        };
-        let bar = bars.bar("facts enrich", count as u64, "jobs");
-        // Both drains on one bar: the second counts on from the first.
-        let watch = |base: usize| {
-            let bar = &bar;
-            move |d: &jobs::Drained| bar.set_position((base + d.done + d.failed) as u64)
-        };
-        // What an interrupted run left first, so no fact is asked for twice.
-        if open {
-            let w = watch(0);
-            add_drained(
-                &mut total,
-                jobs::drain_watched(&mut *store, &runner, select, None, jobs::WhenBusy::Wait, &w)
-                    .await?,
-            );
-        }
-        let todo = store.facts_without_keywords(agent, limit)?;
-        let mut by_agent: std::collections::BTreeMap<&str, Vec<Fact>> = Default::default();
-        for f in &todo {
-            by_agent.entry(&f.agent).or_default().push(f.clone());
-        }
-        for (fact_agent, facts) in &by_agent {
-            for batch in facts.chunks(ENRICH_BATCH) {
-                let job = NewJob::enrich(batch, &side.extract_model);
-                store.enqueue_job(job.kind, fact_agent, None, None, &job.input)?;
-                bar.add_length(1);
-            }
-        }
-        let w = watch(total.done + total.failed);
-        add_drained(
-            &mut total,
-            jobs::drain_watched(&mut *store, &runner, select, None, jobs::WhenBusy::Wait, &w)
-                .await?,
-        );
-        bar.finish();
+        total = run_enrichment(&mut *store, &runner, asked, open, bars).await?;
     }
-    let left = store.facts_without_keywords(agent, usize::MAX)?.len();
-    let enriched = todo.len().saturating_sub(left.min(todo.len()));
+    let left = store.facts_without_keywords(asked.agent, usize::MAX)?.len();
+    let enriched = Enriched {
+        facts_enriched: todo.len().saturating_sub(left.min(todo.len())),
+        facts_left: left,
+        jobs: JobsDone {
+            done: total.done,
+            failed: total.failed,
+        },
+        cost_usd: total.cost_usd,
+        calls_without_cost: total.unpriced,
+    };
     if json_out {
-        let obj = json!({
-            "facts_enriched": enriched,
-            "facts_left": left,
-            "jobs": {"done": total.done, "failed": total.failed},
-            "cost_usd": total.cost_usd,
-            "calls_without_cost": total.unpriced,
-        });
-        writeln!(std::io::stdout(), "{obj}")?;
+        writeln!(std::io::stdout(), "{}", serde_json::to_string(&enriched)?)?;
     } else {
         summary(format!(
-            "enriched {enriched} facts ({left} still without keywords); {} jobs done, {} failed; cost ${:.4}{}",
+            "enriched {} facts ({left} still without keywords); {} jobs done, {} failed; cost ${:.4}{}",
+            enriched.facts_enriched,
             total.done,
             total.failed,
             total.cost_usd,
@@ -548,6 +626,64 @@ async fn enrich(
         ));
     }
     super::failed_calls(total.failed, "enrichment calls")
+}
+
+/// The enrichment jobs of an agent (`None`: of every agent).
+fn enrich_jobs(agent: Option<&str>) -> crate::store::JobSelect<'_> {
+    crate::store::JobSelect {
+        agent,
+        kind: Some(crate::store::JobKind::Enrich),
+        session_id: None,
+    }
+}
+
+/// Run what an interrupted run left, then queue the facts still without
+/// keywords in batches and run those, on one progress bar.
+async fn run_enrichment(
+    store: &mut dyn store::Store,
+    runner: &crate::memory::jobs::Runner,
+    asked: &Enrich<'_>,
+    open: bool,
+    bars: Bars,
+) -> Result<crate::memory::jobs::Drained> {
+    use crate::memory::jobs::{self, ENRICH_BATCH, NewJob, WhenBusy};
+
+    let select = enrich_jobs(asked.agent);
+    let mut total = jobs::Drained::default();
+    let count = if open {
+        jobs::to_run(store, select)?
+    } else {
+        0
+    };
+    let bar = bars.bar("facts enrich", count as u64, "jobs");
+    // Both drains on one bar: the second counts on from the first.
+    let watch = |base: usize| {
+        let bar = &bar;
+        move |d: &jobs::Drained| bar.set_position((base + d.done + d.failed) as u64)
+    };
+    // What an interrupted run left first, so no fact is asked for twice.
+    if open {
+        let w = watch(0);
+        let d = jobs::drain_watched(store, runner, select, None, WhenBusy::Wait, &w).await?;
+        add_drained(&mut total, d);
+    }
+    let todo = store.facts_without_keywords(asked.agent, asked.limit)?;
+    let mut by_agent: std::collections::BTreeMap<&str, Vec<Fact>> = Default::default();
+    for f in &todo {
+        by_agent.entry(&f.agent).or_default().push(f.clone());
+    }
+    for (fact_agent, facts) in &by_agent {
+        for batch in facts.chunks(ENRICH_BATCH) {
+            let job = NewJob::enrich(batch, &asked.side.extract_model);
+            store.enqueue_job(job.kind, fact_agent, None, None, &job.input)?;
+            bar.add_length(1);
+        }
+    }
+    let w = watch(total.done + total.failed);
+    let d = jobs::drain_watched(store, runner, select, None, WhenBusy::Wait, &w).await?;
+    add_drained(&mut total, d);
+    bar.finish();
+    Ok(total)
 }
 
 fn add_drained(total: &mut crate::memory::jobs::Drained, d: crate::memory::jobs::Drained) {

@@ -9,6 +9,15 @@ use crate::error::{Kind, fail};
 use crate::memory::erasure::{self, Forgotten};
 use crate::store::{self, Location};
 
+/// What `forget --json` prints: the counts by place, and whether nothing
+/// was changed (`--dry-run`).
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct Report<'a> {
+    #[serde(flatten)]
+    forgotten: &'a Forgotten,
+    dry_run: bool,
+}
+
 pub fn run(
     location: &Location,
     user: &str,
@@ -32,9 +41,11 @@ pub fn run(
     };
     let mut out = std::io::stdout().lock();
     if json {
-        let mut v = serde_json::to_value(&report)?;
-        v["dry_run"] = serde_json::json!(dry_run);
-        writeln!(out, "{v}")?;
+        let shown = Report {
+            forgotten: &report,
+            dry_run,
+        };
+        writeln!(out, "{}", serde_json::to_string(&shown)?)?;
     } else {
         let places = [
             ("facts", report.facts),

@@ -130,11 +130,13 @@ fn list(
 /// A listed job, with why it is still queued and the number of its turn
 /// as people count turns (the Nth message and its reply are turn N),
 /// beside the turn's id (`turn_id`).
-#[derive(serde::Serialize)]
-struct Listed<'a> {
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct Listed<'a> {
     #[serde(flatten)]
     job: &'a JobRow,
+    /// Its turn's number, as people count turns.
     turn: Option<i64>,
+    /// Why a job that may still run has not run yet; null for the others.
     waiting: Option<String>,
 }
 

@@ -12,6 +12,7 @@ mod forget;
 mod jobs;
 mod pin;
 mod prompt;
+pub mod schema;
 mod sessions;
 mod stats;
 mod store_copy;
@@ -85,6 +86,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             std::io::stdout().write_all(&crate::cli::completions(*shell))?;
             Ok(())
         }
+        Command::Schema { name } => schema::run(*name),
         Command::Man { subcommand } => {
             let page = crate::cli::man_page_of(subcommand).map_err(usage)?;
             std::io::stdout().write_all(&page)?;

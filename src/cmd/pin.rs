@@ -130,10 +130,11 @@ fn within_cap(text: &str, what: &str) -> Result<()> {
 /// A revision as `pin history` shows it: with the number of the turn it
 /// came from as people count turns (the Nth message and its reply are
 /// turn N), beside the turn's id (`turn_id`, as in `history --json`).
-#[derive(serde::Serialize)]
-struct Revision<'a> {
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct Revision<'a> {
     #[serde(flatten)]
     rev: &'a PinRevision,
+    /// The number of the turn it came from, as people count turns.
     turn: Option<i64>,
 }
 

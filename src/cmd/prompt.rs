@@ -6,14 +6,19 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Result;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
 
+use super::facts::ScoredLine;
 use super::open_for_reading;
 use crate::backend::{self, Arg, ProbeCache, Request};
 use crate::cli::TurnArgs;
 use crate::error::{Kind, fail};
+use crate::memory::review::Why;
 use crate::session::transcript_host;
-use crate::store::{Location, Session};
+use crate::store::{CallPath, JobKind, Location, Mode, Session};
+use crate::turn::cache::Verdict;
 use crate::turn::plan::Attempt;
 use crate::turn::{self, Gathered, Input, plan};
 
@@ -76,6 +81,80 @@ pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) ->
     print(&sid, &plan, args.json)
 }
 
+/// What `prompt --json` prints: the plan `turn` would execute.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Plan<'a> {
+    session_id: &'a str,
+    handle: &'a str,
+    mode: Mode,
+    path: CallPath,
+    /// claude's argv (the claude path): the system text's file shown as a
+    /// placeholder.
+    argv: Option<Vec<String>>,
+    /// The Messages API request body (the API path), as sent.
+    body: Option<&'a Value>,
+    /// Appended to the system prompt.
+    system_append: Option<&'a str>,
+    /// The user message: recap, facts, a replay, the message.
+    user_message: &'a str,
+    /// The facts sent with the message.
+    facts: Vec<ScoredLine<'a>>,
+    /// The side calls queued before the call.
+    jobs: Vec<JobKind>,
+    cache: &'a Verdict,
+    /// The memory call queued after the reply, when one is due.
+    memory_call: Option<MemoryCall>,
+    /// The generation the session first moves off (its handle was written
+    /// on another host).
+    roll_from: Option<u32>,
+    /// Whether the session moves to a new handle after the reply.
+    roll_after_reply: bool,
+}
+
+/// A memory call a turn would queue after its reply.
+#[derive(Debug, Serialize, JsonSchema)]
+struct MemoryCall {
+    /// It covers the user turns after this one (a stored id).
+    after_turn: i64,
+    /// How many exchanges, this turn's included.
+    exchanges: usize,
+    why: WhyDue,
+}
+
+/// Why the memory call is due, as a sentence.
+#[derive(Debug, Clone, Copy)]
+struct WhyDue(Why);
+
+impl WhyDue {
+    /// Every reason, once (a new one fails to compile here until listed).
+    fn all() -> [Why; 3] {
+        let listed = [Why::Enough, Why::Idle, Why::Compaction];
+        for w in listed {
+            match w {
+                Why::Enough | Why::Idle | Why::Compaction => {}
+            }
+        }
+        listed
+    }
+}
+
+impl Serialize for WhyDue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0.as_str())
+    }
+}
+
+impl JsonSchema for WhyDue {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "WhyDue".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let all: Vec<&str> = WhyDue::all().iter().map(|w| w.as_str()).collect();
+        schemars::json_schema!({ "type": "string", "enum": all })
+    }
+}
+
 fn argv(args: &[Arg]) -> Vec<String> {
     std::iter::once("claude".to_string())
         .chain(args.iter().map(|a| match a {
@@ -87,11 +166,10 @@ fn argv(args: &[Arg]) -> Vec<String> {
 
 fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
     let r = &plan.rendered;
-    let (path, argv, body): (&str, Option<Vec<String>>, Option<&Value>) = match &r.request {
-        Request::Cli(c) => ("cli", Some(argv(&c.args)), None),
-        Request::Api(a) => ("api", None, Some(&a.body)),
+    let (path, argv, body): (CallPath, Option<Vec<String>>, Option<&Value>) = match &r.request {
+        Request::Cli(c) => (CallPath::Cli, Some(argv(&c.args)), None),
+        Request::Api(a) => (CallPath::Api, None, Some(&a.body)),
     };
-    let facts = &r.facts;
     // The handle moves the turn makes: before the call, off a handle
     // another host wrote; after the reply, off a handle the API path
     // went around.
@@ -100,81 +178,80 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
         Attempt::Api { roll_after, .. } => (None, *roll_after),
         _ => (None, false),
     };
+    let shown = Plan {
+        session_id: sid,
+        handle: plan.attempt.handle(),
+        mode: plan.attempt.mode(),
+        path,
+        argv,
+        body,
+        system_append: r.system.as_deref(),
+        user_message: &r.user,
+        facts: r.facts.iter().map(ScoredLine::from).collect(),
+        jobs: plan.memory.jobs.iter().map(|j| j.kind).collect(),
+        cache: &r.cache,
+        memory_call: plan.memory.review.as_ref().map(|d| MemoryCall {
+            after_turn: d.after,
+            exchanges: d.exchanges,
+            why: WhyDue(d.why),
+        }),
+        roll_from,
+        roll_after_reply,
+    };
     let mut o = std::io::stdout().lock();
     if json_out {
-        let obj = json!({
-            "session_id": sid,
-            "handle": plan.attempt.handle(),
-            "mode": plan.attempt.mode(),
-            "path": path,
-            "argv": argv,
-            "body": body,
-            "system_append": r.system,
-            "user_message": r.user,
-            "facts": facts,
-            "jobs": plan.memory.jobs.iter().map(|j| j.kind).collect::<Vec<_>>(),
-            "cache": r.cache,
-            "memory_call": plan.memory.review.as_ref().map(|d| json!({
-                "after_turn": d.after,
-                "exchanges": d.exchanges,
-                "why": d.why.as_str(),
-            })),
-            "roll_from": roll_from,
-            "roll_after_reply": roll_after_reply,
-        });
-        writeln!(o, "{obj}")?;
+        writeln!(o, "{}", serde_json::to_string(&shown)?)?;
         return Ok(());
     }
+    print_text(&mut o, &shown, plan)
+}
+
+/// The plan for a person: what happens, in order, then what is sent.
+fn print_text(o: &mut impl Write, p: &Plan, plan: &plan::TurnPlan) -> Result<()> {
     writeln!(
         o,
-        "# session {sid} (handle {}, mode {}, path {path})",
-        plan.attempt.handle(),
-        plan.attempt.mode()
+        "# session {} (handle {}, mode {}, path {})",
+        p.session_id, p.handle, p.mode, p.path
     )?;
-    if let Some(from) = roll_from {
+    if let Some(from) = p.roll_from {
         writeln!(
             o,
             "# first moves the session off generation {from} (its handle was written on another host)"
         )?;
     }
-    if roll_after_reply {
+    if p.roll_after_reply {
         writeln!(
             o,
             "# then moves the session to a new handle (claude's transcript will not have this exchange)"
         )?;
     }
-    let jobs: Vec<String> = plan
-        .memory
-        .jobs
-        .iter()
-        .map(|j| j.kind.to_string())
-        .collect();
+    let jobs: Vec<String> = p.jobs.iter().map(ToString::to_string).collect();
     if !jobs.is_empty() {
         writeln!(o, "# side calls queued: {}", jobs.join(", "))?;
     }
-    if let Some(d) = &plan.memory.review {
+    if let Some(d) = &p.memory_call {
         writeln!(
             o,
             "# after the reply, one memory call over {} exchange{} ({})",
             d.exchanges,
             if d.exchanges == 1 { "" } else { "s" },
-            d.why.as_str()
+            d.why.0.as_str()
         )?;
     }
-    writeln!(o, "# system prompt {}: {}", r.cache.system, r.cache.reason)?;
-    if let Some(argv) = &argv {
+    writeln!(o, "# system prompt {}: {}", p.cache.system, p.cache.reason)?;
+    if let Some(argv) = &p.argv {
         writeln!(o, "# argv\n{}", shell_words::join(argv))?;
     }
     writeln!(
         o,
         "# appended system text\n{}",
-        r.system.as_deref().unwrap_or("(none)")
+        p.system_append.unwrap_or("(none)")
     )?;
     writeln!(o, "# facts chosen")?;
-    if facts.is_empty() {
+    if p.facts.is_empty() {
         writeln!(o, "(none)")?;
     }
-    for f in facts {
+    for f in &p.facts {
         writeln!(
             o,
             "[{}] {} (score {:.3}, used {}x)",
@@ -185,7 +262,7 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
         .memory
         .facts
         .iter()
-        .filter(|f| !facts.iter().any(|s| s.fact.id == f.fact.id))
+        .filter(|f| !p.facts.iter().any(|s| s.fact.id == f.fact.id))
     {
         writeln!(
             o,
@@ -193,9 +270,9 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
             f.fact.id, f.fact.content
         )?;
     }
-    match body {
+    match p.body {
         Some(b) => writeln!(o, "# request body\n{}", serde_json::to_string_pretty(b)?)?,
-        None => writeln!(o, "# user message (stdin)\n{}", r.user)?,
+        None => writeln!(o, "# user message (stdin)\n{}", p.user_message)?,
     }
     Ok(())
 }

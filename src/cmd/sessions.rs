@@ -3,6 +3,7 @@
 use std::io::Write;
 
 use anyhow::Result;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{address, describe, no_session, open_for_reading, summary, time};
@@ -10,7 +11,8 @@ use crate::cli::{SessionArgs, SessionsAction};
 use crate::error::{Kind, fail};
 use crate::memory::compact;
 use crate::store::{
-    self, JobFilter, JobKind, JobSelect, JobStatus, Location, Role, Session, Store, TurnStatus,
+    self, CallPath, JobFilter, JobKind, JobSelect, JobStatus, Location, Mode, Role, Session, Store,
+    Turn, TurnStatus, Usage,
 };
 
 pub fn history(
@@ -29,26 +31,23 @@ pub fn history(
     let turns = store.turns(&sid, limit)?;
     let ids: Vec<i64> = turns.iter().map(|t| t.id).collect();
     let numbers = store.turn_numbers(&ids)?;
-    let turns: Vec<NumberedTurn> = turns
+    let turns: Vec<HistoryTurn> = turns
         .iter()
-        .map(|t| NumberedTurn {
-            turn: numbers.get(&t.id).copied(),
-            row: t,
-        })
+        .map(|t| HistoryTurn::of(t, numbers.get(&t.id).copied()))
         .collect();
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string(&turns)?)?;
         return Ok(());
     }
-    for NumberedTurn { row: t, turn } in turns {
+    for t in turns {
         let unanswered = t.role == Role::User && t.status != TurnStatus::Answered;
         let status = match (&t.error, unanswered) {
             (Some(e), _) => format!(" ({}: {e})", t.status),
             (None, true) => format!(" ({})", t.status),
             (None, false) => String::new(),
         };
-        let number = turn.map_or_else(String::new, |n| format!("turn {n} · "));
+        let number = t.turn.map_or_else(String::new, |n| format!("turn {n} · "));
         writeln!(out, "## {number}{}{status}\n{}\n", t.role, t.content)?;
     }
     Ok(())
@@ -56,11 +55,53 @@ pub fn history(
 
 /// A stored turn as `history` shows it: with its number as people count
 /// turns (the Nth message and its reply are turn N) beside its `id`.
-#[derive(Serialize)]
-struct NumberedTurn<'a> {
-    #[serde(flatten)]
-    row: &'a crate::store::Turn,
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HistoryTurn<'a> {
+    /// The stored id (`turn_id` elsewhere).
+    id: i64,
+    role: Role,
+    content: &'a str,
+    status: TurnStatus,
+    /// Replies: how the call reached the conversation.
+    mode: Option<Mode>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<CallPath>,
+    /// Replies: the main call's tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Usage>,
+    cost_usd: Option<f64>,
+    duration_ms: Option<i64>,
+    /// Why a failed message failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    /// Epoch seconds.
+    created_at: i64,
+    /// Who sent a message (`--user`), where known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user: Option<&'a str>,
+    /// Its number in the session, as people count turns.
     turn: Option<i64>,
+}
+
+impl<'a> HistoryTurn<'a> {
+    fn of(t: &'a Turn, turn: Option<i64>) -> HistoryTurn<'a> {
+        HistoryTurn {
+            id: t.id,
+            role: t.role,
+            content: &t.content,
+            status: t.status,
+            mode: t.mode,
+            path: t.path,
+            // Our four counts, whatever else an older reply stored.
+            usage: t.usage.as_ref().map(Usage::from_json),
+            cost_usd: t.cost_usd,
+            duration_ms: t.duration_ms,
+            error: t.error.as_deref(),
+            created_at: t.created_at,
+            user: t.user.as_deref(),
+            turn,
+        }
+    }
 }
 
 /// A session id as the store spells it (lowercase, hyphenated), or `None`
@@ -70,8 +111,8 @@ fn canonical_id(id: &str) -> Option<String> {
 }
 
 /// A session as `sessions list --json` and `sessions show --json` print it.
-#[derive(Serialize)]
-struct SessionView<'a> {
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SessionView<'a> {
     id: &'a str,
     agent: &'a str,
     channel: &'a str,
@@ -92,7 +133,7 @@ struct SessionView<'a> {
 }
 
 /// One of a session's side-call jobs.
-#[derive(Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 struct JobView {
     id: i64,
     kind: JobKind,

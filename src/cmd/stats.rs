@@ -7,6 +7,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use anyhow::Result;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{open_for_reading, scope_session};
@@ -15,7 +16,7 @@ use crate::cli::Scope;
 use crate::store::{self, CacheUse, CallFilter, CallKind, CallRow, Location};
 
 /// Input tokens split the way the API bills them.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Serialize, JsonSchema)]
 pub struct Input {
     pub fresh: u64,
     pub cache_written: u64,
@@ -24,7 +25,7 @@ pub struct Input {
 }
 
 /// The figures of a set of calls.
-#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Figures {
     pub calls: u64,
     pub input_tokens: Input,
@@ -69,7 +70,7 @@ fn share_f(part: f64, whole: f64) -> Option<f64> {
 }
 
 /// The side calls: the memory's overhead.
-#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Side {
     #[serde(flatten)]
     pub figures: Figures,
@@ -81,7 +82,7 @@ pub struct Side {
 }
 
 /// The memory injected into the turns.
-#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Memory {
     /// Estimated tokens of pin, recap and facts, summed over the turns.
     pub injected_tokens: u64,
@@ -92,7 +93,7 @@ pub struct Memory {
 /// What the memory costs, in the bill's own terms: the side calls, the
 /// cache writes of turns whose system prompt changed while the prompt cache
 /// was warm (the whole conversation written again), and the injected text.
-#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Bill {
     pub side_calls_usd: f64,
     /// Main calls whose system prompt changed while the cache was warm.
@@ -108,7 +109,7 @@ pub struct Bill {
 }
 
 /// Everything `stats` reports.
-#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Stats {
     pub turns: u64,
     pub main: Figures,

@@ -13,13 +13,23 @@ use crate::error::{Kind, fail};
 use crate::progress::Bars;
 use crate::store::{self, Location, NewFact};
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
 struct Counts {
     sessions: u64,
     turns: u64,
     facts: u64,
     sessions_skipped: u64,
     facts_skipped: u64,
+}
+
+/// What `store copy --json` prints: the counts, and the two stores (a
+/// server's password shown as `***`).
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct Copied {
+    #[serde(flatten)]
+    counts: Counts,
+    from: String,
+    to: String,
 }
 
 pub fn run(
@@ -42,10 +52,12 @@ pub fn run(
     let n = copy(&source, &target, bars)?;
     let mut out = std::io::stdout().lock();
     if json {
-        let mut v = serde_json::to_value(&n)?;
-        v["from"] = source.to_string().into();
-        v["to"] = target.to_string().into();
-        writeln!(out, "{v}")?;
+        let copied = Copied {
+            counts: n,
+            from: source.to_string(),
+            to: target.to_string(),
+        };
+        writeln!(out, "{}", serde_json::to_string(&copied)?)?;
     } else {
         writeln!(
             out,

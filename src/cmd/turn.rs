@@ -8,13 +8,11 @@ use anyhow::Result;
 
 use super::{address, route};
 use crate::cli::{FactsIn, SystemPinArg, TurnArgs};
-use serde_json::json;
-
-use crate::error::{Kind, exit_code_of, kind_of};
+use crate::error::ErrorKind;
 use crate::output::{Output, Shape};
 use crate::store::Location;
 use crate::turn::prompt::FactsPlacement;
-use crate::turn::{self, Input, SystemPin, TurnSettings, message};
+use crate::turn::{self, Input, StreamLine, SystemPin, TurnSettings, message};
 
 /// The settings a `turn` (or its dry run) runs with.
 pub fn settings(
@@ -74,13 +72,12 @@ pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) ->
     if let Err(e) = &answered {
         // The last line says how it ended, as `done` would have; the exit
         // code is the same.
-        let kind = kind_of(e);
-        out.event(&json!({
-            "type": "error",
-            "exit": exit_code_of(e),
-            "kind": kind.map_or("other", Kind::name),
-            "message": format!("{e:#}"),
-        }));
+        let kind = ErrorKind::of(e);
+        out.event(&StreamLine::Error {
+            exit: kind.exit_code(),
+            kind,
+            message: format!("{e:#}"),
+        });
     }
     let answer = answered?;
     match shape {
@@ -88,13 +85,7 @@ pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) ->
             let mut stdout = std::io::stdout().lock();
             writeln!(stdout, "{}", serde_json::to_string(&answer)?)?;
         }
-        Shape::StreamJson => {
-            let mut done = serde_json::to_value(&answer)?;
-            if let Some(fields) = done.as_object_mut() {
-                fields.insert("type".into(), "done".into());
-            }
-            out.event(&done);
-        }
+        Shape::StreamJson => out.event(&StreamLine::Done { answer: &answer }),
         Shape::Text if answer.failed_since_last_turn > 0 && std::io::stderr().is_terminal() => {
             // A person at a terminal hears of failed memory work once, where
             // they look; a pipeline reads `memory` in `--json` instead.

@@ -5,8 +5,8 @@
 //! last turn it covers.
 
 use anyhow::{Result, anyhow};
-use serde_json::{Value, json};
 
+use crate::memory::inputs::SummaryInput;
 use crate::store::{Job, Roll, Session, Store, Turn};
 use crate::text::{escape_xml, estimate_tokens};
 
@@ -56,7 +56,7 @@ pub fn summary_input(
     message: &str,
     threshold: usize,
     model: &str,
-) -> Option<Value> {
+) -> Option<SummaryInput> {
     if estimate(session, live) + estimate_tokens(message) < threshold {
         return None;
     }
@@ -83,26 +83,30 @@ pub fn summary_input(
         let skip = transcript.chars().count() - TRANSCRIPT_MAX_CHARS;
         transcript = transcript.chars().skip(skip).collect();
     }
-    Some(
-        json!({ "transcript": transcript, "upto": upto, "generation": session.generation, "model": model }),
-    )
+    Some(SummaryInput {
+        transcript,
+        upto,
+        generation: session.generation,
+        model: Some(model.to_string()),
+    })
 }
 
 /// Store a validated summary and roll the handle, unless the session moved
 /// on meanwhile (another rollover): then the summary is stale and dropped.
-pub fn apply_summary(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String> {
+pub fn apply_summary(
+    store: &mut dyn Store,
+    job: &Job,
+    input: &SummaryInput,
+    answer: &str,
+) -> Result<String> {
     let summary = answer.trim();
     let n = summary.chars().count();
     if !(20..=SUMMARY_MAX_CHARS).contains(&n) || summary.eq_ignore_ascii_case("none") {
         return Err(anyhow!("answer of {n} characters is not a usable summary"));
     }
-    let upto = job.input["upto"]
-        .as_i64()
-        .ok_or_else(|| anyhow!("summary job without a range"))?;
-    let generation = job.input["generation"]
-        .as_u64()
-        .and_then(|g| u32::try_from(g).ok())
-        .ok_or_else(|| anyhow!("summary job without a generation"))?;
+    let SummaryInput {
+        upto, generation, ..
+    } = *input;
     let session = job
         .session_id
         .as_deref()

@@ -51,7 +51,7 @@ pub fn delete_erased_transcripts(store: &mut dyn Store, host: &str) {
 pub const TOMBSTONE: &str = "[erased at the sender's request]";
 
 /// What `forget --user` erased, or would erase, by place.
-#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Forgotten {
     pub facts: usize,
     pub messages: usize,

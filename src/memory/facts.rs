@@ -228,6 +228,16 @@ pub enum DriftLevel {
 }
 
 impl DriftLevel {
+    /// The level a `drift` event reports; `None` when the reply kept to the task.
+    pub fn drifted(self) -> Option<crate::store::event_data::Drifted> {
+        use crate::store::event_data::Drifted;
+        match self {
+            DriftLevel::None => None,
+            DriftLevel::Minor => Some(Drifted::Minor),
+            DriftLevel::Major => Some(Drifted::Major),
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             DriftLevel::None => "none",

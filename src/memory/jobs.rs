@@ -9,16 +9,21 @@
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::backend::{Backend, CallError, Outcome, SideRequest};
+use crate::memory::inputs::{
+    ClarifyInput, ConsolidateInput, EnrichFact, EnrichInput, FactsInput, JobInput, MemoryInput,
+    PinInput, SummaryInput,
+};
 use crate::memory::slots::{SideSlots, Slot};
 use crate::memory::{clarify, compact, facts, pin, review};
+use crate::store::event_data::{Drift, EventData, Kept, TurnRef};
+use crate::store::events::Owner;
 use crate::store::{
-    self, CallRecord, EventKind, Job, JobKind, JobSelect, NewEvent, NewFact, PinChange, PinSource,
-    Store,
+    self, CallRecord, Job, JobKind, JobSelect, NewEvent, NewFact, PinChange, PinSource, Store,
 };
 use crate::text;
 
@@ -69,7 +74,8 @@ pub fn is_substantive(message: &str) -> bool {
     text::estimate_tokens(message) >= SUBSTANTIVE_TOKENS
 }
 
-/// A job to enqueue, as a turn's plan decides it.
+/// A job to enqueue, as a turn's plan decides it: its kind and its input
+/// as stored ([`JobInput::to_json`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewJob {
     pub kind: JobKind,
@@ -77,51 +83,67 @@ pub struct NewJob {
 }
 
 impl NewJob {
+    fn of(input: &JobInput) -> NewJob {
+        NewJob {
+            kind: input.kind(),
+            input: input.to_json(),
+        }
+    }
+
     /// Condense the session's first message into its pin.
     pub fn pin(message: &str, model: &str) -> NewJob {
-        NewJob {
-            kind: JobKind::Pin,
-            input: json!({ "message": message, "model": model }),
-        }
+        NewJob::of(&JobInput::Pin(PinInput {
+            message: message.to_string(),
+            model: Some(model.to_string()),
+        }))
     }
 
     /// Decide whether an answer to the reply's question clarifies the task,
     /// and condense it.
     pub fn clarify(question: &str, answer: &str, model: &str) -> NewJob {
-        NewJob {
-            kind: JobKind::Clarify,
-            input: json!({ "question": question, "answer": answer, "model": model }),
-        }
+        NewJob::of(&JobInput::Clarify(ClarifyInput {
+            question: question.to_string(),
+            answer: answer.to_string(),
+            model: Some(model.to_string()),
+        }))
     }
 
     /// Rewrite the pin with the clarifications that did not fit (one per
     /// line of `add`).
     pub fn consolidate(add: &str, model: &str) -> NewJob {
-        NewJob {
-            kind: JobKind::Consolidate,
-            input: json!({ "add": add, "model": model }),
-        }
+        NewJob::of(&JobInput::Consolidate(ConsolidateInput {
+            add: add.to_string(),
+            model: Some(model.to_string()),
+        }))
     }
 
     /// Write keywords for facts that have none.
     pub fn enrich(facts: &[crate::store::Fact], model: &str) -> NewJob {
-        let facts: Vec<Value> = facts
+        let facts = facts
             .iter()
-            .map(|f| json!({ "id": f.id, "content": f.content }))
+            .map(|f| EnrichFact {
+                id: f.id,
+                content: f.content.clone(),
+            })
             .collect();
-        NewJob {
-            kind: JobKind::Enrich,
-            input: json!({ "facts": facts, "model": model }),
-        }
+        NewJob::of(&JobInput::Enrich(EnrichInput {
+            facts,
+            model: Some(model.to_string()),
+        }))
     }
 
     /// The memory call over the exchanges after the user turn `after`, up
     /// to the turn the job is queued with (see [`review`]).
     pub fn memory(after: i64, model: &str) -> NewJob {
-        NewJob {
-            kind: JobKind::Memory,
-            input: json!({ "v": 1, "after": after, "model": model }),
-        }
+        NewJob::of(&JobInput::Memory(MemoryInput {
+            after,
+            model: Some(model.to_string()),
+        }))
+    }
+
+    /// Summarize the older turns of a long session (see [`compact`]).
+    pub fn summary(input: SummaryInput) -> NewJob {
+        NewJob::of(&JobInput::Summary(input))
     }
 
     /// Extract facts from a message and the reply it answers (queued by
@@ -133,10 +155,13 @@ impl NewJob {
         message: &str,
         model: &str,
     ) -> NewJob {
-        NewJob {
-            kind: JobKind::Facts,
-            input: json!({ "agent": agent, "user": user, "assistant": previous_reply, "message": message, "model": model }),
-        }
+        NewJob::of(&JobInput::Facts(FactsInput {
+            agent: agent.to_string(),
+            user: user.map(str::to_string),
+            assistant: previous_reply.map(str::to_string),
+            message: message.to_string(),
+            model: Some(model.to_string()),
+        }))
     }
 }
 
@@ -150,46 +175,73 @@ fn bounded(s: &str) -> String {
     format!("{head}\n[…]\n{tail}")
 }
 
+/// A claimed job with its input read, and what it reads from the store
+/// when it runs rather than when it was queued ([`prepare`]).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub job: Job,
+    pub input: JobInput,
+    /// The pin as it is now: what a clarification lands on, what a
+    /// consolidation rewrites, what a facts call judges drift against.
+    pin: Option<String>,
+    /// A facts job: the reply its message answers (the one judged).
+    reply_turn: Option<i64>,
+    /// A memory job: its exchanges and the call's text.
+    review: Option<Review>,
+}
+
+/// What a memory job reads when it runs (its row holds no text).
+#[derive(Debug, Clone)]
+struct Review {
+    /// The call's input.
+    text: String,
+    exchanges: Vec<review::Exchange>,
+    /// The task drift is judged against; `None`: no drift is judged.
+    task: Option<String>,
+}
+
 /// The system prompt and stdin text for a job.
-fn job_prompt(job: &Job) -> (&'static str, String) {
-    let s = |k: &str| job.input[k].as_str().unwrap_or("");
-    match job.kind {
-        JobKind::Pin => (PIN_SYSTEM, bounded(s("message"))),
-        JobKind::Facts => {
+fn job_prompt(p: &Prepared) -> (&'static str, String) {
+    match &p.input {
+        JobInput::Pin(i) => (PIN_SYSTEM, bounded(&i.message)),
+        JobInput::Facts(i) => {
             let mut input = String::new();
-            if let Some(prev) = job.input["assistant"].as_str() {
+            if let Some(prev) = &i.assistant {
                 input.push_str("<assistant>\n");
                 input.push_str(&text::escape_xml(&bounded(prev)));
                 input.push_str("\n</assistant>\n");
             }
             input.push_str("<user>\n");
-            input.push_str(&text::escape_xml(&bounded(s("message"))));
+            input.push_str(&text::escape_xml(&bounded(&i.message)));
             input.push_str("\n</user>");
-            if let Some(task) = drift_basis(job) {
+            if let Some(task) = drift_basis(p) {
                 input.push_str("\n<task>\n");
                 input.push_str(&text::escape_xml(&task_for_drift(task)));
                 input.push_str("\n</task>");
             }
             (FACTS_SYSTEM, input)
         }
-        JobKind::Summary => (compact::SUMMARY_SYSTEM, s("transcript").to_string()),
-        JobKind::Clarify => (
+        JobInput::Summary(i) => (compact::SUMMARY_SYSTEM, i.transcript.clone()),
+        JobInput::Clarify(i) => (
             clarify::CLARIFY_SYSTEM,
-            clarify::clarify_input(
-                job.input["pin"].as_str(),
-                s("question"),
-                &bounded(s("answer")),
-            ),
+            clarify::clarify_input(p.pin.as_deref(), &i.question, &bounded(&i.answer)),
         ),
-        JobKind::Consolidate => (
+        JobInput::Consolidate(i) => (
             clarify::CONSOLIDATE_SYSTEM,
-            clarify::consolidate_input(job.input["pin"].as_str(), s("add")),
+            clarify::consolidate_input(p.pin.as_deref(), &i.add),
         ),
-        JobKind::Memory => (review::MEMORY_SYSTEM, s("text").to_string()),
-        JobKind::Enrich => {
-            let lines: Vec<String> = enrich_facts(job)
+        JobInput::Memory(_) => (
+            review::MEMORY_SYSTEM,
+            p.review
+                .as_ref()
+                .map(|r| r.text.clone())
+                .unwrap_or_default(),
+        ),
+        JobInput::Enrich(i) => {
+            let lines: Vec<String> = i
+                .facts
                 .iter()
-                .map(|(id, content)| format!("{id}: {}", content.replace('\n', " ")))
+                .map(|f| format!("{}: {}", f.id, f.content.replace('\n', " ")))
                 .collect();
             (ENRICH_SYSTEM, lines.join("\n"))
         }
@@ -198,9 +250,12 @@ fn job_prompt(job: &Job) -> (&'static str, String) {
 
 /// The pinned task a facts call judges the reply against: only when there
 /// is a reply to judge and a task to judge it by.
-fn drift_basis(job: &Job) -> Option<&str> {
-    job.input["assistant"].as_str()?;
-    job.input["pin"].as_str().filter(|p| !p.trim().is_empty())
+fn drift_basis(p: &Prepared) -> Option<&str> {
+    let JobInput::Facts(i) = &p.input else {
+        return None;
+    };
+    i.assistant.as_ref()?;
+    p.pin.as_deref().filter(|pin| !pin.trim().is_empty())
 }
 
 /// Most of the pin a facts call sees: the task comes first, and a full
@@ -224,85 +279,71 @@ fn task_for_drift(pin: &str) -> String {
     out.chars().take(DRIFT_TASK_MAX).collect()
 }
 
-/// The (id, text) pairs an enrichment job covers.
-fn enrich_facts(job: &Job) -> Vec<(i64, String)> {
-    job.input["facts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|f| Some((f["id"].as_i64()?, f["content"].as_str()?.to_string())))
-        .collect()
-}
-
-/// Give a claimed job what it reads from the store at run time rather than
-/// when it was queued: the clarify and consolidation calls see the pin as it
-/// is now, after the jobs of earlier turns, and the facts call the task it
-/// judges drift against (`input.pin`, not stored).
-pub fn prepare(store: &dyn Store, job: &mut Job) -> Result<()> {
-    if job.kind == JobKind::Memory {
-        return prepare_memory(store, job);
-    }
-    if !matches!(
-        job.kind,
-        JobKind::Clarify | JobKind::Consolidate | JobKind::Facts
-    ) {
-        return Ok(());
-    }
-    let pin = match &job.session_id {
-        Some(sid) => store.session(sid)?.and_then(|s| s.pin),
-        None => None,
+/// Read a claimed job's input and give it what it reads from the store at
+/// run time rather than when it was queued: the clarify and consolidation
+/// calls see the pin as it is now, after the jobs of earlier turns, and the
+/// facts call the task it judges drift against.
+pub fn prepare(store: &dyn Store, job: Job) -> Result<Prepared> {
+    let input = JobInput::read(job.kind, &job.input)?;
+    let mut prepared = Prepared {
+        job,
+        input,
+        pin: None,
+        reply_turn: None,
+        review: None,
     };
-    let reply_turn = match (&job.session_id, job.turn_id) {
-        (Some(sid), Some(turn)) if job.kind == JobKind::Facts => store
-            .turns(sid, Some(REPLY_LOOKBACK))?
-            .iter()
-            .rev()
-            .find(|t| t.id < turn && t.role == store::Role::Assistant)
-            .map(|t| t.id),
-        _ => None,
-    };
-    if let Some(input) = job.input.as_object_mut() {
-        input.insert("pin".into(), json!(pin));
-        if job.kind == JobKind::Facts {
-            input.insert("reply_turn".into(), json!(reply_turn));
+    let job = &prepared.job;
+    match &prepared.input {
+        JobInput::Memory(m) => {
+            let (pin, review) = prepare_memory(store, job, m.after)?;
+            prepared.pin = pin;
+            prepared.review = Some(review);
         }
+        JobInput::Clarify(_) | JobInput::Consolidate(_) | JobInput::Facts(_) => {
+            prepared.pin = match &job.session_id {
+                Some(sid) => store.session(sid)?.and_then(|s| s.pin),
+                None => None,
+            };
+            if let (JobInput::Facts(_), Some(sid), Some(turn)) =
+                (&prepared.input, &job.session_id, job.turn_id)
+            {
+                prepared.reply_turn = store
+                    .turns(sid, Some(REPLY_LOOKBACK))?
+                    .iter()
+                    .rev()
+                    .find(|t| t.id < turn && t.role == store::Role::Assistant)
+                    .map(|t| t.id);
+            }
+        }
+        _ => {}
     }
-    Ok(())
+    Ok(prepared)
 }
 
 /// A memory job reads its exchanges and the task from the store when it
-/// runs (its row holds no text): `text` is the call's input, `exchanges`
-/// what each numbered exchange was, `task` whether drift is judged.
-fn prepare_memory(store: &dyn Store, job: &mut Job) -> Result<()> {
+/// runs (its row holds no text): the pin, and what the call reads.
+fn prepare_memory(store: &dyn Store, job: &Job, after: i64) -> Result<(Option<String>, Review)> {
     let sid = job
         .session_id
-        .clone()
+        .as_deref()
         .ok_or_else(|| anyhow!("a memory job without a session"))?;
-    let after = job.input["after"]
-        .as_i64()
-        .ok_or_else(|| anyhow!("a memory job without its range"))?;
     let through = job
         .turn_id
         .ok_or_else(|| anyhow!("a memory job without its last turn"))?;
-    let pin = store.session(&sid)?.and_then(|s| s.pin);
+    let pin = store.session(sid)?.and_then(|s| s.pin);
     let task = pin
         .as_deref()
         .map(|p| task_for_drift(&crate::memory::pin::task(p)));
-    let exchanges = review::exchanges(&store.turns_after(&sid, after)?, through);
-    let list: Vec<Value> = exchanges
-        .iter()
-        .map(|e| json!({ "n": e.n, "turn": e.turn, "reply_turn": e.reply_turn, "user": e.user, "asked": e.asked.is_some() }))
-        .collect();
-    if let Some(input) = job.input.as_object_mut() {
-        input.insert(
-            "text".into(),
-            json!(review::input(task.as_deref(), &exchanges)),
-        );
-        input.insert("exchanges".into(), json!(list));
-        input.insert("pin".into(), json!(pin));
-        input.insert("task".into(), json!(task));
-    }
-    Ok(())
+    let exchanges = review::exchanges(&store.turns_after(sid, after)?, through);
+    let text = review::input(task.as_deref(), &exchanges);
+    Ok((
+        pin,
+        Review {
+            text,
+            exchanges,
+            task,
+        },
+    ))
 }
 
 /// How many of a session's newest turns a facts job looks through for the
@@ -332,9 +373,9 @@ impl Runner {
     }
 
     /// Run one job's side call.
-    pub async fn call(&self, job: &Job) -> Result<Outcome, CallError> {
+    pub async fn call(&self, job: &Prepared) -> Result<Outcome, CallError> {
         let (system, input) = job_prompt(job);
-        let model = job.input["model"].as_str().unwrap_or(&self.model);
+        let model = job.input.model().unwrap_or(&self.model);
         let request = SideRequest {
             model,
             system,
@@ -424,7 +465,7 @@ pub async fn drain_watched(
     lower_priority();
     let mut report = Drained::default();
     let mut held: Vec<Slot> = Vec::new();
-    let mut running: JoinSet<(Job, Result<Outcome, CallError>)> = JoinSet::new();
+    let mut running: JoinSet<(Prepared, Result<Outcome, CallError>)> = JoinSet::new();
     loop {
         let mut no_slot = false;
         while running.len() < runner.slots.limit() {
@@ -437,15 +478,19 @@ pub async fn drain_watched(
                     }
                 }
             }
-            let Some(mut job) = store.claim_jobs(select, runner.lease_secs(), 1)?.pop() else {
+            let Some(job) = store.claim_jobs(select, runner.lease_secs(), 1)?.pop() else {
                 break;
             };
-            if let Err(e) = prepare(store, &mut job) {
-                let _ = store.fail_job(job.id, &format!("could not read its input: {e:#}"));
-                report.failed += 1;
-                watch(&report);
-                continue;
-            }
+            let id = job.id;
+            let job = match prepare(store, job) {
+                Ok(job) => job,
+                Err(e) => {
+                    let _ = store.fail_job(id, &format!("could not read its input: {e:#}"));
+                    report.failed += 1;
+                    watch(&report);
+                    continue;
+                }
+            };
             let runner = runner.clone();
             running.spawn(async move {
                 let result = runner.call(&job).await;
@@ -537,9 +582,10 @@ async fn sleep_within(d: Duration, until: Option<Instant>) {
 fn store_result(
     store: &mut dyn Store,
     runner: &Runner,
-    job: &Job,
+    prepared: &Prepared,
     result: Result<Outcome, CallError>,
 ) -> bool {
+    let job = &prepared.job;
     let what = format!("{} job {}", job.kind, job.id);
     let outcome = match result {
         Ok(o) => o,
@@ -552,7 +598,7 @@ fn store_result(
     if let Err(e) = record_call(store, runner, job, &outcome) {
         tracing::warn!("{what}: could not record its usage: {e:#}");
     }
-    match apply(store, job, &outcome.text) {
+    match apply(store, prepared, &outcome.text) {
         Ok(Applied { note, events }) => {
             tracing::info!("{what}: {note}");
             if let Err(e) = store.finish_job(job.id, &events) {
@@ -609,26 +655,49 @@ impl From<String> for Applied {
 }
 
 /// Validate an answer and store what it yields; an error leaves the job for a retry.
-pub fn apply(store: &mut dyn Store, job: &Job, answer: &str) -> Result<Applied> {
+pub fn apply(store: &mut dyn Store, p: &Prepared, answer: &str) -> Result<Applied> {
     let answer = answer.trim();
     if answer.is_empty() {
         return Err(anyhow!("empty answer"));
     }
-    match job.kind {
-        JobKind::Facts => return apply_facts(store, job, answer),
-        JobKind::Memory => return apply_memory(store, job, answer),
-        _ => {}
+    match &p.input {
+        JobInput::Facts(i) => apply_facts(store, p, i, answer),
+        JobInput::Memory(i) => apply_memory(store, p, i, answer),
+        JobInput::Summary(i) => compact::apply_summary(store, &p.job, i, answer).map(Applied::from),
+        JobInput::Enrich(i) => apply_enrich(store, i, answer).map(Applied::from),
+        JobInput::Pin(_) | JobInput::Clarify(_) | JobInput::Consolidate(_) => {
+            apply_to_pin(store, p, answer).map(Applied::from)
+        }
     }
-    apply_other(store, job, answer).map(Applied::from)
+}
+
+/// A `drift` event for a reply judged off the task, concerning the
+/// message that answered it.
+fn drift_event(job: &Job, user: Option<&str>, data: Drift) -> NewEvent {
+    let owner = Owner {
+        agent: job.agent.clone(),
+        session_id: job.session_id.clone(),
+        user: user.map(str::to_string),
+    };
+    NewEvent {
+        turn_id: data.turn.turn,
+        ..NewEvent::of(&owner, EventData::Drift(Kept::Data(data)))
+    }
 }
 
 /// Facts, corrections (facts marked as such, stored first so a correction
 /// the model also listed as a fact keeps its mark) and the drift verdict.
-fn apply_facts(store: &mut dyn Store, job: &Job, answer: &str) -> Result<Applied> {
+fn apply_facts(
+    store: &mut dyn Store,
+    p: &Prepared,
+    input: &FactsInput,
+    answer: &str,
+) -> Result<Applied> {
+    let job = &p.job;
     let lines = facts::parse_fact_lines(answer);
     let verdicts = facts::parse_verdicts(answer);
     let agent = job.agent.as_str();
-    let user = job.input["user"].as_str();
+    let user = input.user.as_deref();
     let session_id = job.session_id.as_deref();
     let new: Vec<NewFact> = verdicts
         .corrections
@@ -658,59 +727,47 @@ fn apply_facts(store: &mut dyn Store, job: &Job, answer: &str) -> Result<Applied
     let mut events = Vec::new();
     let mut note = format!("{added} new facts, {corrections} corrections");
     if let Some((level, reason)) = verdicts.drift
-        && drift_basis(job).is_some()
+        && drift_basis(p).is_some()
     {
         note.push_str(&format!(", drift {}", level.as_str()));
-        if level != facts::DriftLevel::None {
-            events.push(NewEvent {
-                kind: EventKind::Drift,
-                agent: job.agent.clone(),
-                session_id: job.session_id.clone(),
-                user: user.map(str::to_string),
-                fact_id: None,
-                turn_id: job.turn_id,
-                data: json!({
-                    "turn": job.turn_id,
-                    "reply_turn": job.input["reply_turn"],
-                    "level": level,
-                    "reason": reason,
-                    "pin": job.input["pin"],
-                }),
-            });
+        if let Some(level) = level.drifted() {
+            let data = Drift {
+                turn: TurnRef::stored(job.turn_id),
+                reply_turn: p.reply_turn,
+                level,
+                reason,
+                pin: p.pin.clone(),
+            };
+            events.push(drift_event(job, user, data));
         }
     }
     Ok(Applied { note, events })
 }
 
-/// One numbered exchange of a prepared memory job.
-#[derive(serde::Deserialize)]
-struct Covered {
-    n: usize,
-    turn: i64,
-    reply_turn: i64,
-    user: Option<String>,
-    /// The exchange answered the assistant's question (the clarify gate):
-    /// only then may it clarify the pin.
-    #[serde(default)]
-    asked: bool,
-}
-
 /// A memory call's answer, exchange by exchange: facts and corrections as
 /// the person who sent it said them, clarifications appended to the pin in
 /// turn order, a drift event for each reply judged off the task.
-fn apply_memory(store: &mut dyn Store, job: &Job, answer: &str) -> Result<Applied> {
-    let covered: Vec<Covered> = serde_json::from_value(job.input["exchanges"].clone())
-        .map_err(|e| anyhow!("a memory job without its exchanges: {e}"))?;
+fn apply_memory(
+    store: &mut dyn Store,
+    p: &Prepared,
+    input: &MemoryInput,
+    answer: &str,
+) -> Result<Applied> {
+    let job = &p.job;
+    let review = p
+        .review
+        .as_ref()
+        .ok_or_else(|| anyhow!("a memory job without its exchanges"))?;
+    let covered = &review.exchanges;
     let said = review::parse(answer, covered.len());
     let session_id = job.session_id.as_deref();
-    let judged = job.input["task"].is_string();
-    let model = job.input["model"].as_str().unwrap_or("haiku");
+    let model = input.model.as_deref().unwrap_or("haiku");
     let (mut added, mut corrections, mut clarified, mut drifted) = (0, 0, 0, 0);
     let mut events = Vec::new();
     // Clarifications the pin has no room for, in turn order: once one does
     // not fit, the later ones wait with it for one consolidation.
     let mut overflow: Vec<(i64, &str)> = Vec::new();
-    for e in &covered {
+    for e in covered {
         let Some(s) = said.get(&e.n) else { continue };
         let new: Vec<NewFact> = s
             .corrections
@@ -741,7 +798,7 @@ fn apply_memory(store: &mut dyn Store, job: &Job, answer: &str) -> Result<Applie
         // Past the gate only: a clarification of an exchange that answered
         // no question (a new question, a paste) is never pinned, whatever
         // the model wrote.
-        if let (Some(line), Some(sid), true) = (&s.clarify, session_id, e.asked) {
+        if let (Some(line), Some(sid), true) = (&s.clarify, session_id, e.asked.is_some()) {
             if !overflow.is_empty() {
                 overflow.push((e.turn, line));
             } else {
@@ -753,25 +810,17 @@ fn apply_memory(store: &mut dyn Store, job: &Job, answer: &str) -> Result<Applie
             }
         }
         if let Some((level, reason)) = &s.drift
-            && judged
-            && *level != facts::DriftLevel::None
+            && let (Some(task), Some(level)) = (&review.task, level.drifted())
         {
             drifted += 1;
-            events.push(NewEvent {
-                kind: EventKind::Drift,
-                agent: job.agent.clone(),
-                session_id: job.session_id.clone(),
-                user: e.user.clone(),
-                fact_id: None,
-                turn_id: Some(e.turn),
-                data: json!({
-                    "turn": e.turn,
-                    "reply_turn": e.reply_turn,
-                    "level": level,
-                    "reason": reason,
-                    "pin": job.input["task"],
-                }),
-            });
+            let data = Drift {
+                turn: TurnRef::stored(Some(e.turn)),
+                reply_turn: Some(e.reply_turn),
+                level,
+                reason: reason.clone(),
+                pin: Some(task.clone()),
+            };
+            events.push(drift_event(job, e.user.as_deref(), data));
         }
     }
     if let (Some(&(turn, _)), Some(sid)) = (overflow.first(), session_id) {
@@ -800,16 +849,33 @@ fn clarify_pin(store: &mut dyn Store, session_id: &str, turn: i64, line: &str) -
     append_with_retries(&mut slot, line)
 }
 
-fn apply_other(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String> {
-    match job.kind {
-        JobKind::Pin => {
+/// Keywords for the facts of an enrichment job.
+fn apply_enrich(store: &mut dyn Store, input: &EnrichInput, answer: &str) -> Result<String> {
+    let ids: Vec<i64> = input.facts.iter().map(|f| f.id).collect();
+    let mut done = 0;
+    for (id, keywords) in facts::parse_enrich_lines(answer, &ids) {
+        if store.set_fact_keywords(id, &keywords)? {
+            done += 1;
+        }
+    }
+    if done == 0 && !ids.is_empty() {
+        return Err(anyhow!("the answer named none of the job's facts"));
+    }
+    Ok(format!("keywords for {done} of {} facts", ids.len()))
+}
+
+/// The jobs that change a session's pin: extract, clarify, consolidate.
+fn apply_to_pin(store: &mut dyn Store, p: &Prepared, answer: &str) -> Result<String> {
+    let job = &p.job;
+    let session_id = job
+        .session_id
+        .as_deref()
+        .ok_or_else(|| anyhow!("a {} job without a session", job.kind))?;
+    match &p.input {
+        JobInput::Pin(_) => {
             let Some(task) = clean_pin(answer)? else {
                 return Ok("no task in the message".into());
             };
-            let session_id = job
-                .session_id
-                .as_deref()
-                .ok_or_else(|| anyhow!("a pin job without a session"))?;
             let mut slot = StoredPin {
                 store,
                 session_id,
@@ -821,29 +887,10 @@ fn apply_other(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String>
                 None => "a pin was already set".into(),
             })
         }
-        JobKind::Facts | JobKind::Memory => Err(anyhow!("applied by apply_facts and apply_memory")),
-        JobKind::Enrich => {
-            let ids: Vec<i64> = enrich_facts(job).iter().map(|(id, _)| *id).collect();
-            let mut done = 0;
-            for (id, keywords) in facts::parse_enrich_lines(answer, &ids) {
-                if store.set_fact_keywords(id, &keywords)? {
-                    done += 1;
-                }
-            }
-            if done == 0 && !ids.is_empty() {
-                return Err(anyhow!("the answer named none of the job's facts"));
-            }
-            Ok(format!("keywords for {done} of {} facts", ids.len()))
-        }
-        JobKind::Summary => compact::apply_summary(store, job, answer),
-        JobKind::Clarify => {
+        JobInput::Clarify(input) => {
             let Some(line) = clarify::parse_clarification(answer)? else {
                 return Ok("the answer clarifies nothing".into());
             };
-            let session_id = job
-                .session_id
-                .as_deref()
-                .ok_or_else(|| anyhow!("a clarify job without a session"))?;
             let change = PinChange::from_turn(PinSource::Clarified, job.turn_id);
             let mut slot = StoredPin {
                 store,
@@ -854,7 +901,7 @@ fn apply_other(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String>
                 Appended::Done(p) => format!("pinned a clarification ({} chars)", pin::chars(&p)),
                 Appended::Held => "the pin already holds the clarification".into(),
                 Appended::Full => {
-                    let model = job.input["model"].as_str().unwrap_or("haiku");
+                    let model = input.model.as_deref().unwrap_or("haiku");
                     let next = NewJob::consolidate(&line, model);
                     store.enqueue_job(
                         next.kind,
@@ -867,15 +914,11 @@ fn apply_other(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String>
                 }
             })
         }
-        JobKind::Consolidate => {
+        JobInput::Consolidate(_) => {
             let new = clarify::parse_consolidated(answer)?;
-            let session_id = job
-                .session_id
-                .as_deref()
-                .ok_or_else(|| anyhow!("a consolidation job without a session"))?;
             // The pin the call read: a pin changed meanwhile is read again
             // by the retry, so no change is lost.
-            let basis = job.input["pin"].as_str();
+            let basis = p.pin.as_deref();
             let change = PinChange::from_turn(PinSource::Consolidated, job.turn_id);
             if !store.swap_pin(session_id, basis, &new, change)? {
                 return Err(anyhow!("the pin changed while it was consolidated"));
@@ -885,6 +928,7 @@ fn apply_other(store: &mut dyn Store, job: &Job, answer: &str) -> Result<String>
                 pin::chars(&new)
             ))
         }
+        _ => Err(anyhow!("a {} job does not change the pin", job.kind)),
     }
 }
 

@@ -6,6 +6,7 @@ pub mod clarify;
 pub mod compact;
 pub mod erasure;
 pub mod facts;
+pub mod inputs;
 pub mod jobs;
 pub mod pin;
 pub mod recall;

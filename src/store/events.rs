@@ -4,9 +4,11 @@
 //! the commit (on PostgreSQL the id counter's row lock is held from there
 //! to the commit, so the shorter the better).
 
-use serde_json::{Value, json};
-
-use super::{EventFilter, EventKind, NewEvent, NewFact, PinChange, PinSource, Reply, Roll};
+use super::event_data::{
+    Compacted, EventData, FactAdded, FactEnriched, FactForgotten, JobFailed, Kept, PinChanged,
+    SessionRemoved, TurnDone, TurnFailed, TurnRef,
+};
+use super::{EventFilter, JobKind, NewEvent, NewFact, PinChange, PinSource, Reply, Roll};
 
 /// Microseconds since the Unix epoch: an event's time.
 pub fn now_us() -> i64 {
@@ -23,15 +25,19 @@ pub struct Owner {
     pub user: Option<String>,
 }
 
-fn event(kind: EventKind, owner: &Owner, data: Value) -> NewEvent {
-    NewEvent {
-        kind,
-        agent: owner.agent.clone(),
-        session_id: owner.session_id.clone(),
-        user: owner.user.clone(),
-        fact_id: None,
-        turn_id: None,
-        data,
+impl NewEvent {
+    /// An event of `data`'s kind, concerning what `owner` names.
+    pub fn of(owner: &Owner, data: EventData) -> NewEvent {
+        let (kind, data) = data.into_stored();
+        NewEvent {
+            kind,
+            agent: owner.agent.clone(),
+            session_id: owner.session_id.clone(),
+            user: owner.user.clone(),
+            fact_id: None,
+            turn_id: None,
+            data,
+        }
     }
 }
 
@@ -39,56 +45,50 @@ fn event(kind: EventKind, owner: &Owner, data: Value) -> NewEvent {
 /// No text: `history` has it, and the log stays small and free of what
 /// people wrote.
 pub fn turn_done(owner: &Owner, turn: i64, reply_turn: i64, reply: &Reply) -> NewEvent {
+    let data = TurnDone {
+        turn: TurnRef::stored(Some(turn)),
+        reply_turn,
+        mode: reply.mode,
+        path: reply.path,
+        handle: reply.handle.to_string(),
+        reply_chars: reply.content.chars().count() as u64,
+        duration_ms: reply.duration_ms,
+        cost_usd: reply.cost_usd,
+    };
     NewEvent {
         turn_id: Some(turn),
-        ..event(
-            EventKind::TurnDone,
-            owner,
-            json!({
-                "turn": turn,
-                "reply_turn": reply_turn,
-                "mode": reply.mode,
-                "path": reply.path,
-                "handle": reply.handle,
-                "reply_chars": reply.content.chars().count(),
-                "duration_ms": reply.duration_ms,
-                "cost_usd": reply.cost_usd,
-            }),
-        )
+        ..NewEvent::of(owner, EventData::TurnDone(Kept::Data(data)))
     }
 }
 
 pub fn turn_failed(owner: &Owner, turn: i64, error: &str) -> NewEvent {
+    let data = TurnFailed {
+        turn: TurnRef::stored(Some(turn)),
+        error: error.to_string(),
+    };
     NewEvent {
         turn_id: Some(turn),
-        ..event(
-            EventKind::TurnFailed,
-            owner,
-            json!({ "turn": turn, "error": error }),
-        )
+        ..NewEvent::of(owner, EventData::TurnFailed(Kept::Data(data)))
     }
 }
 
 /// A pin revision written: which kind by what changed it.
 pub fn pin_changed(owner: &Owner, rev: i64, pin: Option<&str>, change: PinChange) -> NewEvent {
-    let kind = match change.source {
-        PinSource::Clarified => EventKind::PinClarified,
-        PinSource::Consolidated => EventKind::PinConsolidated,
-        _ => EventKind::PinSet,
+    let data = Kept::Data(PinChanged {
+        pin: pin.map(str::to_string),
+        source: change.source,
+        rev,
+        turn: TurnRef::stored(change.turn_id),
+        from_rev: change.from_rev,
+    });
+    let data = match change.source {
+        PinSource::Clarified => EventData::PinClarified(data),
+        PinSource::Consolidated => EventData::PinConsolidated(data),
+        _ => EventData::PinSet(data),
     };
     NewEvent {
         turn_id: change.turn_id,
-        ..event(
-            kind,
-            owner,
-            json!({
-                "pin": pin,
-                "source": change.source,
-                "rev": rev,
-                "turn": change.turn_id,
-                "from_rev": change.from_rev,
-            }),
-        )
+        ..NewEvent::of(owner, data)
     }
 }
 
@@ -96,93 +96,98 @@ pub fn pin_changed(owner: &Owner, rev: i64, pin: Option<&str>, change: PinChange
 /// made just now (an imported or copied correction is a `fact.added`
 /// marked as one: nobody corrected anything at that moment).
 pub fn fact_added(id: i64, fact: &NewFact) -> NewEvent {
-    let kind = if fact.correction && fact.session_id.is_some() {
-        EventKind::Correction
+    let data = Kept::Data(FactAdded {
+        fact_id: id,
+        content: fact.content.to_string(),
+        keywords: fact.keywords.to_vec(),
+        turn: TurnRef::stored(fact.source_turn),
+        correction: fact.correction,
+    });
+    let data = if fact.correction && fact.session_id.is_some() {
+        EventData::Correction(data)
     } else {
-        EventKind::FactAdded
+        EventData::FactAdded(data)
     };
-    NewEvent {
-        kind,
+    let owner = Owner {
         agent: fact.agent.to_string(),
         session_id: fact.session_id.map(str::to_string),
         user: fact.user.map(str::to_string),
+    };
+    NewEvent {
         fact_id: Some(id),
         turn_id: fact.source_turn,
-        data: json!({
-            "fact_id": id,
-            "content": fact.content,
-            "keywords": fact.keywords,
-            "turn": fact.source_turn,
-            "correction": fact.correction,
-        }),
+        ..NewEvent::of(&owner, data)
+    }
+}
+
+/// Whose facts an event about a fact concerns: no session.
+fn fact_owner(agent: &str, user: Option<&str>) -> Owner {
+    Owner {
+        agent: agent.to_string(),
+        session_id: None,
+        user: user.map(str::to_string),
     }
 }
 
 pub fn fact_forgotten(agent: &str, user: Option<&str>, id: i64) -> NewEvent {
+    let data = EventData::FactForgotten(Kept::Data(FactForgotten { fact_id: id }));
     NewEvent {
-        kind: EventKind::FactForgotten,
-        agent: agent.to_string(),
-        session_id: None,
-        user: user.map(str::to_string),
         fact_id: Some(id),
-        turn_id: None,
-        data: json!({ "fact_id": id }),
+        ..NewEvent::of(&fact_owner(agent, user), data)
     }
 }
 
 pub fn fact_enriched(agent: &str, user: Option<&str>, id: i64, keywords: &[String]) -> NewEvent {
+    let data = EventData::FactEnriched(Kept::Data(FactEnriched {
+        fact_id: id,
+        keywords: keywords.to_vec(),
+    }));
     NewEvent {
-        kind: EventKind::FactEnriched,
-        agent: agent.to_string(),
-        session_id: None,
-        user: user.map(str::to_string),
         fact_id: Some(id),
-        turn_id: None,
-        data: json!({ "fact_id": id, "keywords": keywords }),
+        ..NewEvent::of(&fact_owner(agent, user), data)
     }
 }
 
 /// A roll that stored a summary; a roll without one reports nothing.
 pub fn compacted(owner: &Owner, roll: &Roll) -> Option<NewEvent> {
     let (summary, upto) = roll.summary?;
-    Some(event(
-        EventKind::SessionCompacted,
+    let data = Compacted {
+        summary: summary.to_string(),
+        upto_turn: Some(upto),
+        upto_turn_id: None,
+        generation: roll.to,
+        handle: roll.handle.to_string(),
+    };
+    Some(NewEvent::of(
         owner,
-        json!({
-            "summary": summary,
-            "upto_turn": upto,
-            "generation": roll.to,
-            "handle": roll.handle,
-        }),
+        EventData::SessionCompacted(Kept::Data(data)),
     ))
 }
 
 pub fn removed(owner: &Owner, turns: i64) -> NewEvent {
-    event(EventKind::SessionRemoved, owner, json!({ "turns": turns }))
+    let data = EventData::SessionRemoved(Kept::Data(SessionRemoved { turns }));
+    NewEvent::of(owner, data)
 }
 
 /// A job given up after its last attempt.
 pub fn job_failed(
     owner: &Owner,
     job: i64,
-    kind: &str,
+    kind: JobKind,
     turn: Option<i64>,
     attempts: i64,
     error: &str,
 ) -> NewEvent {
+    let data = JobFailed {
+        job,
+        job_kind: kind,
+        turn: TurnRef::stored(turn),
+        attempts,
+        error: error.to_string(),
+    };
     NewEvent {
         turn_id: turn,
-        ..event(
-            EventKind::JobFailed,
-            owner,
-            json!({
-                "job": job,
-                "job_kind": kind,
-                "turn": turn,
-                "attempts": attempts,
-                "error": error,
-            }),
-        )
+        ..NewEvent::of(owner, EventData::JobFailed(Kept::Data(data)))
     }
 }
 
@@ -295,6 +300,7 @@ pub const PRUNE: &str = "DELETE FROM events WHERE at < $1";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::EventKind;
 
     #[test]
     fn a_filter_binds_every_value_and_never_splices_it() {
@@ -329,6 +335,7 @@ mod tests {
         let e = fact_added(2, &imported);
         assert_eq!(e.kind, EventKind::FactAdded);
         assert_eq!(e.data["correction"], true);
+        assert_eq!(e.fact_id, Some(2));
     }
 
     #[test]

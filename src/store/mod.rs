@@ -5,6 +5,7 @@
 //! is ([`Location`]): a file path is the embedded SQLite store (the
 //! default), a `postgres://` URL a PostgreSQL database that many hosts share.
 
+pub mod event_data;
 pub mod events;
 pub mod lock;
 mod model;

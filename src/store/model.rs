@@ -1,5 +1,6 @@
 //! The rows the store holds, as types: what every engine reads and writes.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -10,7 +11,7 @@ use crate::session::{SessionKey, handle_id};
 macro_rules! text_enum {
     ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
         pub enum $name {
             $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
         }
@@ -334,7 +335,7 @@ pub struct EventFilter<'a> {
 /// What replaces a redacted event's data: what it said went with what a
 /// person had forgotten or removed.
 pub fn redacted_data() -> Value {
-    serde_json::json!({ "redacted": true })
+    super::event_data::Redacted::value()
 }
 
 /// Wakes an `events --follow` when events may have been written.
@@ -346,7 +347,7 @@ pub trait EventWatch {
 }
 
 /// One stored state of a session's pin (`pin history`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct PinRevision {
     /// Increasing within the session.
     pub rev: i64,
@@ -378,7 +379,7 @@ pub struct Erasure<'a> {
 pub const PIN_REVISIONS_KEPT: i64 = 50;
 
 /// A session's side-call jobs as a turn reports them (`memory` in `turn --json`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct JobHealth {
     /// Waiting or running.
     pub pending: i64,
@@ -641,7 +642,7 @@ pub struct Job {
 }
 
 /// A job as shown to people (`jobs list`, `sessions show`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct JobRow {
     pub id: i64,
     pub kind: JobKind,
@@ -684,8 +685,9 @@ pub struct JobFilter<'a> {
     pub finished_since: Option<i64>,
 }
 
-/// Token counts of one model call, as the API reports them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Token counts of one model call, as the API reports them: ours, these
+/// four whatever else claude or the API add to their `usage` object.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Usage {
     /// Input neither read from nor written to the prompt cache.
     pub input_tokens: u64,
@@ -754,7 +756,7 @@ pub struct CallFilter<'a> {
 }
 
 /// Row counts, for `doctor`.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, JsonSchema)]
 pub struct Counts {
     pub sessions: i64,
     pub turns: i64,

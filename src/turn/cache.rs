@@ -131,7 +131,7 @@ pub fn hash(system: Option<&str>) -> String {
 
 /// What the turn's system prompt did to the cache, and why (`turn --json`,
 /// `prompt`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Verdict {
     pub system: CacheUse,
     pub reason: String,

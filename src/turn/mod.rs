@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::backend::{self, Backend, CallError, Outcome, Piece, ProbeCache, Problem, api};
@@ -23,19 +23,19 @@ use crate::error::{Kind, fail};
 use crate::memory::jobs::{self, Runner, WhenBusy};
 use crate::memory::slots::SideSlots;
 use crate::memory::{compact, erasure, recall, worker};
-use crate::output::{Output, interrupted};
+use crate::output::{Line, Output, interrupted};
 use crate::session::transcript_host;
 use crate::store::{
     self, CallPath, CallRecord, FactScope, JobFilter, JobHealth, JobKind, JobSelect, Mode, Reply,
-    Role, Roll, Session, SessionLock, Store, Turn, TurnStatus,
+    Role, Roll, Session, SessionLock, Store, Turn, TurnStatus, Usage,
 };
 use cache::Verdict;
 use plan::{Attempt, MemoryPlan, Rendered, State, Target};
 use recovery::Next;
 pub use settings::{Input, Route, SystemPin, TurnSettings};
 
-/// What a turn reports (`turn --json`).
-#[derive(Debug, Clone, Serialize)]
+/// What a turn reports (`turn --json`, the stream's `done`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Answer {
     pub session_id: String,
     /// claude's session id for this turn, or `api`.
@@ -48,7 +48,10 @@ pub struct Answer {
     pub facts_injected: Vec<String>,
     /// What the turn's system prompt did to the prompt cache, and why.
     pub cache: Verdict,
-    pub usage: Value,
+    /// The main call's tokens (of the attempt that answered).
+    pub usage: Usage,
+    /// claude's own figure, or the API path's estimate; `null` for a model
+    /// without a known price.
     pub cost_usd: Option<f64>,
     pub duration_ms: u64,
     /// This session's side calls: still to run, and failed.
@@ -404,7 +407,7 @@ fn report(
             .map(|f| f.fact.content.clone())
             .collect(),
         cache: rendered.cache,
-        usage: outcome.usage_json.unwrap_or(Value::Null),
+        usage: outcome.usage,
         cost_usd: outcome.cost_usd,
         duration_ms: cx.elapsed_ms(),
         memory: memory_health,
@@ -412,18 +415,19 @@ fn report(
     })
 }
 
-/// The first line of `turn --stream-json`.
-#[derive(Serialize)]
-struct Started<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    session_id: &'a str,
-    handle: &'a str,
-    mode: Mode,
-    path: CallPath,
-    pinned: Option<&'a str>,
-    facts_injected: Vec<&'a str>,
+/// What the first line of `turn --stream-json` says.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Started<'a> {
+    pub session_id: &'a str,
+    pub handle: &'a str,
+    pub mode: Mode,
+    pub path: CallPath,
+    pub pinned: Option<&'a str>,
+    pub facts_injected: Vec<&'a str>,
 }
+
+/// One line of `turn --stream-json`.
+pub type StreamLine<'a> = Line<'a, Started<'a>, &'a Answer>;
 
 /// The attempt that answered, what it sent and got, and the session and
 /// backend as they were then.
@@ -530,8 +534,7 @@ fn say_start(
     memory: &MemoryPlan,
     rendered: &Rendered,
 ) {
-    out.event(&Started {
-        kind: "start",
+    let start = Started {
         session_id: cx.sid,
         handle: attempt.handle(),
         mode: attempt.mode(),
@@ -542,7 +545,8 @@ fn say_start(
             .iter()
             .map(|f| f.fact.content.as_str())
             .collect(),
-    });
+    };
+    out.event(&StreamLine::Start { start });
 }
 
 /// An attempt that failed, on the session as it stood.
@@ -697,6 +701,9 @@ fn record_reply(store: &mut dyn Store, cx: &TurnContext<'_>, answered: &Attempte
     } = answered;
     let path = backend.path();
     let facts: Vec<i64> = rendered.facts.iter().map(|f| f.fact.id).collect();
+    // Our four counts, as `turn --json` shows them: never what else claude
+    // added to its usage object.
+    let usage = serde_json::to_value(outcome.usage)?;
     store.add_reply(
         &session.id,
         cx.turn,
@@ -706,7 +713,7 @@ fn record_reply(store: &mut dyn Store, cx: &TurnContext<'_>, answered: &Attempte
             path,
             handle: attempt.handle(),
             host: (path == CallPath::Cli).then_some(cx.host.as_str()),
-            usage: outcome.usage_json.as_ref(),
+            usage: Some(&usage),
             cost_usd: outcome.cost_usd,
             duration_ms: i64::try_from(cx.elapsed_ms()).unwrap_or(i64::MAX),
             system: &rendered.sent,

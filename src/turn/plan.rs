@@ -196,10 +196,7 @@ pub fn memory(state: &State, message: &str, settings: &TurnSettings) -> MemoryPl
             &settings.extract_model,
         )
     {
-        jobs.push(NewJob {
-            kind: JobKind::Summary,
-            input,
-        });
+        jobs.push(NewJob::summary(input));
     }
     jobs.retain(|j| !state.queued.contains(&j.kind));
     let compacting = jobs.iter().any(|j| j.kind == JobKind::Summary);

@@ -10,6 +10,55 @@ use tempfile::TempDir;
 
 pub mod pg;
 
+/// The validator of the committed schema `schemas/NAME.json` (the
+/// published contract, which `tests/cli.rs` keeps equal to what the types
+/// generate), compiled once per test process.
+pub fn schema(name: &str) -> std::sync::Arc<jsonschema::Validator> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> = OnceLock::new();
+    let mut cache = CACHE.get_or_init(Default::default).lock().unwrap();
+    cache
+        .entry(name.to_string())
+        .or_insert_with(|| {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("schemas/{name}.json"));
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+            Arc::new(
+                jsonschema::draft202012::new(&schema)
+                    .unwrap_or_else(|e| panic!("{} is no schema: {e}", path.display())),
+            )
+        })
+        .clone()
+}
+
+/// Fail unless `doc` is valid against the committed schema `name`, naming
+/// every error and where it is.
+pub fn conforms(name: &str, doc: &serde_json::Value) {
+    let errors: Vec<String> = schema(name)
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "not a valid `{name}` output:\n  {}\n{doc:#}",
+        errors.join("\n  ")
+    );
+}
+
+/// Each line of JSON Lines output, parsed and checked against `name`.
+pub fn conforming_lines(name: &str, out: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .map(|l| {
+            let v = serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
+            conforms(name, &v);
+            v
+        })
+        .collect()
+}
+
 /// The pinned Claude Code the test script installs (see scripts/test.sh).
 pub fn real_claude() -> PathBuf {
     if let Some(p) = std::env::var_os("DUDUCLAW_TEST_CLAUDE") {
@@ -183,12 +232,14 @@ impl Env {
         args.extend_from_slice(extra);
         let out = self.turn(agent, channel, &args, message);
         assert_ok(&out);
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!(
                 "turn --json printed no JSON ({e}): {}",
                 String::from_utf8_lossy(&out.stdout)
             )
-        })
+        });
+        conforms("turn", &v);
+        v
     }
 
     /// Wait until no side-call job of the store is waiting or running: the
@@ -221,11 +272,9 @@ impl Env {
             .output()
             .unwrap();
         assert_ok(&out);
-        serde_json::from_slice::<serde_json::Value>(&out.stdout)
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .clone()
+        let v = serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap();
+        conforms("jobs", &v);
+        v.as_array().unwrap().clone()
     }
 
     /// Processes started for this test (ours, their workers, the claude

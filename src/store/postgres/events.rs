@@ -107,11 +107,10 @@ pub fn job_given_up(c: &impl Queries, id: i64, error: &str) -> Result<Option<New
                 session_id: r.try_get(1)?,
                 user: None,
             };
-            let kind: String = r.try_get(2)?;
             Ok(events::job_failed(
                 &owner,
                 id,
-                &kind,
+                super::text(&r, 2)?,
                 r.try_get(3)?,
                 r.try_get(4)?,
                 error,

@@ -84,11 +84,10 @@ pub fn job_given_up(conn: &Connection, id: i64, error: &str) -> rusqlite::Result
                 session_id: r.get(1)?,
                 user: None,
             };
-            let kind: String = r.get(2)?;
             Ok(events::job_failed(
                 &owner,
                 id,
-                &kind,
+                r.get(2)?,
                 r.get(3)?,
                 r.get(4)?,
                 error,

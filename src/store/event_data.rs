@@ -1,0 +1,391 @@
+//! What an event's `data` holds: one type per kind, written by the store's
+//! builders ([`super::events`]) and the memory's jobs, read back by
+//! `events`. Reading is tolerant of what earlier releases wrote (a field
+//! added since reads as absent, one it does not know is passed over), and
+//! any kind's data may be redacted to `{"redacted": true}`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use super::{CallPath, EventKind, JobKind, Mode, PinSource};
+
+/// A turn an event names. Stored as its id under `turn` (as the log always
+/// has); read back, `turn` becomes its number in its session, as people
+/// count turns, and the id moves to `turn_id`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnRef {
+    /// The turn's number in its session (the Nth message and its reply are
+    /// turn N); null when the event concerns no turn or it is gone.
+    pub turn: Option<i64>,
+    /// The turn's stored id (`history --json`'s `id`); absent when the event
+    /// concerns no turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<i64>,
+}
+
+impl TurnRef {
+    /// As stored: the id, in `turn`.
+    pub fn stored(id: Option<i64>) -> TurnRef {
+        TurnRef {
+            turn: id,
+            turn_id: None,
+        }
+    }
+}
+
+/// `turn.done`: a reply was recorded. No text: `history` has it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnDone {
+    #[serde(flatten)]
+    pub turn: TurnRef,
+    /// The reply's stored id.
+    pub reply_turn: i64,
+    pub mode: Mode,
+    pub path: CallPath,
+    pub handle: String,
+    pub reply_chars: u64,
+    pub duration_ms: i64,
+    pub cost_usd: Option<f64>,
+}
+
+/// `turn.failed`: a turn failed; its message is kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnFailed {
+    #[serde(flatten)]
+    pub turn: TurnRef,
+    pub error: String,
+}
+
+/// `pin.set`, `pin.clarified`, `pin.consolidated`: a pin revision written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PinChanged {
+    /// Null when the pin was cleared.
+    pub pin: Option<String>,
+    pub source: PinSource,
+    pub rev: i64,
+    /// The turn it came from (extracted, clarified, consolidated).
+    #[serde(flatten)]
+    pub turn: TurnRef,
+    /// The revision brought back (restored).
+    pub from_rev: Option<i64>,
+}
+
+/// `fact.added`, `correction`: a fact stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FactAdded {
+    pub fact_id: i64,
+    pub content: String,
+    pub keywords: Vec<String>,
+    #[serde(flatten)]
+    pub turn: TurnRef,
+    /// The user corrected the assistant or stated a preference.
+    #[serde(default)]
+    pub correction: bool,
+}
+
+/// `fact.forgotten`: a fact was deleted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FactForgotten {
+    pub fact_id: i64,
+}
+
+/// `fact.enriched`: a fact got its search keywords.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FactEnriched {
+    pub fact_id: i64,
+    pub keywords: Vec<String>,
+}
+
+/// `session.compacted`: older turns were summarized, the session moved to
+/// a new handle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Compacted {
+    pub summary: String,
+    /// The last turn the summary covers: stored as its id, read back as its
+    /// number (as [`TurnRef`]).
+    pub upto_turn: Option<i64>,
+    /// The last covered turn's id, once read back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upto_turn_id: Option<i64>,
+    pub generation: u32,
+    pub handle: String,
+}
+
+/// `session.removed`: `sessions rm` or `prune`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionRemoved {
+    pub turns: i64,
+}
+
+/// `job.failed`: a side call given up after its last attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct JobFailed {
+    pub job: i64,
+    pub job_kind: JobKind,
+    #[serde(flatten)]
+    pub turn: TurnRef,
+    pub attempts: i64,
+    pub error: String,
+}
+
+/// How far off the pinned task a reply went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Drifted {
+    Minor,
+    Major,
+}
+
+/// `drift`: a memory call judged a reply off the pinned task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Drift {
+    /// The message that answered the reply judged.
+    #[serde(flatten)]
+    pub turn: TurnRef,
+    /// The reply judged (its stored id); null when it was not found.
+    pub reply_turn: Option<i64>,
+    pub level: Drifted,
+    pub reason: String,
+    /// The task the reply was judged against.
+    pub pin: Option<String>,
+}
+
+/// What an event's data became once redacted: what it said went with what
+/// a person had forgotten or removed; its kind and ids stay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Redacted;
+
+impl Serialize for Redacted {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(1))?;
+        m.serialize_entry("redacted", &true)?;
+        m.end()
+    }
+}
+
+impl JsonSchema for Redacted {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Redacted".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Redacted: what it said went with what a person had forgotten or removed.",
+            "type": "object",
+            "properties": { "redacted": { "const": true } },
+            "required": ["redacted"],
+            "additionalProperties": false
+        })
+    }
+}
+
+impl Redacted {
+    /// The data of a redacted event, as stored.
+    pub fn value() -> Value {
+        serde_json::json!({ "redacted": true })
+    }
+
+    fn is(data: &Value) -> bool {
+        data.get("redacted") == Some(&Value::Bool(true))
+    }
+}
+
+/// A kind's data, or what redaction left of it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+#[schemars(rename = "{T}OrRedacted")]
+pub enum Kept<T> {
+    Redacted(Redacted),
+    Data(T),
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Kept<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        if Redacted::is(&v) {
+            return Ok(Kept::Redacted(Redacted));
+        }
+        T::deserialize(v)
+            .map(Kept::Data)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// An event's kind with its data, as `events --json` prints them (`kind`
+/// and `data`): each kind has its own data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", content = "data")]
+pub enum EventData {
+    #[serde(rename = "turn.done")]
+    TurnDone(Kept<TurnDone>),
+    #[serde(rename = "turn.failed")]
+    TurnFailed(Kept<TurnFailed>),
+    #[serde(rename = "pin.set")]
+    PinSet(Kept<PinChanged>),
+    #[serde(rename = "pin.clarified")]
+    PinClarified(Kept<PinChanged>),
+    #[serde(rename = "pin.consolidated")]
+    PinConsolidated(Kept<PinChanged>),
+    #[serde(rename = "fact.added")]
+    FactAdded(Kept<FactAdded>),
+    #[serde(rename = "fact.forgotten")]
+    FactForgotten(Kept<FactForgotten>),
+    #[serde(rename = "fact.enriched")]
+    FactEnriched(Kept<FactEnriched>),
+    #[serde(rename = "session.compacted")]
+    SessionCompacted(Kept<Compacted>),
+    #[serde(rename = "session.removed")]
+    SessionRemoved(Kept<SessionRemoved>),
+    #[serde(rename = "job.failed")]
+    JobFailed(Kept<JobFailed>),
+    #[serde(rename = "drift")]
+    Drift(Kept<Drift>),
+    #[serde(rename = "correction")]
+    Correction(Kept<FactAdded>),
+}
+
+impl EventData {
+    /// A stored event's data, read as its kind's type.
+    pub fn read(kind: EventKind, data: &Value) -> Result<EventData, serde_json::Error> {
+        let tagged = serde_json::json!({ "kind": kind, "data": data });
+        serde_json::from_value(tagged)
+    }
+
+    /// The kind and the data, as the store keeps them.
+    pub fn into_stored(self) -> (EventKind, Value) {
+        let kind = self.kind();
+        let mut tagged = serde_json::to_value(self).unwrap_or(Value::Null);
+        (
+            kind,
+            tagged.get_mut("data").map(Value::take).unwrap_or_default(),
+        )
+    }
+
+    pub fn kind(&self) -> EventKind {
+        match self {
+            EventData::TurnDone(_) => EventKind::TurnDone,
+            EventData::TurnFailed(_) => EventKind::TurnFailed,
+            EventData::PinSet(_) => EventKind::PinSet,
+            EventData::PinClarified(_) => EventKind::PinClarified,
+            EventData::PinConsolidated(_) => EventKind::PinConsolidated,
+            EventData::FactAdded(_) => EventKind::FactAdded,
+            EventData::FactForgotten(_) => EventKind::FactForgotten,
+            EventData::FactEnriched(_) => EventKind::FactEnriched,
+            EventData::SessionCompacted(_) => EventKind::SessionCompacted,
+            EventData::SessionRemoved(_) => EventKind::SessionRemoved,
+            EventData::JobFailed(_) => EventKind::JobFailed,
+            EventData::Drift(_) => EventKind::Drift,
+            EventData::Correction(_) => EventKind::Correction,
+        }
+    }
+
+    /// The turns the data names, each as (number or stored id, id once
+    /// read back): what `events` renumbers. None when redacted.
+    pub fn turns_mut(&mut self) -> Vec<(&mut Option<i64>, &mut Option<i64>)> {
+        fn r(t: &mut TurnRef) -> Vec<(&mut Option<i64>, &mut Option<i64>)> {
+            vec![(&mut t.turn, &mut t.turn_id)]
+        }
+        match self {
+            EventData::TurnDone(Kept::Data(d)) => r(&mut d.turn),
+            EventData::TurnFailed(Kept::Data(d)) => r(&mut d.turn),
+            EventData::PinSet(Kept::Data(d))
+            | EventData::PinClarified(Kept::Data(d))
+            | EventData::PinConsolidated(Kept::Data(d)) => r(&mut d.turn),
+            EventData::FactAdded(Kept::Data(d)) | EventData::Correction(Kept::Data(d)) => {
+                r(&mut d.turn)
+            }
+            EventData::JobFailed(Kept::Data(d)) => r(&mut d.turn),
+            EventData::Drift(Kept::Data(d)) => r(&mut d.turn),
+            EventData::SessionCompacted(Kept::Data(d)) => {
+                vec![(&mut d.upto_turn, &mut d.upto_turn_id)]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn is_redacted(&self) -> bool {
+        matches!(
+            self,
+            EventData::TurnDone(Kept::Redacted(_))
+                | EventData::TurnFailed(Kept::Redacted(_))
+                | EventData::PinSet(Kept::Redacted(_))
+                | EventData::PinClarified(Kept::Redacted(_))
+                | EventData::PinConsolidated(Kept::Redacted(_))
+                | EventData::FactAdded(Kept::Redacted(_))
+                | EventData::FactForgotten(Kept::Redacted(_))
+                | EventData::FactEnriched(Kept::Redacted(_))
+                | EventData::SessionCompacted(Kept::Redacted(_))
+                | EventData::SessionRemoved(Kept::Redacted(_))
+                | EventData::JobFailed(Kept::Redacted(_))
+                | EventData::Drift(Kept::Redacted(_))
+                | EventData::Correction(Kept::Redacted(_))
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What 0.5 wrote, read as the kind's type and written back the same.
+    #[test]
+    fn stored_data_of_every_kind_reads_and_round_trips() {
+        let stored = [
+            (
+                EventKind::TurnDone,
+                r#"{"cost_usd":0.06,"duration_ms":772,"handle":"h","mode":"new","path":"cli","reply_chars":111,"reply_turn":2,"turn":1}"#,
+            ),
+            (
+                EventKind::TurnFailed,
+                r#"{"turn":3,"error":"rate limited"}"#,
+            ),
+            (
+                EventKind::PinSet,
+                r#"{"from_rev":null,"pin":"Keep it in eu-west-1","rev":1,"source":"set","turn":null}"#,
+            ),
+            (
+                EventKind::PinClarified,
+                r#"{"from_rev":null,"pin":"t\n[+] c","rev":2,"source":"clarified","turn":3}"#,
+            ),
+            (
+                EventKind::Correction,
+                r#"{"content":"pytest","correction":true,"fact_id":3,"keywords":["tests"],"turn":3}"#,
+            ),
+            (EventKind::FactForgotten, r#"{"fact_id":3}"#),
+            (EventKind::FactEnriched, r#"{"fact_id":3,"keywords":["a"]}"#),
+            (
+                EventKind::SessionCompacted,
+                r#"{"summary":"s","upto_turn":9,"generation":1,"handle":"h"}"#,
+            ),
+            (EventKind::SessionRemoved, r#"{"turns":4}"#),
+            (
+                EventKind::JobFailed,
+                r#"{"job":7,"job_kind":"facts","turn":null,"attempts":3,"error":"e"}"#,
+            ),
+            (
+                EventKind::Drift,
+                r#"{"level":"minor","pin":"task","reason":"r","reply_turn":2,"turn":3}"#,
+            ),
+        ];
+        for (kind, text) in stored {
+            let v: Value = serde_json::from_str(text).unwrap();
+            let data = EventData::read(kind, &v).unwrap_or_else(|e| panic!("{kind}: {e}"));
+            assert_eq!(data.kind(), kind);
+            assert_eq!(data.clone().into_stored(), (kind, v), "{kind}");
+        }
+    }
+
+    #[test]
+    fn any_kind_reads_redacted_and_a_wrong_shape_is_an_error() {
+        let data = EventData::read(EventKind::TurnDone, &Redacted::value()).unwrap();
+        assert!(data.is_redacted());
+        assert_eq!(data.into_stored().1, Redacted::value());
+        let e = EventData::read(EventKind::TurnDone, &serde_json::json!({"turn": 1})).unwrap_err();
+        assert!(e.to_string().contains("reply_turn"), "{e}");
+        assert!(
+            EventData::read(EventKind::Drift, &serde_json::json!({"redacted": false})).is_err()
+        );
+    }
+}
