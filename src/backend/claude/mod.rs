@@ -315,22 +315,7 @@ impl Claude {
             drop(stdin);
             r
         });
-        let err_reader = tokio::spawn(async move {
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 8192];
-            loop {
-                match stderr.read(&mut chunk).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        buf.extend_from_slice(&chunk[..n]);
-                        if buf.len() > 2 * STDERR_KEEP {
-                            buf.drain(..buf.len() - STDERR_KEEP);
-                        }
-                    }
-                }
-            }
-            String::from_utf8_lossy(&buf).into_owned()
-        });
+        let err_reader = tokio::spawn(async move { stderr_tail(&mut stderr).await });
 
         let mut parser = StreamParser::default();
         let work = async {
@@ -371,6 +356,25 @@ impl Claude {
         let elapsed = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
         parser.finish(status, &stderr, elapsed)
     }
+}
+
+/// The last [`STDERR_KEEP`] bytes or so of a child's stderr, read to its
+/// end (so the child never blocks on a full pipe), as text.
+async fn stderr_tail(stderr: &mut (impl tokio::io::AsyncRead + Unpin)) -> String {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        match stderr.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                if buf.len() > 2 * STDERR_KEEP {
+                    buf.drain(..buf.len() - STDERR_KEEP);
+                }
+            }
+        }
+    }
+    String::from_utf8_lossy(&buf).into_owned()
 }
 
 /// One spawn of claude.
