@@ -12,7 +12,7 @@ use serde_json::json;
 use super::{
     CallFilter, CallKind, CallPath, CallRecord, Event, EventFilter, EventKind, FactScope,
     JobFilter, JobKind, JobSelect, JobStatus, Mode, NewEvent, NewFact, PIN_REVISIONS_KEPT,
-    PinChange, PinSource, Reply, Role, Roll, Store, TurnStatus, Usage,
+    PinChange, PinSource, Reply, Role, Roll, Session, Store, Turn, TurnStatus, Usage,
 };
 use crate::memory::recall;
 use crate::session::SessionKey;
@@ -884,6 +884,239 @@ pub fn meta_health_and_locks(open: Open) {
     assert!(other.try_lock_session("sid", true).unwrap().is_some());
 }
 
+/// `store copy`: a session arrives with its turns as they were, under new
+/// turn ids, its summary's bound moved with them; a second copy of it
+/// writes nothing. The agents listed are those with sessions or facts.
+pub fn sessions_are_copied_with_their_turns(open: Open) {
+    let mut s = open();
+    s.ensure_session("here", &KEY, "/").unwrap();
+    let first = s.add_user_turn("here", "already here", None).unwrap();
+    let key = SessionKey {
+        agent: "b",
+        channel: "copied",
+        thread: Some("t"),
+    };
+    let session = Session {
+        generation: 2,
+        handle: "h2".into(),
+        handle_turns: 3,
+        handle_host: Some("host-9".into()),
+        pin: Some("the task".into()),
+        summary: Some("what came before".into()),
+        summary_upto: Some(1002),
+        created_at: 100,
+        updated_at: 200,
+        ..Session::fresh("copy", &key, "/w")
+    };
+    let turn = |id: i64, role: Role, status: TurnStatus, content: &str| Turn {
+        id,
+        role,
+        content: content.into(),
+        status,
+        mode: None,
+        path: None,
+        usage: None,
+        cost_usd: None,
+        duration_ms: None,
+        error: None,
+        created_at: 150 + id,
+        user: None,
+        handle: None,
+        system: None,
+        facts: Vec::new(),
+        extract: false,
+    };
+    let turns = [
+        Turn {
+            user: Some("u1".into()),
+            ..turn(1001, Role::User, TurnStatus::Answered, "question")
+        },
+        Turn {
+            mode: Some(Mode::Resumed),
+            path: Some(CallPath::Cli),
+            usage: Some(json!({ "input_tokens": 4 })),
+            cost_usd: Some(0.25),
+            duration_ms: Some(40),
+            ..turn(1002, Role::Assistant, TurnStatus::Reply, "answer")
+        },
+        Turn {
+            error: Some("it failed".into()),
+            ..turn(1003, Role::User, TurnStatus::Failed, "again")
+        },
+    ];
+    assert!(s.import_session(&session, &turns).unwrap());
+    assert!(!s.import_session(&session, &turns).unwrap(), "copied once");
+
+    let copied = s.turns("copy", None).unwrap();
+    assert_eq!(copied.len(), 3);
+    assert!(copied[0].id > first && copied[0].id < copied[1].id && copied[1].id < copied[2].id);
+    let seen: Vec<_> = copied
+        .iter()
+        .map(|t| {
+            let t = t.clone();
+            (t.role, t.status, t.content, t.created_at, t.user, t.error)
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        turns
+            .iter()
+            .map(|t| {
+                let t = t.clone();
+                (t.role, t.status, t.content, t.created_at, t.user, t.error)
+            })
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        (copied[1].mode, copied[1].path, copied[1].cost_usd),
+        (Some(Mode::Resumed), Some(CallPath::Cli), Some(0.25))
+    );
+    assert_eq!(copied[1].usage, Some(json!({ "input_tokens": 4 })));
+    assert_eq!(copied[1].duration_ms, Some(40));
+
+    let back = s.session("copy").unwrap().unwrap();
+    assert_eq!(back.summary_upto, Some(copied[1].id), "the bound moved");
+    let fields = |s: &Session| {
+        (
+            s.agent.clone(),
+            s.channel.clone(),
+            s.thread.clone(),
+            s.generation,
+            s.handle.clone(),
+            s.handle_turns,
+            s.handle_host.clone(),
+            s.cwd.clone(),
+            s.pin.clone(),
+            s.summary.clone(),
+            s.created_at,
+            s.updated_at,
+        )
+    };
+    assert_eq!(fields(&back), fields(&session));
+
+    add(&mut *s, "z", &["a fact of an agent without sessions"]);
+    add(&mut *s, "a", &["and one of an agent with some"]);
+    assert_eq!(s.agents().unwrap(), ["a", "b", "z"]);
+}
+
+/// What `forget --user` reads (a person's messages, a session's jobs) and
+/// rewrites (their turns, the pin revisions and summary that hold what
+/// they said, their jobs), and the handles it leaves for every host to
+/// delete.
+pub fn erasure_finds_rewrites_and_records(open: Open) {
+    let mut s = open();
+    let other = SessionKey { agent: "b", ..KEY };
+    s.ensure_session("sa", &KEY, "/").unwrap();
+    s.ensure_session("sb", &other, "/").unwrap();
+    let a1 = s.add_user_turn("sa", "mine", Some("u1")).unwrap();
+    let r1 = s.add_reply("sa", a1, &reply("reply", "sa")).unwrap();
+    let a2 = s.add_user_turn("sa", "theirs", Some("u2")).unwrap();
+    let b1 = s.add_user_turn("sb", "mine too", Some("u1")).unwrap();
+    assert_eq!(
+        s.person_turns("u1", None).unwrap(),
+        [("sa".to_string(), a1), ("sb".to_string(), b1)]
+    );
+    assert_eq!(
+        s.person_turns("u1", Some("b")).unwrap(),
+        [("sb".to_string(), b1)]
+    );
+    assert!(s.person_turns("nobody", None).unwrap().is_empty());
+
+    let j1 = s
+        .enqueue_job(
+            JobKind::Facts,
+            "a",
+            Some("sa"),
+            Some(a1),
+            &json!({ "n": 1 }),
+        )
+        .unwrap();
+    let j2 = s
+        .enqueue_job(JobKind::Pin, "a", Some("sa"), None, &json!({ "n": 2 }))
+        .unwrap();
+    s.enqueue_job(JobKind::Facts, "b", Some("sb"), None, &json!({}))
+        .unwrap();
+    let jobs: Vec<_> = s
+        .session_jobs("sa")
+        .unwrap()
+        .into_iter()
+        .map(|j| (j.id, j.kind, j.agent, j.turn_id, j.input, j.attempts))
+        .collect();
+    assert_eq!(
+        jobs,
+        [
+            (
+                j1,
+                JobKind::Facts,
+                "a".into(),
+                Some(a1),
+                json!({ "n": 1 }),
+                0
+            ),
+            (j2, JobKind::Pin, "a".into(), None, json!({ "n": 2 }), 0),
+        ]
+    );
+
+    for pin in ["one", "two", "three"] {
+        s.set_pin("sa", Some(pin), PinChange::by(PinSource::Set))
+            .unwrap();
+    }
+    let roll = Roll {
+        from: 0,
+        to: 1,
+        handle: "sa1",
+        summary: Some(("what u1 said", r1)),
+    };
+    assert!(s.roll_handle("sa", &roll).unwrap());
+    s.erase_rows(&crate::store::Erasure {
+        turns: &[a1, r1],
+        tombstone: "[erased]",
+        revisions_from: &[("sa".to_string(), 2)],
+        jobs: &[j1],
+        summaries: &["sa".to_string()],
+    })
+    .unwrap();
+    let turns: Vec<_> = s
+        .turns("sa", None)
+        .unwrap()
+        .into_iter()
+        .map(|t| (t.id, t.content))
+        .collect();
+    assert_eq!(
+        turns,
+        [
+            (a1, "[erased]".to_string()),
+            (r1, "[erased]".to_string()),
+            (a2, "theirs".to_string())
+        ]
+    );
+    let revs: Vec<i64> = s.pin_history("sa").unwrap().iter().map(|r| r.rev).collect();
+    assert_eq!(revs, [1]);
+    let session = s.session("sa").unwrap().unwrap();
+    assert_eq!((session.summary, session.summary_upto), (None, None));
+    let left: Vec<i64> = s.session_jobs("sa").unwrap().iter().map(|j| j.id).collect();
+    assert_eq!(left, [j2]);
+
+    s.record_erased_handles(&["h1".into(), "h2".into()])
+        .unwrap();
+    let erased = s.erased_handles(0, i64::MAX).unwrap();
+    let handles: Vec<&str> = erased.iter().map(|(_, h)| h.as_str()).collect();
+    assert_eq!(handles, ["h1", "h2"]);
+    assert!(erased[0].0 < erased[1].0);
+    assert_eq!(
+        s.erased_handles(erased[0].0, i64::MAX).unwrap(),
+        [erased[1].clone()],
+        "after an id"
+    );
+    assert_eq!(
+        s.erased_handles(erased[1].0, 0).unwrap(),
+        erased,
+        "or erased since a time"
+    );
+    s.record_erased_handles(&[]).unwrap();
+    assert_eq!(s.erased_handles(0, i64::MAX).unwrap(), erased);
+}
+
 /// Pins last written whole before the clarify gate: the `earlier`
 /// revision a migration made, lines added to it, an erasure back to it
 /// and a restore of it keep a pin counted; a whole new pin does not.
@@ -1545,6 +1778,8 @@ macro_rules! store_suite {
             calls_are_recorded,
             replies_record_their_system_prompt_and_facts,
             meta_health_and_locks,
+            sessions_are_copied_with_their_turns,
+            erasure_finds_rewrites_and_records,
             pins_before_the_gate_are_counted,
             every_change_writes_its_event,
             events_are_filtered,
