@@ -703,9 +703,14 @@ pub fn jobs_lease_retry_and_list(open: Open) {
         })
         .unwrap();
     assert_eq!(recent.len(), 2);
+}
 
-    // An expired lease (its runner died) lets the job be claimed again;
-    // after the last attempt a failure gives it up, with its error kept.
+/// An expired lease (its runner died) lets the job be claimed again;
+/// after the last attempt a failure gives it up, with its error kept.
+pub fn a_job_is_given_up_after_its_last_attempt(open: Open) {
+    let mut s = open();
+    s.ensure_session("sid", &KEY, "/").unwrap();
+    let session = JobSelect::session("sid");
     let lone = s
         .enqueue_job(JobKind::Summary, "a", Some("sid"), None, &json!({}))
         .unwrap();
@@ -908,6 +913,38 @@ pub fn sessions_are_copied_with_their_turns(open: Open) {
         updated_at: 200,
         ..Session::fresh("copy", &key, "/w")
     };
+    let turns = copied_turns();
+    assert!(s.import_session(&session, &turns).unwrap());
+    assert!(!s.import_session(&session, &turns).unwrap(), "copied once");
+
+    let copied = s.turns("copy", None).unwrap();
+    let ids: Vec<i64> = copied.iter().map(|t| t.id).collect();
+    assert!(
+        first < ids[0] && ids[0] < ids[1] && ids[1] < ids[2],
+        "{ids:?}"
+    );
+    for (copy, turn) in copied.iter().zip(&turns) {
+        let moved = Turn {
+            id: copy.id,
+            ..turn.clone()
+        };
+        assert_eq!(json!(copy), json!(moved), "all but the id kept");
+    }
+    let moved = Session {
+        summary_upto: Some(ids[1]),
+        ..session
+    };
+    let back = s.session("copy").unwrap().unwrap();
+    assert_eq!(json!(back), json!(moved), "the bound moved, the rest kept");
+
+    add(&mut *s, "z", &["a fact of an agent without sessions"]);
+    add(&mut *s, "a", &["and one of an agent with some"]);
+    assert_eq!(s.agents().unwrap(), ["a", "b", "z"]);
+}
+
+/// A session's turns as another store held them (ids 1001 to 1003): a
+/// message from u1, its reply, a failed message.
+fn copied_turns() -> [Turn; 3] {
     let turn = |id: i64, role: Role, status: TurnStatus, content: &str| Turn {
         id,
         role,
@@ -926,7 +963,7 @@ pub fn sessions_are_copied_with_their_turns(open: Open) {
         facts: Vec::new(),
         extract: false,
     };
-    let turns = [
+    [
         Turn {
             user: Some("u1".into()),
             ..turn(1001, Role::User, TurnStatus::Answered, "question")
@@ -943,98 +980,36 @@ pub fn sessions_are_copied_with_their_turns(open: Open) {
             error: Some("it failed".into()),
             ..turn(1003, Role::User, TurnStatus::Failed, "again")
         },
-    ];
-    assert!(s.import_session(&session, &turns).unwrap());
-    assert!(!s.import_session(&session, &turns).unwrap(), "copied once");
-
-    let copied = s.turns("copy", None).unwrap();
-    assert_eq!(copied.len(), 3);
-    assert!(copied[0].id > first && copied[0].id < copied[1].id && copied[1].id < copied[2].id);
-    let seen: Vec<_> = copied
-        .iter()
-        .map(|t| {
-            let t = t.clone();
-            (t.role, t.status, t.content, t.created_at, t.user, t.error)
-        })
-        .collect();
-    assert_eq!(
-        seen,
-        turns
-            .iter()
-            .map(|t| {
-                let t = t.clone();
-                (t.role, t.status, t.content, t.created_at, t.user, t.error)
-            })
-            .collect::<Vec<_>>()
-    );
-    assert_eq!(
-        (copied[1].mode, copied[1].path, copied[1].cost_usd),
-        (Some(Mode::Resumed), Some(CallPath::Cli), Some(0.25))
-    );
-    assert_eq!(copied[1].usage, Some(json!({ "input_tokens": 4 })));
-    assert_eq!(copied[1].duration_ms, Some(40));
-
-    let back = s.session("copy").unwrap().unwrap();
-    assert_eq!(back.summary_upto, Some(copied[1].id), "the bound moved");
-    let fields = |s: &Session| {
-        (
-            s.agent.clone(),
-            s.channel.clone(),
-            s.thread.clone(),
-            s.generation,
-            s.handle.clone(),
-            s.handle_turns,
-            s.handle_host.clone(),
-            s.cwd.clone(),
-            s.pin.clone(),
-            s.summary.clone(),
-            s.created_at,
-            s.updated_at,
-        )
-    };
-    assert_eq!(fields(&back), fields(&session));
-
-    add(&mut *s, "z", &["a fact of an agent without sessions"]);
-    add(&mut *s, "a", &["and one of an agent with some"]);
-    assert_eq!(s.agents().unwrap(), ["a", "b", "z"]);
+    ]
 }
 
-/// What `forget --user` reads (a person's messages, a session's jobs) and
-/// rewrites (their turns, the pin revisions and summary that hold what
-/// they said, their jobs), and the handles it leaves for every host to
-/// delete.
-pub fn erasure_finds_rewrites_and_records(open: Open) {
+/// What `forget --user` reads: a person's messages, in every agent or
+/// one, and a session's jobs with their inputs.
+pub fn a_persons_turns_and_a_sessions_jobs_are_found(open: Open) {
     let mut s = open();
     let other = SessionKey { agent: "b", ..KEY };
     s.ensure_session("sa", &KEY, "/").unwrap();
     s.ensure_session("sb", &other, "/").unwrap();
     let a1 = s.add_user_turn("sa", "mine", Some("u1")).unwrap();
-    let r1 = s.add_reply("sa", a1, &reply("reply", "sa")).unwrap();
-    let a2 = s.add_user_turn("sa", "theirs", Some("u2")).unwrap();
+    s.add_reply("sa", a1, &reply("reply", "sa")).unwrap();
+    s.add_user_turn("sa", "theirs", Some("u2")).unwrap();
     let b1 = s.add_user_turn("sb", "mine too", Some("u1")).unwrap();
+    let (sa, sb) = ("sa".to_string(), "sb".to_string());
     assert_eq!(
         s.person_turns("u1", None).unwrap(),
-        [("sa".to_string(), a1), ("sb".to_string(), b1)]
+        [(sa, a1), (sb.clone(), b1)]
     );
-    assert_eq!(
-        s.person_turns("u1", Some("b")).unwrap(),
-        [("sb".to_string(), b1)]
-    );
+    assert_eq!(s.person_turns("u1", Some("b")).unwrap(), [(sb, b1)]);
     assert!(s.person_turns("nobody", None).unwrap().is_empty());
 
+    let input = |n: i64| json!({ "n": n });
     let j1 = s
-        .enqueue_job(
-            JobKind::Facts,
-            "a",
-            Some("sa"),
-            Some(a1),
-            &json!({ "n": 1 }),
-        )
+        .enqueue_job(JobKind::Facts, "a", Some("sa"), Some(a1), &input(1))
         .unwrap();
     let j2 = s
-        .enqueue_job(JobKind::Pin, "a", Some("sa"), None, &json!({ "n": 2 }))
+        .enqueue_job(JobKind::Pin, "a", Some("sa"), None, &input(2))
         .unwrap();
-    s.enqueue_job(JobKind::Facts, "b", Some("sb"), None, &json!({}))
+    s.enqueue_job(JobKind::Facts, "b", Some("sb"), None, &input(3))
         .unwrap();
     let jobs: Vec<_> = s
         .session_jobs("sa")
@@ -1042,21 +1017,30 @@ pub fn erasure_finds_rewrites_and_records(open: Open) {
         .into_iter()
         .map(|j| (j.id, j.kind, j.agent, j.turn_id, j.input, j.attempts))
         .collect();
+    let a = || "a".to_string();
     assert_eq!(
         jobs,
         [
-            (
-                j1,
-                JobKind::Facts,
-                "a".into(),
-                Some(a1),
-                json!({ "n": 1 }),
-                0
-            ),
-            (j2, JobKind::Pin, "a".into(), None, json!({ "n": 2 }), 0),
+            (j1, JobKind::Facts, a(), Some(a1), input(1), 0),
+            (j2, JobKind::Pin, a(), None, input(2), 0),
         ]
     );
+}
 
+/// An erasure rewrites the turns it names, deletes the pin revisions from
+/// one on and the jobs it names, drops the summaries; the handles it
+/// leaves are read back after an id or since a time.
+pub fn an_erasure_rewrites_its_rows_and_records_handles(open: Open) {
+    let mut s = open();
+    s.ensure_session("sa", &KEY, "/").unwrap();
+    let a1 = s.add_user_turn("sa", "mine", Some("u1")).unwrap();
+    let r1 = s.add_reply("sa", a1, &reply("reply", "sa")).unwrap();
+    let a2 = s.add_user_turn("sa", "theirs", Some("u2")).unwrap();
+    let job = |s: &mut dyn Store| {
+        s.enqueue_job(JobKind::Facts, "a", Some("sa"), None, &json!({}))
+            .unwrap()
+    };
+    let (j1, j2) = (job(&mut *s), job(&mut *s));
     for pin in ["one", "two", "three"] {
         s.set_pin("sa", Some(pin), PinChange::by(PinSource::Set))
             .unwrap();
@@ -1076,19 +1060,16 @@ pub fn erasure_finds_rewrites_and_records(open: Open) {
         summaries: &["sa".to_string()],
     })
     .unwrap();
-    let turns: Vec<_> = s
+    let turns: Vec<(i64, String)> = s
         .turns("sa", None)
         .unwrap()
         .into_iter()
         .map(|t| (t.id, t.content))
         .collect();
+    let erased = || "[erased]".to_string();
     assert_eq!(
         turns,
-        [
-            (a1, "[erased]".to_string()),
-            (r1, "[erased]".to_string()),
-            (a2, "theirs".to_string())
-        ]
+        [(a1, erased()), (r1, erased()), (a2, "theirs".into())]
     );
     let revs: Vec<i64> = s.pin_history("sa").unwrap().iter().map(|r| r.rev).collect();
     assert_eq!(revs, [1]);
@@ -1103,16 +1084,10 @@ pub fn erasure_finds_rewrites_and_records(open: Open) {
     let handles: Vec<&str> = erased.iter().map(|(_, h)| h.as_str()).collect();
     assert_eq!(handles, ["h1", "h2"]);
     assert!(erased[0].0 < erased[1].0);
-    assert_eq!(
-        s.erased_handles(erased[0].0, i64::MAX).unwrap(),
-        [erased[1].clone()],
-        "after an id"
-    );
-    assert_eq!(
-        s.erased_handles(erased[1].0, 0).unwrap(),
-        erased,
-        "or erased since a time"
-    );
+    let after_first = s.erased_handles(erased[0].0, i64::MAX).unwrap();
+    assert_eq!(after_first, erased[1..], "after an id");
+    let since = s.erased_handles(erased[1].0, 0).unwrap();
+    assert_eq!(since, erased, "or erased since a time");
     s.record_erased_handles(&[]).unwrap();
     assert_eq!(s.erased_handles(0, i64::MAX).unwrap(), erased);
 }
@@ -1220,6 +1195,35 @@ fn no_event(store: &dyn Store, last: i64) {
 /// none.
 pub fn every_change_writes_its_event(open: Open) {
     let mut s = open();
+    let (u1, r1, last) = turns_and_pins_write_events(&mut *s);
+    let (fact, last) = facts_write_events(&mut *s, u1, last);
+    let last = rolls_and_jobs_write_events(&mut *s, u1, r1, last);
+    forgetting_and_removing_write_events(&mut *s, fact, last);
+
+    // The whole log, as another connection reads it: in order, one each.
+    let kinds: Vec<EventKind> = all_events(&*open()).iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            EventKind::TurnDone,
+            EventKind::TurnFailed,
+            EventKind::PinSet,
+            EventKind::PinClarified,
+            EventKind::FactAdded,
+            EventKind::Correction,
+            EventKind::FactEnriched,
+            EventKind::SessionCompacted,
+            EventKind::JobFailed,
+            EventKind::Drift,
+            EventKind::FactForgotten,
+            EventKind::SessionRemoved,
+        ]
+    );
+}
+
+/// A reply, a failed turn, a pin set and clarified (and pins that change
+/// nothing): the user turn, its reply and the last event's id.
+fn turns_and_pins_write_events(s: &mut dyn Store) -> (i64, i64, i64) {
     let start = crate::store::events::now_us();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let u1 = s.add_user_turn("sid", "hello", Some("u1")).unwrap();
@@ -1270,7 +1274,12 @@ pub fn every_change_writes_its_event(open: Open) {
         (&e.data["pin"], &e.data["rev"], &e.data["turn"]),
         (&json!("task+"), &json!(2), &json!(u1))
     );
+    (u1, r1, last)
+}
 
+/// Facts added (one a correction), a repeat that adds nothing, keywords
+/// set: the first fact's id and the last event's.
+fn facts_write_events(s: &mut dyn Store, u1: i64, mut last: i64) -> (i64, i64) {
     let kw = vec!["pnpm".to_string()];
     let ids = s
         .add_facts(&[
@@ -1330,7 +1339,12 @@ pub fn every_change_writes_its_event(open: Open) {
     );
     assert!(!s.set_fact_keywords(999_999, &kw).unwrap());
     no_event(&*s, last);
+    (fact, last)
+}
 
+/// Rolls of the handle (one with a summary), a job retried, one given
+/// up, one finished with events: the last event's id.
+fn rolls_and_jobs_write_events(s: &mut dyn Store, u1: i64, r1: i64, mut last: i64) -> i64 {
     let plain = Roll {
         from: 0,
         to: 1,
@@ -1356,12 +1370,12 @@ pub fn every_change_writes_its_event(open: Open) {
     no_event(&*s, last);
 
     // A job retried later reports nothing; one given up does.
-    let q = |s: &mut Box<dyn Store>, kind| {
+    let q = |s: &mut dyn Store, kind| {
         s.enqueue_job(kind, "a", Some("sid"), Some(u1), &json!({}))
             .unwrap()
     };
-    let retried = q(&mut s, JobKind::Summary);
-    let given_up = q(&mut s, JobKind::Facts);
+    let retried = q(s, JobKind::Summary);
+    let given_up = q(s, JobKind::Facts);
     let of = |kind| JobSelect {
         kind: Some(kind),
         ..JobSelect::session("sid")
@@ -1401,7 +1415,11 @@ pub fn every_change_writes_its_event(open: Open) {
     );
     s.finish_job(given_up, &[]).unwrap();
     no_event(&*s, last);
+    last
+}
 
+/// A fact forgotten and the session removed, each once.
+fn forgetting_and_removing_write_events(s: &mut dyn Store, fact: i64, mut last: i64) {
     assert_eq!(s.forget_facts("a", &[fact, 999_999]).unwrap(), 1);
     let e = one_event(&*s, &mut last, EventKind::FactForgotten);
     assert_eq!(e.user.as_deref(), Some("u1"));
@@ -1415,50 +1433,13 @@ pub fn every_change_writes_its_event(open: Open) {
     assert_eq!(e.data, json!({ "turns": 3 }));
     assert!(!s.delete_session("sid").unwrap());
     no_event(&*s, last);
-
-    // The whole log, as another connection reads it: in order, one each.
-    let kinds: Vec<EventKind> = all_events(&*open()).iter().map(|e| e.kind).collect();
-    assert_eq!(
-        kinds,
-        [
-            EventKind::TurnDone,
-            EventKind::TurnFailed,
-            EventKind::PinSet,
-            EventKind::PinClarified,
-            EventKind::FactAdded,
-            EventKind::Correction,
-            EventKind::FactEnriched,
-            EventKind::SessionCompacted,
-            EventKind::JobFailed,
-            EventKind::Drift,
-            EventKind::FactForgotten,
-            EventKind::SessionRemoved,
-        ]
-    );
 }
 
 /// What a reading asks for: after an id, since a time, of an agent, a
 /// session or some kinds, the oldest or the newest few.
 pub fn events_are_filtered(open: Open) {
     let mut s = open();
-    let fact = |agent, session, content, correction| NewFact {
-        session_id: session,
-        correction,
-        ..NewFact::new(agent, None, content)
-    };
-    s.add_facts(&[fact("a", Some("s1"), "one", false)]).unwrap();
-    s.add_facts(&[fact("b", Some("s2"), "two", false)]).unwrap();
-    s.add_facts(&[fact("a", Some("s3"), "three", true)])
-        .unwrap();
-    // Clear of the third event's microsecond, whatever the clock's grain.
-    std::thread::sleep(std::time::Duration::from_millis(5));
-    let mid = crate::store::events::now_us();
-    s.add_facts(&[fact("a", Some("s1"), "four", false)])
-        .unwrap();
-    let all = all_events(&*s);
-    assert_eq!(all.len(), 4);
-    let e = event_ids(&all);
-    assert!(e.windows(2).all(|w| w[0] < w[1]), "{e:?}");
+    let (e, mid) = four_events(&mut *s);
     let read = |f: EventFilter| event_ids(&s.events(&f).unwrap());
     let none = EventFilter::default;
 
@@ -1497,6 +1478,39 @@ pub fn events_are_filtered(open: Open) {
         }),
         [e[0], e[3]]
     );
+}
+
+/// Four facts' events: of agent a in session s1, b in s2, a correction of
+/// a in s3, then a in s1 again after the time returned. Their ids, checked
+/// to increase, and that time.
+fn four_events(s: &mut dyn Store) -> (Vec<i64>, i64) {
+    let fact = |agent, session, content, correction| NewFact {
+        session_id: session,
+        correction,
+        ..NewFact::new(agent, None, content)
+    };
+    s.add_facts(&[fact("a", Some("s1"), "one", false)]).unwrap();
+    s.add_facts(&[fact("b", Some("s2"), "two", false)]).unwrap();
+    s.add_facts(&[fact("a", Some("s3"), "three", true)])
+        .unwrap();
+    // Clear of the third event's microsecond, whatever the clock's grain.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let mid = crate::store::events::now_us();
+    s.add_facts(&[fact("a", Some("s1"), "four", false)])
+        .unwrap();
+    let all = all_events(&*s);
+    assert_eq!(all.len(), 4);
+    let e = event_ids(&all);
+    assert!(e.windows(2).all(|w| w[0] < w[1]), "{e:?}");
+    (e, mid)
+}
+
+/// Of some kinds; the oldest or the newest few.
+pub fn events_are_filtered_by_kind_and_count(open: Open) {
+    let mut s = open();
+    let (e, _) = four_events(&mut *s);
+    let read = |f: EventFilter| event_ids(&s.events(&f).unwrap());
+    let none = EventFilter::default;
     assert_eq!(
         read(EventFilter {
             kinds: &[EventKind::Correction],
@@ -1584,8 +1598,23 @@ pub fn forgetting_redacts_events(open: Open) {
     assert_eq!(all[1].data["content"], "kept one");
     assert_eq!(all[3].data, json!({ "fact_id": secret }));
     assert_eq!(all[3].user.as_deref(), Some("u1"));
+}
 
-    // A removed session's events say nothing any more; its removal is said.
+/// A session's events, as a reading of the log by session finds them.
+fn session_events(s: &dyn Store, sid: &str) -> Vec<Event> {
+    s.events(&EventFilter {
+        session_id: Some(sid),
+        ..EventFilter::default()
+    })
+    .unwrap()
+}
+
+/// A removed session's events say nothing any more; its removal is said.
+/// A person's events within an agent lose what they said and who they
+/// are; another agent's stay.
+pub fn removing_a_session_or_a_person_redacts_events(open: Open) {
+    let mut s = open();
+    let redacted = crate::store::redacted_data();
     for sid in ["gone", "stays"] {
         let key = SessionKey {
             channel: sid,
@@ -1599,14 +1628,7 @@ pub fn forgetting_redacts_events(open: Open) {
     }
     let before = last_id(&*s);
     assert!(s.delete_session("gone").unwrap());
-    let session = |s: &dyn Store, sid| {
-        s.events(&EventFilter {
-            session_id: Some(sid),
-            ..EventFilter::default()
-        })
-        .unwrap()
-    };
-    let gone = session(&*s, "gone");
+    let gone = session_events(&*s, "gone");
     assert_eq!(
         gone.iter().map(|e| e.kind).collect::<Vec<_>>(),
         [
@@ -1618,10 +1640,12 @@ pub fn forgetting_redacts_events(open: Open) {
     assert!(gone[..2].iter().all(|e| e.data == redacted), "{gone:?}");
     assert_eq!(gone[2].data, json!({ "turns": 2 }));
     assert!(gone[2].id > before);
-    assert!(session(&*s, "stays").iter().all(|e| e.data != redacted));
+    assert!(
+        session_events(&*s, "stays")
+            .iter()
+            .all(|e| e.data != redacted)
+    );
 
-    // A person's events within an agent lose what they said and who they
-    // are; another agent's stay.
     s.add_facts(&[
         NewFact::new("a", Some("u2"), "likes rust"),
         NewFact::new("b", Some("u2"), "elsewhere"),
@@ -1629,7 +1653,7 @@ pub fn forgetting_redacts_events(open: Open) {
     .unwrap();
     let n = s.redact_person_events("u2", Some("a")).unwrap();
     assert_eq!(n, 3, "both sessions' replies to them, and their fact");
-    let stays = session(&*s, "stays");
+    let stays = session_events(&*s, "stays");
     assert_eq!(
         (stays[0].kind, &stays[0].data, stays[0].user.as_deref()),
         (EventKind::TurnDone, &redacted, None)
@@ -1648,9 +1672,13 @@ pub fn forgetting_redacts_events(open: Open) {
     assert_eq!(theirs.user.as_deref(), Some("u2"));
     assert_eq!(theirs.data["content"], "elsewhere");
     assert_eq!(s.redact_person_events("u2", Some("a")).unwrap(), 0);
+}
 
-    // An erasure's rows: the turns' events, the summaries and the pins of
-    // the sessions named.
+/// An erasure's rows take with them what their events said: the turns',
+/// and the summaries' and pins' of the sessions named.
+pub fn an_erasure_redacts_its_rows_events(open: Open) {
+    let mut s = open();
+    let redacted = crate::store::redacted_data();
     let key = SessionKey {
         channel: "erased",
         ..KEY
@@ -1677,7 +1705,7 @@ pub fn forgetting_redacts_events(open: Open) {
         summaries: &["e".to_string()],
     })
     .unwrap();
-    let e = session(&*s, "e");
+    let e = session_events(&*s, "e");
     let said: Vec<(EventKind, bool)> = e.iter().map(|e| (e.kind, e.data == redacted)).collect();
     assert_eq!(
         said,
@@ -1772,6 +1800,7 @@ macro_rules! store_suite {
             all_common_terms_are_required_together,
             text_outranks_keywords,
             jobs_lease_retry_and_list,
+            a_job_is_given_up_after_its_last_attempt,
             pin_jobs_apply_in_turn_order,
             bounded_claims_are_fair_between_sessions,
             job_health_counts_open_and_failed,
@@ -1779,11 +1808,15 @@ macro_rules! store_suite {
             replies_record_their_system_prompt_and_facts,
             meta_health_and_locks,
             sessions_are_copied_with_their_turns,
-            erasure_finds_rewrites_and_records,
+            a_persons_turns_and_a_sessions_jobs_are_found,
+            an_erasure_rewrites_its_rows_and_records_handles,
             pins_before_the_gate_are_counted,
             every_change_writes_its_event,
             events_are_filtered,
+            events_are_filtered_by_kind_and_count,
             forgetting_redacts_events,
+            removing_a_session_or_a_person_redacts_events,
+            an_erasure_redacts_its_rows_events,
             prune_keeps_ids_increasing,
             a_watch_wakes_when_events_are_appended
         );

@@ -658,6 +658,26 @@ mod tests {
         assert_eq!(session.pin.as_deref(), Some("task\u{FFFD}"));
         let facts = s.all_facts("a", None).unwrap();
         assert_eq!(facts[0].content, "uses \u{FFFD} bytes in logs");
+        // The pin holds what was asked for, as stored: a swap from it to
+        // the same text is one that needs no write.
+        let change = crate::store::PinChange::by(crate::store::PinSource::Set);
+        assert!(
+            s.swap_pin("sid", Some("task\u{FFFD}"), "task\0", change)
+                .unwrap()
+        );
+        assert_eq!(s.pin_history("sid").unwrap().len(), 1);
+        // A copied session's text too (a SQLite store holds a NUL as it is).
+        let copy = crate::store::Session {
+            pin: Some("copied \0 pin".into()),
+            ..crate::store::Session::fresh("copy", &key, "/")
+        };
+        let mut turn = turns[1].clone();
+        turn.content = "copied \0 reply".into();
+        assert!(s.import_session(&copy, &[turn]).unwrap());
+        let copied = s.turns("copy", None).unwrap();
+        assert_eq!(copied[0].content, "copied \u{FFFD} reply");
+        let session = s.session("copy").unwrap().unwrap();
+        assert_eq!(session.pin.as_deref(), Some("copied \u{FFFD} pin"));
     }
 
     /// A follower reading `id > last` over and over, while writers on
@@ -669,9 +689,7 @@ mod tests {
     fn event_ids_follow_commit_order_under_concurrent_writers() {
         use std::sync::atomic::{AtomicBool, Ordering};
 
-        use serde_json::json;
-
-        use crate::store::{EventFilter, PinSource};
+        use crate::store::EventFilter;
 
         const WRITERS: usize = 4;
         const CHANGES: usize = 100;
@@ -720,40 +738,7 @@ mod tests {
         let writers: Vec<_> = (0..WRITERS)
             .map(|w| {
                 let url = url.clone();
-                std::thread::spawn(move || {
-                    // Each on a session of its own: nothing but the event
-                    // log orders one writer's transactions against another's.
-                    let mut s = PgStore::open(&url, DEFAULT_WAIT).unwrap();
-                    let sid = format!("s{w}");
-                    let key = SessionKey {
-                        agent: "a",
-                        channel: &sid,
-                        thread: None,
-                    };
-                    s.ensure_session(&sid, &key, "/").unwrap();
-                    for i in 0..CHANGES {
-                        if i % 3 == 0 {
-                            // A change that appends two events at once.
-                            let job = s
-                                .enqueue_job(JobKind::Facts, "a", Some(&sid), None, &json!({}))
-                                .unwrap();
-                            let drift = NewEvent {
-                                kind: crate::store::EventKind::Drift,
-                                agent: "a".into(),
-                                session_id: Some(sid.clone()),
-                                user: None,
-                                fact_id: None,
-                                turn_id: None,
-                                data: json!({ "writer": w, "change": i }),
-                            };
-                            s.finish_job(job, &[drift.clone(), drift]).unwrap();
-                        } else {
-                            let pin = format!("pin {i}");
-                            s.set_pin(&sid, Some(&pin), PinChange::by(PinSource::Set))
-                                .unwrap();
-                        }
-                    }
-                })
+                std::thread::spawn(move || write_changes(&url, w, CHANGES))
             })
             .collect();
         let written: Vec<_> = writers.into_iter().map(|w| w.join()).collect();
@@ -771,6 +756,43 @@ mod tests {
         let expected: Vec<i64> = (1..=count(WRITERS * per_writer)).collect();
         assert_eq!(all, expected, "one id per event, none skipped");
         assert_eq!(seen, all, "the follower saw each event once, in order");
+    }
+
+    /// Writer `w`'s `changes` on a session of its own (nothing but the
+    /// event log orders one writer's transactions against another's): every
+    /// third a job finished with two events at once, the others a pin set.
+    fn write_changes(url: &ServerUrl, w: usize, changes: usize) {
+        use crate::store::{EventKind, PinSource};
+        let mut s = PgStore::open(url, DEFAULT_WAIT).unwrap();
+        let sid = format!("s{w}");
+        let key = SessionKey {
+            agent: "a",
+            channel: &sid,
+            thread: None,
+        };
+        s.ensure_session(&sid, &key, "/").unwrap();
+        for i in 0..changes {
+            if i % 3 == 0 {
+                let input = serde_json::json!({});
+                let job = s
+                    .enqueue_job(JobKind::Facts, "a", Some(&sid), None, &input)
+                    .unwrap();
+                let drift = NewEvent {
+                    kind: EventKind::Drift,
+                    agent: "a".into(),
+                    session_id: Some(sid.clone()),
+                    user: None,
+                    fact_id: None,
+                    turn_id: None,
+                    data: serde_json::json!({ "writer": w, "change": i }),
+                };
+                s.finish_job(job, &[drift.clone(), drift]).unwrap();
+            } else {
+                let pin = format!("pin {i}");
+                s.set_pin(&sid, Some(&pin), PinChange::by(PinSource::Set))
+                    .unwrap();
+            }
+        }
     }
 
     /// Queries, transactions and the turn lock, from inside a runtime of
