@@ -117,82 +117,82 @@ pub trait Row {
 impl dyn Row + '_ {
     /// Column `i` as a `T`.
     pub fn get<T: Column>(&self, i: usize) -> Result<T> {
-        let value = self.value(i)?;
-        let shown = format!("{value:?}");
-        T::from_value(value).ok_or_else(|| {
+        T::from_value(self.value(i)?).map_err(|value| {
             let name = std::any::type_name::<T>().rsplit("::").next().unwrap_or("");
+            let shown: String = format!("{value:?}").chars().take(80).collect();
             anyhow::anyhow!("the session store holds {shown} in column {i}, where {name} belongs")
                 .into()
         })
     }
 }
 
-/// A type a column reads into, on every engine: `None` when the value is
+/// A type a column reads into, on every engine; the value back when it is
 /// not one (a NULL where a value belongs, text that is no known spelling).
 pub trait Column: Sized {
-    fn from_value(value: Value) -> Option<Self>;
+    fn from_value(value: Value) -> std::result::Result<Self, Value>;
 }
 
 impl<T: Column> Column for Option<T> {
-    fn from_value(value: Value) -> Option<Self> {
+    fn from_value(value: Value) -> std::result::Result<Self, Value> {
         match value {
-            Value::Null => Some(None),
+            Value::Null => Ok(None),
             v => T::from_value(v).map(Some),
         }
     }
 }
 
 impl Column for i64 {
-    fn from_value(value: Value) -> Option<Self> {
+    fn from_value(value: Value) -> std::result::Result<Self, Value> {
         match value {
-            Value::Int(n) => Some(n),
-            _ => None,
+            Value::Int(n) => Ok(n),
+            v => Err(v),
         }
     }
 }
 
 /// Generations: stored as 64 bits, never near 32.
 impl Column for u32 {
-    fn from_value(value: Value) -> Option<Self> {
+    fn from_value(value: Value) -> std::result::Result<Self, Value> {
         i64::from_value(value).map(|n| u32::try_from(n).unwrap_or(u32::MAX))
     }
 }
 
 /// SQLite keeps a whole number in a REAL column as an integer.
 impl Column for f64 {
-    fn from_value(value: Value) -> Option<Self> {
+    fn from_value(value: Value) -> std::result::Result<Self, Value> {
         match value {
-            Value::Real(x) => Some(x),
+            Value::Real(x) => Ok(x),
             #[allow(clippy::cast_precision_loss)]
-            Value::Int(n) => Some(n as f64),
-            _ => None,
+            Value::Int(n) => Ok(n as f64),
+            v => Err(v),
         }
     }
 }
 
 /// SQLite keeps a flag as 0 or 1.
 impl Column for bool {
-    fn from_value(value: Value) -> Option<Self> {
+    fn from_value(value: Value) -> std::result::Result<Self, Value> {
         match value {
-            Value::Bool(b) => Some(b),
-            Value::Int(n) => Some(n != 0),
-            _ => None,
+            Value::Bool(b) => Ok(b),
+            Value::Int(n) => Ok(n != 0),
+            v => Err(v),
         }
     }
 }
 
 impl Column for String {
-    fn from_value(value: Value) -> Option<Self> {
+    fn from_value(value: Value) -> std::result::Result<Self, Value> {
         match value {
-            Value::Text(s) => Some(s),
-            _ => None,
+            Value::Text(s) => Ok(s),
+            v => Err(v),
         }
     }
 }
 
 impl<T: TextEnum> Column for T {
-    fn from_value(value: Value) -> Option<Self> {
-        String::from_value(value).and_then(|s| T::parse(&s))
+    fn from_value(value: Value) -> std::result::Result<Self, Value> {
+        let s = String::from_value(value)?;
+        T::parse(&s).ok_or(Value::Text(s))
     }
 }
 
@@ -293,4 +293,69 @@ pub fn write<E: Engine + ?Sized, T>(
 /// A count as a parameter: a `usize` never near 2^63.
 pub fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{JobKind, Role};
+
+    /// A row of values as an engine would hand them over.
+    struct Values(Vec<Value>);
+
+    impl Row for Values {
+        fn value(&self, i: usize) -> Result<Value> {
+            Ok(self.0[i].clone())
+        }
+    }
+
+    #[test]
+    fn columns_read_into_their_types_and_a_mismatch_is_said() {
+        let row = Values(vec![
+            Value::Int(7),
+            Value::Null,
+            Value::Text("user".into()),
+            Value::Int(1),
+            Value::Int(2),
+            Value::Text("nonsense".into()),
+            Value::Int(i64::from(u32::MAX) + 1),
+        ]);
+        let r: &dyn Row = &row;
+        assert_eq!(r.get::<i64>(0).unwrap(), 7);
+        assert_eq!(r.get::<Option<i64>>(1).unwrap(), None);
+        assert_eq!(r.get::<Option<String>>(1).unwrap(), None);
+        assert_eq!(r.get::<Role>(2).unwrap(), Role::User);
+        assert_eq!(r.get::<Option<Role>>(2).unwrap(), Some(Role::User));
+        // SQLite's flags and whole numbers in REAL columns.
+        assert!(r.get::<bool>(3).unwrap());
+        assert!((r.get::<f64>(4).unwrap() - 2.0).abs() < f64::EPSILON);
+        assert_eq!(r.get::<u32>(6).unwrap(), u32::MAX);
+        let null = r.get::<i64>(1).unwrap_err().to_string();
+        assert!(
+            null.contains("Null in column 1, where i64 belongs"),
+            "{null}"
+        );
+        let unknown = format!("{:#}", r.get::<JobKind>(5).unwrap_err());
+        assert!(unknown.contains("\"nonsense\""), "{unknown}");
+        assert!(unknown.contains("JobKind"), "{unknown}");
+        assert!(r.get::<String>(0).is_err());
+    }
+
+    #[test]
+    fn arguments_bind_as_their_values() {
+        let thread: Option<String> = None;
+        let args: &[Param] = args![7_i64, "a", &thread, Some(2.5), true, JobKind::Pin, 3_u32];
+        assert_eq!(
+            args,
+            [
+                Param::Int(7),
+                Param::Text("a"),
+                Param::Null,
+                Param::Real(2.5),
+                Param::Bool(true),
+                Param::Text("pin"),
+                Param::Int(3),
+            ]
+        );
+    }
 }
