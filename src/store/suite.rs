@@ -894,8 +894,19 @@ pub fn meta_health_and_locks(open: Open) {
 /// writes nothing. The agents listed are those with sessions or facts.
 pub fn sessions_are_copied_with_their_turns(open: Open) {
     let mut s = open();
-    s.ensure_session("here", &KEY, "/").unwrap();
-    let first = s.add_user_turn("here", "already here", None).unwrap();
+    // The turns to copy, as a store holds them: a message from u1, its
+    // reply, a failed message.
+    s.ensure_session("orig", &KEY, "/").unwrap();
+    let u = s.add_user_turn("orig", "question", Some("u1")).unwrap();
+    let usage = json!({ "input_tokens": 4 });
+    let answer = Reply {
+        usage: Some(&usage),
+        ..reply("answer", "orig")
+    };
+    let r = s.add_reply("orig", u, &answer).unwrap();
+    let failed = s.add_user_turn("orig", "again", None).unwrap();
+    s.fail_user_turn(failed, "it failed").unwrap();
+    let turns = s.turns("orig", None).unwrap();
     let key = SessionKey {
         agent: "b",
         channel: "copied",
@@ -908,19 +919,18 @@ pub fn sessions_are_copied_with_their_turns(open: Open) {
         handle_host: Some("host-9".into()),
         pin: Some("the task".into()),
         summary: Some("what came before".into()),
-        summary_upto: Some(1002),
+        summary_upto: Some(r),
         created_at: 100,
         updated_at: 200,
         ..Session::fresh("copy", &key, "/w")
     };
-    let turns = copied_turns();
     assert!(s.import_session(&session, &turns).unwrap());
     assert!(!s.import_session(&session, &turns).unwrap(), "copied once");
 
     let copied = s.turns("copy", None).unwrap();
     let ids: Vec<i64> = copied.iter().map(|t| t.id).collect();
     assert!(
-        first < ids[0] && ids[0] < ids[1] && ids[1] < ids[2],
+        failed < ids[0] && ids[0] < ids[1] && ids[1] < ids[2],
         "{ids:?}"
     );
     for (copy, turn) in copied.iter().zip(&turns) {
@@ -930,6 +940,7 @@ pub fn sessions_are_copied_with_their_turns(open: Open) {
         };
         assert_eq!(json!(copy), json!(moved), "all but the id kept");
     }
+    assert_eq!(copied[1].usage, Some(usage));
     let moved = Session {
         summary_upto: Some(ids[1]),
         ..session
@@ -938,49 +949,7 @@ pub fn sessions_are_copied_with_their_turns(open: Open) {
     assert_eq!(json!(back), json!(moved), "the bound moved, the rest kept");
 
     add(&mut *s, "z", &["a fact of an agent without sessions"]);
-    add(&mut *s, "a", &["and one of an agent with some"]);
     assert_eq!(s.agents().unwrap(), ["a", "b", "z"]);
-}
-
-/// A session's turns as another store held them (ids 1001 to 1003): a
-/// message from u1, its reply, a failed message.
-fn copied_turns() -> [Turn; 3] {
-    let turn = |id: i64, role: Role, status: TurnStatus, content: &str| Turn {
-        id,
-        role,
-        content: content.into(),
-        status,
-        mode: None,
-        path: None,
-        usage: None,
-        cost_usd: None,
-        duration_ms: None,
-        error: None,
-        created_at: 150 + id,
-        user: None,
-        handle: None,
-        system: None,
-        facts: Vec::new(),
-        extract: false,
-    };
-    [
-        Turn {
-            user: Some("u1".into()),
-            ..turn(1001, Role::User, TurnStatus::Answered, "question")
-        },
-        Turn {
-            mode: Some(Mode::Resumed),
-            path: Some(CallPath::Cli),
-            usage: Some(json!({ "input_tokens": 4 })),
-            cost_usd: Some(0.25),
-            duration_ms: Some(40),
-            ..turn(1002, Role::Assistant, TurnStatus::Reply, "answer")
-        },
-        Turn {
-            error: Some("it failed".into()),
-            ..turn(1003, Role::User, TurnStatus::Failed, "again")
-        },
-    ]
 }
 
 /// What `forget --user` reads: a person's messages, in every agent or
