@@ -2006,10 +2006,9 @@ fn follow_latency(b: &Bench, db: &std::ffi::OsStr, n: usize) -> (f64, f64, usize
         latencies.push(ms(committed.elapsed()));
         assert!(line.contains(&text), "{line}");
     }
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(follower.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    );
+    if let Some(pid) = rustix::process::Pid::from_raw(follower.id() as i32) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+    }
     let _ = follower.wait();
     latencies.sort_by(f64::total_cmp);
     (quantile(&latencies, 0.5), quantile(&latencies, 0.95), n)

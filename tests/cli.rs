@@ -1934,11 +1934,8 @@ fn interrupted_turn() -> Output {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(started.exists(), "the fake claude never started");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
     child.wait_with_output().unwrap()
 }
 

@@ -19,8 +19,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use common::{Env, assert_ok, files_containing, stderr, stdout};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use rustix::process::{Pid, Signal, kill_process};
 use serde_json::{Value, json};
 
 /// How long any wait may last before the test calls the program stuck:
@@ -197,8 +196,8 @@ impl Follower {
     }
 
     fn signal(&self, signal: Signal) {
-        let pid = Pid::from_raw(i32::try_from(self.child.id()).unwrap());
-        kill(pid, signal).unwrap();
+        let pid = Pid::from_raw(i32::try_from(self.child.id()).unwrap()).unwrap();
+        kill_process(pid, signal).unwrap();
     }
 
     /// Wait for it to exit: its status, the complete lines it printed that
@@ -288,7 +287,7 @@ fn a_follower_killed_mid_run_and_restarted_with_since_misses_nothing_and_repeats
         while printed.len() < BEFORE_KILL {
             printed.push(first.next("the first follower"));
         }
-        first.signal(Signal::SIGKILL);
+        first.signal(Signal::KILL);
         let (status, rest, _) = first.finish("the first follower after kill -9");
         assert_eq!(status.code(), None, "kill -9 ends it by the signal");
         printed.extend(rest);
@@ -314,7 +313,7 @@ fn a_follower_killed_mid_run_and_restarted_with_since_misses_nothing_and_repeats
         second = Some(again);
     });
     let second = second.unwrap();
-    second.signal(Signal::SIGINT);
+    second.signal(Signal::INT);
     let (status, rest, err) = second.finish("the restarted follower after SIGINT");
     printed.extend(rest);
     assert_eq!(
@@ -385,7 +384,7 @@ fn two_hosts_writing_concurrently_reach_a_follower_on_a_third_in_commit_order() 
             w.join().unwrap();
         }
     });
-    follower.signal(Signal::SIGINT);
+    follower.signal(Signal::INT);
     let (status, rest, err) = follower.finish("the follower after SIGINT");
     printed.extend(rest);
     assert_eq!(status.code(), Some(0), "{err}");
@@ -416,15 +415,22 @@ fn follow_ends_cleanly(server: bool) {
     let env = Env::fake("").store_on(server);
     add_fact(&env, "feed", None, "feed fact 0");
 
-    for signal in [Signal::SIGINT, Signal::SIGTERM] {
+    for (signal, signal_name) in [(Signal::INT, "SIGINT"), (Signal::TERM, "SIGTERM")] {
         let f = Follower::start(&env, "0");
         // It printed the backlog: it runs, its handlers are set.
         assert_eq!(f.next("before the signal")["kind"], "fact.added");
         f.signal(signal);
-        let (status, rest, err) = f.finish(&format!("a follower after {signal}"));
-        assert_eq!(status.code(), Some(0), "{signal} ends it with 0: {err}");
-        assert_eq!(err, "", "{signal}: nothing on stderr");
-        assert!(rest.is_empty(), "{signal}: nothing more printed: {rest:?}");
+        let (status, rest, err) = f.finish(&format!("a follower after {signal_name}"));
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "{signal_name} ends it with 0: {err}"
+        );
+        assert_eq!(err, "", "{signal_name}: nothing on stderr");
+        assert!(
+            rest.is_empty(),
+            "{signal_name}: nothing more printed: {rest:?}"
+        );
     }
 
     // `| head -1` with nothing more to print: only noticing the closed

@@ -140,10 +140,8 @@ impl Host {
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+            let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         });
         let out = child.wait_with_output().unwrap();
         *done.lock().unwrap() = true;

@@ -272,10 +272,8 @@ done
             break;
         }
         for pid in pids {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+            let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         }
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -231,11 +231,8 @@ fn a_worker_killed_holding_a_slot_frees_it_at_once_and_its_job_runs_after_its_le
         "the queued job says why: {list}"
     );
 
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(worker).unwrap()),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    let pid = rustix::process::Pid::from_raw(i32::try_from(worker).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
     // The kernel drops the lock with the process: free at once.
     let deadline = Instant::now() + Duration::from_secs(5);
     while env.processes().contains(&worker) {
@@ -245,18 +242,19 @@ fn a_worker_killed_holding_a_slot_frees_it_at_once_and_its_job_runs_after_its_le
     assert_eq!(doctor(&env)["side_calls"]["slots_in_use"], 0);
     // The killed call's claude is an orphan now: stop it, as a supervisor would.
     for (group, _) in side_processes(&env) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(i32::try_from(group).unwrap()),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        let group = rustix::process::Pid::from_raw(i32::try_from(group).unwrap()).unwrap();
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
 
     // The job it held is still leased; `jobs run` does the other one now
     // and that one once the lease (the side timeout + 10 s) has passed.
+    // The pin job the killed worker held. (The other session's worker may
+    // have started only now, found the slot free and be running its memory
+    // call: that one is not held by anyone dead.)
     let held: Vec<i64> = env
         .jobs()
         .iter()
-        .filter(|j| j["status"] == "running")
+        .filter(|j| j["status"] == "running" && j["kind"] == "pin")
         .map(|j| j["id"].as_i64().unwrap())
         .collect();
     assert_eq!(held.len(), 1);

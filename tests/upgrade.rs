@@ -646,7 +646,7 @@ fn read_only_file_release(release: &str) {
 /// binary and with the test's folders opened to others.
 fn as_unprivileged(env: &Env, args: &[String]) -> Output {
     use std::os::unix::fs::PermissionsExt;
-    if !nix::unistd::geteuid().is_root() {
+    if !rustix::process::geteuid().is_root() {
         return run(env, args);
     }
     let open_up = |path: &Path| {

@@ -170,12 +170,38 @@ fn follow(location: &Location, args: &EventsArgs) -> Result<()> {
     })
 }
 
-fn follow_from(location: &Location, args: &EventsArgs, last: &mut Option<i64>) -> Result<()> {
+/// A flag set once SIGINT or SIGTERM arrives, for the blocking follow
+/// loop to check. The signals are taken over before this returns (so from
+/// then on neither kills the process), and awaited on a thread of their
+/// own: tokio's signals, as a turn uses, on a runtime of that thread.
+fn stop_on_signals() -> std::io::Result<Arc<AtomicBool>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    let (mut int, mut term) = {
+        let _inside = runtime.enter();
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+        )
+    };
     let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .context("could not watch for Ctrl-C")?;
-    }
+    let flag = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        runtime.block_on(async {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        });
+        flag.store(true, Ordering::Relaxed);
+    });
+    Ok(stop)
+}
+
+fn follow_from(location: &Location, args: &EventsArgs, last: &mut Option<i64>) -> Result<()> {
+    let stop = stop_on_signals().context("could not watch for Ctrl-C")?;
     let store = store::open(location)?;
     let (kinds, session) = (kinds(args), session(args));
     // Watching starts before the first read: an event committed after the

@@ -54,7 +54,8 @@ impl SideSlots {
                     .and_then(|p| p.parent().map(Path::to_path_buf))
             })
             .unwrap_or_else(|| {
-                std::env::temp_dir().join(format!("duduclaw-session-{}", nix::unistd::getuid()))
+                let uid = rustix::process::getuid().as_raw();
+                std::env::temp_dir().join(format!("duduclaw-session-{uid}"))
             });
         SideSlots::new(dir.join("side-slots"), limit)
     }

@@ -131,7 +131,7 @@ fn spawn_worker(w: &WorkerSettings) -> std::io::Result<()> {
 pub async fn work(w: &WorkerSettings) -> Result<()> {
     // A new session: no controlling terminal, so no signal meant for the
     // caller's terminal (Ctrl-C, a closed window) reaches the worker.
-    let _ = nix::unistd::setsid();
+    let _ = rustix::process::setsid();
     init_log(&w.location.log_path());
     match run(w).await {
         Ok(d) => {

@@ -43,10 +43,8 @@ pub fn claude_config_dir() -> Option<PathBuf> {
 /// turn anywhere else starts a new handle with the stored history, so no
 /// host resumes a transcript that misses turns answered elsewhere.
 pub fn transcript_host() -> String {
-    let machine = nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_else(|| "localhost".into());
+    let name = rustix::system::uname();
+    let machine = name.nodename().to_str().unwrap_or("localhost");
     let dir = claude_config_dir().unwrap_or_default();
     format!("{machine}:{}", dir.display())
 }

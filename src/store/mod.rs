@@ -5,12 +5,22 @@
 //! is ([`Location`]): a file path is the embedded SQLite store (the
 //! default), a `postgres://` URL a PostgreSQL database that many hosts share.
 
+mod admin;
+mod calls;
+pub mod db;
+mod erasure;
 pub mod event_data;
 pub mod events;
+mod facts;
+mod jobs;
 pub mod lock;
+mod log;
 mod model;
+mod pins;
 pub mod postgres;
-mod sql;
+mod rows;
+mod sessions;
+pub mod sql;
 mod sqlite;
 #[cfg(test)]
 pub mod suite;
@@ -20,9 +30,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+pub use admin::Admin;
+pub use calls::Calls;
+pub use erasure::Erase;
+pub use facts::Facts;
+pub use jobs::Jobs;
+pub use log::EventLog;
 pub use model::*;
-
-use crate::session::SessionKey;
+pub use pins::Pins;
+pub use sessions::Sessions;
 
 pub use crate::error::{StoreError, StoreResult as Result};
 
@@ -97,196 +113,15 @@ impl SessionLock {
     }
 }
 
-/// Everything the program keeps. Engines answer the same way; the shared
-/// test suite runs on each.
-pub trait Store: Send {
-    /// Where the store is, as shown to people (never a password).
-    fn describe(&self) -> String;
+/// Everything the program keeps, by concern. Each concern's trait holds
+/// what both engines do alike, written once over [`db::Engine`] (its SQL
+/// in [`sql`]), and declares what an engine does its own way; the shared
+/// test suite runs on each engine. A new operation is a method (with its
+/// body, or its two engines' where they must differ), a statement in
+/// `sql.rs` and a case in the suite.
+pub trait Store: Sessions + Pins + Facts + Jobs + EventLog + Calls + Erase + Admin {}
 
-    // Sessions and their turns.
-    fn session(&self, id: &str) -> Result<Option<Session>>;
-    /// The session row, created on first use with its generation-0 handle.
-    fn ensure_session(&mut self, id: &str, key: &SessionKey, cwd: &str) -> Result<Session>;
-    /// Sessions, most recently used first, optionally of one agent.
-    fn sessions(&self, agent: Option<&str>) -> Result<Vec<SessionListing>>;
-    /// Sessions not used since `before` (epoch seconds), oldest first.
-    fn stale_sessions(&self, before: i64) -> Result<Vec<Session>>;
-    /// Delete a session with its turns and jobs; whether it existed.
-    fn delete_session(&mut self, id: &str) -> Result<bool>;
-    /// Record the user's message before anything is called, so a failed or
-    /// killed turn loses nothing.
-    fn add_user_turn(&mut self, session_id: &str, content: &str, user: Option<&str>)
-    -> Result<i64>;
-    /// Put a failed user turn back to pending, to send it again.
-    fn reopen_user_turn(&mut self, turn_id: i64) -> Result<()>;
-    /// Record the reply, mark the user turn answered and count the handle's turn.
-    fn add_reply(&mut self, session_id: &str, user_turn: i64, reply: &Reply) -> Result<i64>;
-    /// Keep a failed turn's message (it is history the user typed) and say why.
-    fn fail_user_turn(&mut self, user_turn: i64, error: &str) -> Result<()>;
-    /// A session's turns, oldest first; `limit` keeps the newest N.
-    fn turns(&self, session_id: &str, limit: Option<usize>) -> Result<Vec<Turn>>;
-    /// The turns after turn `after`, oldest first.
-    fn turns_after(&self, session_id: &str, after: i64) -> Result<Vec<Turn>>;
-    fn turn_count(&self, session_id: &str) -> Result<i64>;
-    /// The number people know each turn by (`pin history`, `events`): the
-    /// Nth message of its session and its reply are turn N. Ids the store
-    /// does not hold are left out.
-    fn turn_numbers(&self, turn_ids: &[i64]) -> Result<std::collections::HashMap<i64, i64>>;
-
-    // The handle and the pin.
-    /// A handle we tried to start turned out to exist already (a failed turn
-    /// left a transcript): from now on resume it.
-    fn mark_handle_started(&mut self, session_id: &str, handle: &str, host: &str) -> Result<()>;
-    /// Move the session to its next handle (and store a summary with it),
-    /// only if it is still on `roll.from`: a compare-and-swap, so a
-    /// concurrent rollover is never overwritten. Whether it moved.
-    fn roll_handle(&mut self, session_id: &str, roll: &Roll) -> Result<bool>;
-    /// Write the pin and record the revision with what changed it (a pin
-    /// set to what it already holds records nothing).
-    fn set_pin(&mut self, session_id: &str, pin: Option<&str>, change: PinChange) -> Result<()>;
-    /// Set the pin only if it is still `expected` (compare-and-set), and
-    /// record the revision.
-    fn swap_pin(
-        &mut self,
-        session_id: &str,
-        expected: Option<&str>,
-        pin: &str,
-        change: PinChange,
-    ) -> Result<bool>;
-    /// The session's kept pin revisions, oldest first (at most
-    /// [`PIN_REVISIONS_KEPT`]).
-    fn pin_history(&self, session_id: &str) -> Result<Vec<PinRevision>>;
-
-    // Facts.
-    /// Insert facts, skipping any whose normalized form is already stored in
-    /// the same scope. The ids of the rows inserted, `None` for the skipped.
-    fn add_facts(&mut self, facts: &[NewFact]) -> Result<Vec<Option<i64>>>;
-    /// Facts visible in a scope, most used first.
-    fn list_facts(&self, scope: FactScope, limit: Option<usize>) -> Result<Vec<Fact>>;
-    /// Every fact of an agent (all persons), or of one person only.
-    fn all_facts(&self, agent: &str, only_user: Option<&str>) -> Result<Vec<Fact>>;
-    /// How many facts (of any scope) match, counted up to `cap`.
-    fn count_fact_matches(&self, query: &FactQuery, cap: i64) -> Result<i64>;
-    /// The scope's best `want` matches with their relevance (higher is
-    /// better). How an engine gets there (a shortcut through its index's
-    /// best matches) is its own business; the answer is the same.
-    fn rank_facts(
-        &self,
-        query: &FactQuery,
-        scope: FactScope,
-        want: usize,
-    ) -> Result<Vec<(Fact, f64)>>;
-    /// Count an injection of each fact.
-    fn bump_facts(&mut self, ids: &[i64]) -> Result<()>;
-    /// Replace a fact's keywords (and its index entry); whether it exists.
-    fn set_fact_keywords(&mut self, id: i64, keywords: &[String]) -> Result<bool>;
-    /// Facts without keywords, oldest first, of one agent or of all.
-    fn facts_without_keywords(&self, agent: Option<&str>, limit: usize) -> Result<Vec<Fact>>;
-    /// Delete the agent's facts by id; how many went.
-    fn forget_facts(&mut self, agent: &str, ids: &[i64]) -> Result<usize>;
-
-    // Side-call jobs.
-    /// Queue a job of an agent, for one of its sessions or for none.
-    fn enqueue_job(
-        &mut self,
-        kind: JobKind,
-        agent: &str,
-        session_id: Option<&str>,
-        turn_id: Option<i64>,
-        input: &serde_json::Value,
-    ) -> Result<i64>;
-    /// Whether a selected job is waiting or running and may still run.
-    fn has_open_job(&self, select: JobSelect) -> Result<bool>;
-    /// Whether a selected job could be claimed now.
-    fn has_runnable_jobs(&self, select: JobSelect) -> Result<bool>;
-    /// When the next waiting selected job may run (epoch seconds): a failed
-    /// attempt waits a little before the next. Only waits still to come
-    /// count: a job due already but not runnable waits for an earlier job
-    /// of its session, whose retry (or runner) frees it.
-    fn next_job_at(&self, select: JobSelect) -> Result<Option<i64>>;
-    /// Claim at most `limit` of the selected runnable jobs (pending, or
-    /// running with an expired lease because their runner died) for
-    /// `lease_secs`: oldest first, each session's oldest before any
-    /// session's next, so one busy session cannot starve the others.
-    fn claim_jobs(&mut self, select: JobSelect, lease_secs: i64, limit: usize) -> Result<Vec<Job>>;
-    /// Mark a job done, appending the events its result reports (drift) in
-    /// the same transaction, so a retried job never reports twice.
-    fn finish_job(&mut self, id: i64, events: &[NewEvent]) -> Result<()>;
-    /// Put a failed job back for a retry after a short wait, or give it up
-    /// after its last attempt (reported as `job.failed`).
-    fn fail_job(&mut self, id: i64, error: &str) -> Result<()>;
-    /// Make a job runnable again with a fresh set of attempts; whether it exists.
-    fn retry_job(&mut self, id: i64) -> Result<bool>;
-    fn jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>>;
-    /// A session's jobs still to run, and those whose last attempt failed
-    /// at or after `failed_since` (epoch seconds).
-    fn job_health(&self, session_id: &str, failed_since: i64) -> Result<JobHealth>;
-
-    // The event log: every change above that the memory's consumers care
-    // about appends an event in its own transaction.
-    /// Events matching a filter, oldest first.
-    fn events(&self, filter: &EventFilter) -> Result<Vec<Event>>;
-    /// Delete the events written before `before_us` (microseconds since
-    /// the epoch); how many went. Ids are never handed out again.
-    fn prune_events(&mut self, before_us: i64) -> Result<usize>;
-    /// What wakes `events --follow` when events may have been written:
-    /// on PostgreSQL a notification, on SQLite a cheap change check.
-    fn watch_events(&self) -> Result<Box<dyn EventWatch + '_>>;
-    /// Redact a person's events (what they said, and their id) within an
-    /// agent, or in every agent with `None`: `forget --user`.
-    fn redact_person_events(&mut self, user: &str, agent: Option<&str>) -> Result<usize>;
-
-    // Usage.
-    fn record_call(&mut self, call: &CallRecord) -> Result<()>;
-    fn calls(&self, filter: &CallFilter) -> Result<Vec<CallRow>>;
-
-    // Small cached values (a claude binary's flags, model lists).
-    fn meta(&self, key: &str) -> Result<Option<String>>;
-    fn set_meta(&mut self, key: &str, value: &str) -> Result<()>;
-
-    // Moving between stores (`store copy`).
-    /// Every agent with sessions or facts, sorted.
-    fn agents(&self) -> Result<Vec<String>>;
-    /// Write a session with its turns (new turn ids, the summary's bound
-    /// moved with them), unless a session with its id is here already:
-    /// whether it was written.
-    fn import_session(&mut self, session: &Session, turns: &[Turn]) -> Result<bool>;
-
-    // Erasure.
-    /// After deleting what a person asked to be forgotten, make it
-    /// unrecoverable from the store's own files as far as the engine
-    /// allows; what was done, in words.
-    fn erase(&mut self) -> Result<String>;
-    /// A person's messages (user turns they sent): (session, turn), oldest
-    /// first, in the agent's sessions or in all.
-    fn person_turns(&self, user: &str, agent: Option<&str>) -> Result<Vec<(String, i64)>>;
-    /// Every side-call job of a session, with its input.
-    fn session_jobs(&self, session_id: &str) -> Result<Vec<Job>>;
-    /// The last user turn of a session that a memory call covers.
-    fn memory_watermark(&self, session_id: &str) -> Result<Option<i64>>;
-    /// Rewrite and delete what an erasure names, in one transaction.
-    fn erase_rows(&mut self, erasure: &Erasure) -> Result<()>;
-    /// Remember handles whose claude transcripts every host must delete.
-    fn record_erased_handles(&mut self, handles: &[String]) -> Result<()>;
-    /// Erased handles with their ids: those after id `after`, and any
-    /// erased at or after `since` (epoch seconds), whatever their id.
-    fn erased_handles(&self, after: i64, since: i64) -> Result<Vec<(i64, String)>>;
-
-    // Health.
-    fn schema_version(&self) -> Result<i64>;
-    /// The engine's consistency check: `["ok"]` or the problems found.
-    fn integrity_check(&self) -> Result<Vec<String>>;
-    fn counts(&self) -> Result<Counts>;
-    /// How many pins were last written whole before the clarify gate and
-    /// may hold a user's raw answers ([`sql::PINS_BEFORE_GATE`]); on a
-    /// store not yet migrated as well.
-    fn pins_before_gate(&self) -> Result<i64>;
-
-    /// Take the session's turn lock if it is free now (`None` when busy).
-    /// `create` is false for commands that must not leave a lock behind for
-    /// a session that never ran a turn (then a missing lock is free).
-    fn try_lock_session(&self, session_id: &str, create: bool) -> Result<Option<SessionLock>>;
-}
+impl<T: Sessions + Pins + Facts + Jobs + EventLog + Calls + Erase + Admin + ?Sized> Store for T {}
 
 /// Where the store is: the `--db` value.
 #[derive(Debug, Clone, PartialEq, Eq)]

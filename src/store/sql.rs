@@ -1,52 +1,335 @@
 //! SQL both engines run, written once. The text is PostgreSQL's, with `$N`
-//! placeholders; the SQLite engine reads it through [`for_sqlite`], which
-//! turns each into SQLite's `?N` (the same numbered parameter). What the
-//! dialects spell differently (casts of a parameter only tested for NULL,
-//! `FOR UPDATE SKIP LOCKED`, aggregate filters) stays in each engine.
+//! placeholders; the SQLite engine runs it through [`for_sqlite`], which
+//! turns each into SQLite's `?N` (the same numbered parameter), once per
+//! process for each [`Statement`]. Written so both dialects read it alike:
+//! `CAST($1 AS TEXT) IS NULL` for a parameter only tested for NULL (the
+//! server needs its type), `IS [NOT] DISTINCT FROM`, `COUNT(CASE …)`,
+//! `RETURNING`. What the engines really do differently (full-text search,
+//! `FOR UPDATE SKIP LOCKED`, arrays, the event counter, DDL) stays in each.
 
 use std::borrow::Cow;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use regex::Regex;
+
+use super::events::{lookup, redact};
+
+/// A statement in PostgreSQL's text; SQLite's is made from it the first
+/// time that engine runs it, and kept.
+pub struct Statement {
+    text: Cow<'static, str>,
+    sqlite: OnceLock<String>,
+}
+
+impl Statement {
+    pub const fn new(text: &'static str) -> Statement {
+        Statement {
+            text: Cow::Borrowed(text),
+            sqlite: OnceLock::new(),
+        }
+    }
+
+    /// A statement built for one call (a filter's, a list of ids').
+    pub fn built(text: String) -> Statement {
+        Statement {
+            text: Cow::Owned(text),
+            sqlite: OnceLock::new(),
+        }
+    }
+
+    /// The text with PostgreSQL's placeholders.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The text with SQLite's placeholders.
+    pub fn sqlite(&self) -> &str {
+        self.sqlite
+            .get_or_init(|| for_sqlite(&self.text).into_owned())
+    }
+}
+
+/// `sql` with SQLite's placeholders.
+pub fn for_sqlite(sql: &str) -> Cow<'_, str> {
+    static PLACEHOLDER: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\$(\d+)").expect("placeholder pattern compiles"));
+    PLACEHOLDER.replace_all(sql, "?$1")
+}
+
+// Column lists, as macros so that statements can be `concat!`ed from them.
+
+/// A session row's columns, as [`rows::session`](super::rows::session) reads them.
+macro_rules! session_columns {
+    () => {
+        "id, agent, channel, thread, generation, handle, handle_turns, handle_host, cwd, pin, summary, summary_upto, created_at, updated_at"
+    };
+}
+
+/// A turn row's columns, as [`rows::turn`](super::rows::turn) reads them.
+macro_rules! turn_columns {
+    () => {
+        "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id, handle, system_rev, system_hash, facts, extract"
+    };
+}
+
+/// A fact row's columns (of `facts f`), as [`rows::fact`](super::rows::fact) reads them.
+macro_rules! fact_columns {
+    () => {
+        "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords, f.correction"
+    };
+}
+
+/// A job's columns as a runner takes it, as [`rows::job`](super::rows::job) reads them.
+macro_rules! job_columns {
+    () => {
+        "id, kind, agent, session_id, turn_id, input, attempts"
+    };
+}
+
+/// Which jobs a [`JobSelect`](super::JobSelect) picks: `$1` session, `$2`
+/// agent, `$3` kind, each NULL for any.
+macro_rules! job_select {
+    () => {
+        "(CAST($1 AS TEXT) IS NULL OR session_id = $1) AND (CAST($2 AS TEXT) IS NULL OR agent = $2) AND (CAST($3 AS TEXT) IS NULL OR kind = $3)"
+    };
+}
 
 /// A job may run: pending and past its not-before time (a failed attempt
 /// waits a little before the next), or running with an expired lease (its
 /// runner died); `lease_until` holds both. Parameters `$4` (the attempt
 /// limit), `$5` (pending), `$6` (running), `$7` (now).
 ///
-/// A pin-family job (pin, clarify, consolidate, memory) also waits while an earlier
-/// one of its session (by turn, then by id) is open: they apply in turn
-/// order.
-pub const JOB_RUNNABLE: &str = "attempts < $4 AND ((status = $5 AND lease_until <= $7) OR (status = $6 AND lease_until < $7))
+/// A pin-family job (pin, clarify, consolidate, memory) also waits while an
+/// earlier one of its session (by turn, then by id) is open: they apply in
+/// turn order.
+macro_rules! job_runnable {
+    () => {
+        "attempts < $4 AND ((status = $5 AND lease_until <= $7) OR (status = $6 AND lease_until < $7))
     AND NOT (kind IN ('pin', 'clarify', 'consolidate', 'memory') AND EXISTS (
         SELECT 1 FROM jobs o WHERE o.session_id = jobs.session_id
            AND o.kind IN ('pin', 'clarify', 'consolidate', 'memory') AND o.status IN ($5, $6) AND o.attempts < $4
-           AND (COALESCE(o.turn_id, 0), o.id) < (COALESCE(jobs.turn_id, 0), jobs.id)))";
+           AND (COALESCE(o.turn_id, 0), o.id) < (COALESCE(jobs.turn_id, 0), jobs.id)))"
+    };
+}
 
-/// Queue a job: kind, agent, session, turn, input, status, now.
-pub const JOB_INSERT: &str =
-    "INSERT INTO jobs (kind, agent, session_id, turn_id, input, status, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id";
+/// The claim both engines make, up to where they differ: the selected
+/// runnable jobs (`$1`…`$7`), at most `$9`, each session's oldest first,
+/// become running, leased until `$8`.
+macro_rules! claim_jobs {
+    ($($pick:expr),+) => {
+        concat!(
+            "UPDATE jobs SET status = $6, attempts = attempts + 1, lease_until = $8, updated_at = $7 WHERE id IN (",
+            $($pick,)+
+            ") RETURNING ",
+            $crate::store::sql::job_columns!()
+        )
+    };
+}
 
-/// A job done: id, done, now.
-pub const JOB_FINISH: &str = "UPDATE jobs SET status = $2, last_error = NULL, lease_until = 0, updated_at = $3 WHERE id = $1";
+/// The ids [`claim_jobs`] takes: ranked by their place in their session,
+/// the first `$9`.
+macro_rules! claim_ranked {
+    () => {
+        concat!(
+            "SELECT id FROM (
+                 SELECT id, ROW_NUMBER() OVER (PARTITION BY COALESCE(session_id, '') ORDER BY id) AS nth
+                 FROM jobs WHERE ",
+            $crate::store::sql::job_select!(),
+            " AND ",
+            $crate::store::sql::job_runnable!(),
+            ") ranked ORDER BY nth, id LIMIT $9"
+        )
+    };
+}
 
-/// A failed attempt: id, error, the attempt limit, failed, pending, now, the
-/// retry delay (times the attempts so far).
-pub const JOB_FAIL: &str = "UPDATE jobs SET status = CASE WHEN attempts >= $3 THEN $4 ELSE $5 END,
-        last_error = $2, lease_until = $6 + $7 * attempts, updated_at = $6 WHERE id = $1";
+pub(crate) use {claim_jobs, claim_ranked, job_columns, job_runnable, job_select};
 
-/// A job made runnable again with fresh attempts: id, pending, now.
-pub const JOB_RETRY: &str =
-    "UPDATE jobs SET status = $2, attempts = 0, lease_until = 0, updated_at = $3 WHERE id = $1";
+pub const FACT_COLUMNS: &str = fact_columns!();
+pub const JOB_RUNNABLE: &str = job_runnable!();
 
-/// A session's jobs, oldest first: the session.
-pub const SESSION_JOBS: &str = "SELECT id, kind, agent, session_id, turn_id, input, attempts FROM jobs WHERE session_id = $1 ORDER BY id";
+// Sessions and their turns.
 
-/// The last user turn a memory call covered (queued, in any state): the
-/// session.
-pub const MEMORY_WATERMARK: &str =
-    "SELECT MAX(turn_id) FROM jobs WHERE session_id = $1 AND kind = 'memory'";
+pub static SESSION: Statement = Statement::new(concat!(
+    "SELECT ",
+    session_columns!(),
+    " FROM sessions WHERE id = $1"
+));
+
+/// Create a session at generation 0, whose handle is its id: id, agent,
+/// channel, thread, cwd, now. An existing one is left as it is.
+pub static ENSURE_SESSION: Statement = Statement::new(
+    "INSERT INTO sessions (id, agent, channel, thread, handle, cwd, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $1, $5, $6, $6) ON CONFLICT (id) DO NOTHING",
+);
+
+/// Sessions with their turn counts, most recently used first: the agent
+/// or NULL for all.
+pub static SESSIONS: Statement = Statement::new(concat!(
+    "SELECT ",
+    session_columns!(),
+    ", (SELECT COUNT(*) FROM turns t WHERE t.session_id = sessions.id)
+     FROM sessions WHERE CAST($1 AS TEXT) IS NULL OR agent = $1 ORDER BY updated_at DESC, id"
+));
+
+/// Sessions not used since a time, oldest first.
+pub static STALE_SESSIONS: Statement = Statement::new(concat!(
+    "SELECT ",
+    session_columns!(),
+    " FROM sessions WHERE updated_at < $1 ORDER BY updated_at"
+));
+
+pub static DELETE_SESSION: Statement = Statement::new("DELETE FROM sessions WHERE id = $1");
+
+pub static TURN_COUNT: Statement =
+    Statement::new("SELECT COUNT(*) FROM turns WHERE session_id = $1");
+
+/// A user's message: session, role, content, status, now, sender.
+pub static ADD_USER_TURN: Statement = Statement::new(
+    "INSERT INTO turns (session_id, role, content, status, created_at, user_id)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+);
+
+/// A session was used: id, now.
+pub static TOUCH_SESSION: Statement =
+    Statement::new("UPDATE sessions SET updated_at = $2 WHERE id = $1");
+
+/// A failed user turn back to pending: id, pending, user.
+pub static REOPEN_USER_TURN: Statement =
+    Statement::new("UPDATE turns SET status = $2, error = NULL WHERE id = $1 AND role = $3");
+
+/// A reply: session, role, content, status, mode, path, handle, usage,
+/// cost, duration, now, system revision, system hash, facts, extract.
+pub static ADD_REPLY: Statement = Statement::new(
+    "INSERT INTO turns (session_id, role, content, status, mode, path, handle, usage, cost_usd, duration_ms, created_at,
+                        system_rev, system_hash, facts, extract)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id",
+);
+
+/// The user turn a reply answers: id, answered, mode, handle. Says whom
+/// the event concerns (agent, session, sender), so no lookup of its own is
+/// needed: one statement fewer on every turn.
+pub static ANSWER_USER_TURN: Statement = Statement::new(
+    "UPDATE turns SET status = $2, mode = $3, handle = $4, error = NULL WHERE id = $1
+     RETURNING (SELECT agent FROM sessions s WHERE s.id = turns.session_id), session_id, user_id",
+);
+
+/// Count a turn on the session's handle, if it is still on it: id, now,
+/// handle, host (NULL keeps the one recorded).
+pub static COUNT_HANDLE_TURN: Statement = Statement::new(
+    "UPDATE sessions SET handle_turns = handle_turns + 1, handle_host = COALESCE($4, handle_host), updated_at = $2
+     WHERE id = $1 AND handle = $3",
+);
+
+/// A user turn failed: id, failed, error.
+pub static FAIL_USER_TURN: Statement =
+    Statement::new("UPDATE turns SET status = $2, error = $3 WHERE id = $1");
+
+/// A session's newest turns, oldest first: session, how many.
+pub static TURNS: Statement = Statement::new(concat!(
+    "SELECT * FROM (SELECT ",
+    turn_columns!(),
+    " FROM turns WHERE session_id = $1 ORDER BY id DESC LIMIT $2) t ORDER BY id"
+));
+
+/// A session's turns after one: session, turn.
+pub static TURNS_AFTER: Statement = Statement::new(concat!(
+    "SELECT ",
+    turn_columns!(),
+    " FROM turns WHERE session_id = $1 AND id > $2 ORDER BY id"
+));
+
+/// The exchange of each of `n` turns (`$1`…`$n`, ids): how many messages
+/// its session holds up to it, so a message and its reply share their
+/// number (the Nth message and its reply are turn N), as people count
+/// turns. Columns: id, number.
+pub fn turn_numbers(n: usize) -> Statement {
+    let ids: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
+    Statement::built(format!(
+        "SELECT t.id, (SELECT COUNT(*) FROM turns u WHERE u.session_id = t.session_id AND u.role = 'user' AND u.id <= t.id)
+         FROM turns t WHERE t.id IN ({})",
+        ids.join(", ")
+    ))
+}
+
+/// Ids per [`turn_numbers`] query: well within both engines' parameter limits.
+pub const TURN_NUMBERS_CHUNK: usize = 500;
+
+/// A handle found already started: session, handle, host.
+pub static MARK_HANDLE_STARTED: Statement = Statement::new(
+    "UPDATE sessions SET handle_turns = CASE WHEN handle_turns < 1 THEN 1 ELSE handle_turns END, handle_host = $3
+     WHERE id = $1 AND handle = $2",
+);
+
+/// Move a session still on generation `$2` to generation `$3`, handle
+/// `$4`: session, from, to, handle, now.
+pub static ROLL_HANDLE: Statement = Statement::new(
+    "UPDATE sessions SET generation = $3, handle = $4, handle_turns = 0, handle_host = NULL, updated_at = $5
+     WHERE id = $1 AND generation = $2",
+);
+
+/// [`ROLL_HANDLE`] storing a summary: session, from, to, handle, summary,
+/// the last turn it covers.
+pub static ROLL_HANDLE_WITH_SUMMARY: Statement = Statement::new(
+    "UPDATE sessions SET generation = $3, handle = $4, handle_turns = 0, handle_host = NULL, summary = $5, summary_upto = $6
+     WHERE id = $1 AND generation = $2",
+);
+
+/// A copied session, its summary bound set once its turns have their new
+/// ids: the columns of [`SESSION`] but that one. Nothing if the id is taken.
+pub static IMPORT_SESSION: Statement = Statement::new(concat!(
+    "INSERT INTO sessions (",
+    session_columns!(),
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, $12, $13)
+     ON CONFLICT (id) DO NOTHING"
+));
+
+/// A copied turn: session, role, content, status, mode, path, usage,
+/// cost, duration, created, sender.
+pub static IMPORT_TURN: Statement = Statement::new(
+    "INSERT INTO turns (session_id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+);
+
+/// A session's summary bound: session, turn.
+pub static SET_SUMMARY_UPTO: Statement =
+    Statement::new("UPDATE sessions SET summary_upto = $2 WHERE id = $1");
+
+pub static AGENTS: Statement =
+    Statement::new("SELECT agent FROM sessions UNION SELECT agent FROM facts ORDER BY 1");
+
+// Pins.
+
+/// Write a pin unless it holds that already: session, pin, now.
+pub static SET_PIN: Statement = Statement::new(
+    "UPDATE sessions SET pin = $2, updated_at = $3 WHERE id = $1 AND pin IS DISTINCT FROM $2",
+);
+
+/// [`SET_PIN`] only if the pin is still `$4`.
+pub static SWAP_PIN: Statement = Statement::new(
+    "UPDATE sessions SET pin = $2, updated_at = $3
+     WHERE id = $1 AND pin IS NOT DISTINCT FROM $4 AND pin IS DISTINCT FROM $2",
+);
+
+/// Whether a session's pin is `$2`: no row for no session.
+pub static PIN_IS: Statement =
+    Statement::new("SELECT pin IS NOT DISTINCT FROM $2 FROM sessions WHERE id = $1");
+
+/// The session's next revision, numbered after its last: session, pin,
+/// source, turn, from revision, now. Returns its number.
+pub static ADD_PIN_REVISION: Statement = Statement::new(
+    "INSERT INTO pin_revisions (session_id, rev, pin, source, turn_id, from_rev, created_at)
+     SELECT $1, COALESCE(MAX(rev), 0) + 1, $2, $3, $4, $5, $6 FROM pin_revisions WHERE session_id = $1
+     RETURNING rev",
+);
+
+/// Revisions past those kept: session, the newest to drop.
+pub static DROP_PIN_REVISIONS: Statement =
+    Statement::new("DELETE FROM pin_revisions WHERE session_id = $1 AND rev <= $2");
+
+pub static PIN_HISTORY: Statement = Statement::new(
+    "SELECT rev, pin, source, turn_id, from_rev, created_at FROM pin_revisions
+     WHERE session_id = $1 ORDER BY rev",
+);
 
 /// The schema that began keeping pin revisions, in the release (0.3) that
 /// brought the clarify gate: before it, an answer to the assistant's
@@ -59,44 +342,195 @@ pub const PIN_REVISIONS_SCHEMA: i64 = 3;
 /// pin it found, or a restore of that one. Clarified and appended lines
 /// add to what was there, and an erasure sets the pin back to the
 /// revision before it: they leave the pin's origin as it was.
-pub const PINS_BEFORE_GATE: &str = "SELECT COUNT(*) FROM sessions s
+pub static PINS_BEFORE_GATE: Statement = Statement::new(
+    "SELECT COUNT(*) FROM sessions s
     JOIN pin_revisions w ON w.session_id = s.id AND w.rev = (
         SELECT MAX(r.rev) FROM pin_revisions r
         WHERE r.session_id = s.id AND r.source NOT IN ('clarified', 'appended', 'erased'))
     LEFT JOIN pin_revisions f ON f.session_id = s.id AND f.rev = w.from_rev
     WHERE s.pin IS NOT NULL
-      AND (w.source = 'earlier' OR (w.source = 'restored' AND f.source = 'earlier'))";
+      AND (w.source = 'earlier' OR (w.source = 'restored' AND f.source = 'earlier'))",
+);
 
 /// [`PINS_BEFORE_GATE`] on a store not yet migrated to keep revisions:
 /// every pin there is one.
-pub const PINS_BEFORE_REVISIONS: &str = "SELECT COUNT(*) FROM sessions WHERE pin IS NOT NULL";
+pub static PINS_BEFORE_REVISIONS: Statement =
+    Statement::new("SELECT COUNT(*) FROM sessions WHERE pin IS NOT NULL");
 
-/// The exchange of each of `n` turns (`$1`…`$n`, ids): how many messages
-/// its session holds up to it, so a message and its reply share their
-/// number (the Nth message and its reply are turn N), as people count
-/// turns. Columns: id, number.
-pub fn turn_numbers(n: usize) -> String {
-    let ids: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
-    format!(
-        "SELECT t.id, (SELECT COUNT(*) FROM turns u WHERE u.session_id = t.session_id AND u.role = 'user' AND u.id <= t.id)
-         FROM turns t WHERE t.id IN ({})",
-        ids.join(", ")
-    )
-}
+// Facts (their search differs: each engine has its own index).
 
-/// Ids per [`turn_numbers`] query: well within both engines' parameter limits.
-pub const TURN_NUMBERS_CHUNK: usize = 500;
+/// Facts without keywords, oldest first: the agent or NULL for all, how many.
+pub static FACTS_WITHOUT_KEYWORDS: Statement = Statement::new(concat!(
+    "SELECT ",
+    fact_columns!(),
+    " FROM facts f WHERE (CAST($1 AS TEXT) IS NULL OR f.agent = $1) AND f.keywords = '[]'
+     ORDER BY f.id LIMIT $2"
+));
 
-/// `sql` with SQLite's placeholders.
-pub fn for_sqlite(sql: &str) -> Cow<'_, str> {
-    static PLACEHOLDER: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\$(\d+)").expect("placeholder pattern compiles"));
-    PLACEHOLDER.replace_all(sql, "?$1")
-}
+/// A scope's facts, most used first: agent, person ('' for none), how many.
+pub static LIST_FACTS: Statement = Statement::new(concat!(
+    "SELECT ",
+    fact_columns!(),
+    " FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2)
+     ORDER BY f.access_count DESC, f.id LIMIT $3"
+));
+
+/// An agent's facts: agent, the one person or NULL for all.
+pub static ALL_FACTS: Statement = Statement::new(concat!(
+    "SELECT ",
+    fact_columns!(),
+    " FROM facts f WHERE f.agent = $1 AND (CAST($2 AS TEXT) IS NULL OR f.user_id = $2) ORDER BY f.id"
+));
+
+// Side-call jobs.
+
+/// Queue a job: kind, agent, session, turn, input, status, now.
+pub static JOB_INSERT: Statement = Statement::new(
+    "INSERT INTO jobs (kind, agent, session_id, turn_id, input, status, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id",
+);
+
+/// Whether a selected job is open: the selection, pending, running, the
+/// attempt limit.
+pub static HAS_OPEN_JOB: Statement = Statement::new(concat!(
+    "SELECT EXISTS (SELECT 1 FROM jobs WHERE ",
+    job_select!(),
+    " AND status IN ($4, $5) AND attempts < $6)"
+));
+
+/// Whether a selected job may run: the selection, then [`JOB_RUNNABLE`]'s.
+pub static HAS_RUNNABLE_JOBS: Statement = Statement::new(concat!(
+    "SELECT EXISTS (SELECT 1 FROM jobs WHERE ",
+    job_select!(),
+    " AND ",
+    job_runnable!(),
+    ")"
+));
+
+/// When the next waiting selected job may run: the selection, pending,
+/// the attempt limit, now.
+pub static NEXT_JOB_AT: Statement = Statement::new(concat!(
+    "SELECT MIN(lease_until) FROM jobs WHERE ",
+    job_select!(),
+    " AND status = $4 AND attempts < $5 AND lease_until > $6"
+));
+
+/// A job done: id, done, now.
+pub static JOB_FINISH: Statement = Statement::new(
+    "UPDATE jobs SET status = $2, last_error = NULL, lease_until = 0, updated_at = $3 WHERE id = $1",
+);
+
+/// A failed attempt: id, error, the attempt limit, failed, pending, now, the
+/// retry delay (times the attempts so far).
+pub static JOB_FAIL: Statement = Statement::new(
+    "UPDATE jobs SET status = CASE WHEN attempts >= $3 THEN $4 ELSE $5 END,
+        last_error = $2, lease_until = $6 + $7 * attempts, updated_at = $6 WHERE id = $1",
+);
+
+/// A job made runnable again with fresh attempts: id, pending, now.
+pub static JOB_RETRY: Statement = Statement::new(
+    "UPDATE jobs SET status = $2, attempts = 0, lease_until = 0, updated_at = $3 WHERE id = $1",
+);
+
+/// Jobs as listed: the selection, finished since (NULL: all), pending,
+/// running.
+pub static JOBS: Statement = Statement::new(
+    "SELECT j.id, j.kind, j.status, j.agent, j.session_id, s.channel, s.thread, j.turn_id,
+            j.attempts, j.last_error, j.created_at, j.updated_at, j.lease_until
+     FROM jobs j LEFT JOIN sessions s ON s.id = j.session_id
+     WHERE (CAST($1 AS TEXT) IS NULL OR j.session_id = $1) AND (CAST($2 AS TEXT) IS NULL OR j.agent = $2)
+       AND (CAST($3 AS TEXT) IS NULL OR j.kind = $3)
+       AND (CAST($4 AS BIGINT) IS NULL OR j.status IN ($5, $6) OR j.updated_at >= $4)
+     ORDER BY j.id",
+);
+
+/// A session's jobs, oldest first: the session.
+pub static SESSION_JOBS: Statement = Statement::new(concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM jobs WHERE session_id = $1 ORDER BY id"
+));
+
+/// A session's open jobs and those whose last attempt failed lately:
+/// session, pending, running, the attempt limit, done, failed since.
+pub static JOB_HEALTH: Statement = Statement::new(
+    "SELECT COUNT(CASE WHEN status IN ($2, $3) AND attempts < $4 THEN 1 END),
+            COUNT(CASE WHEN status <> $5 AND last_error IS NOT NULL AND updated_at >= $6 THEN 1 END)
+     FROM jobs WHERE session_id = $1",
+);
+
+/// The last user turn a memory call covered (queued, in any state): the
+/// session.
+pub static MEMORY_WATERMARK: Statement =
+    Statement::new("SELECT MAX(turn_id) FROM jobs WHERE session_id = $1 AND kind = 'memory'");
+
+// The event log (the statements' text is the log's own, in `store::events`).
+
+pub static TURN_OWNER: Statement = Statement::new(lookup::TURN);
+pub static SESSION_OWNER: Statement = Statement::new(lookup::SESSION);
+pub static FACT_OWNER: Statement = Statement::new(lookup::FACT);
+pub static FAILED_JOB: Statement = Statement::new(lookup::FAILED_JOB);
+pub static REDACT_FACT: Statement = Statement::new(redact::FACT);
+pub static REDACT_TURN: Statement = Statement::new(redact::TURN);
+pub static REDACT_PINS: Statement = Statement::new(redact::PINS);
+pub static REDACT_SUMMARIES: Statement = Statement::new(redact::SUMMARIES);
+pub static REDACT_SESSION: Statement = Statement::new(redact::SESSION);
+pub static REDACT_PERSON: Statement = Statement::new(redact::PERSON);
+pub static REDACT_PERSON_IN_AGENT: Statement = Statement::new(redact::PERSON_IN_AGENT);
+pub static PRUNE_EVENTS: Statement = Statement::new(super::events::PRUNE);
+
+// Usage and small values.
+
+/// A model call: session, agent, turn, kind, path, model, the four token
+/// counts, cost, duration, memory tokens, now, cache use.
+pub static RECORD_CALL: Statement = Statement::new(
+    "INSERT INTO calls (session_id, agent, turn_id, kind, path, model, input_tokens, cache_creation_input_tokens,
+                        cache_read_input_tokens, output_tokens, cost_usd, duration_ms, memory_tokens, created_at, cache)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+);
+
+/// Calls in order: agent, session, since (each NULL for any).
+pub static CALLS: Statement = Statement::new(
+    "SELECT kind, path, model, input_tokens, cache_creation_input_tokens, cache_read_input_tokens,
+            output_tokens, cost_usd, duration_ms, memory_tokens, cache
+     FROM calls WHERE (CAST($1 AS TEXT) IS NULL OR agent = $1) AND (CAST($2 AS TEXT) IS NULL OR session_id = $2)
+       AND (CAST($3 AS BIGINT) IS NULL OR created_at >= $3)
+     ORDER BY id",
+);
+
+pub static META: Statement = Statement::new("SELECT value FROM meta WHERE key = $1");
+
+pub static SET_META: Statement = Statement::new(
+    "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+);
+
+pub static COUNTS: Statement = Statement::new(
+    "SELECT (SELECT COUNT(*) FROM sessions), (SELECT COUNT(*) FROM turns), (SELECT COUNT(*) FROM facts),
+            (SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running'))",
+);
+
+// Erasure.
+
+/// A person's messages: the person, the agent or NULL for all.
+pub static PERSON_TURNS: Statement = Statement::new(
+    "SELECT t.session_id, t.id FROM turns t JOIN sessions s ON s.id = t.session_id
+     WHERE t.user_id = $1 AND t.role = 'user' AND (CAST($2 AS TEXT) IS NULL OR s.agent = $2)
+     ORDER BY t.id",
+);
+
+/// An erased handle: the handle, now.
+pub static RECORD_ERASED_HANDLE: Statement =
+    Statement::new("INSERT INTO erased_handles (handle, erased_at) VALUES ($1, $2)");
+
+/// Erased handles after an id, or erased since a time.
+pub static ERASED_HANDLES: Statement = Statement::new(
+    "SELECT id, handle FROM erased_handles WHERE id > $1 OR erased_at >= $2 ORDER BY id",
+);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::JobKind;
 
     #[test]
     fn placeholders_become_numbered_parameters() {
@@ -104,17 +538,31 @@ mod tests {
             for_sqlite("a = $1 AND b IN ($12, $2) AND c = '$x'"),
             "a = ?1 AND b IN (?12, ?2) AND c = '$x'"
         );
-        for sql in [
-            JOB_RUNNABLE,
-            JOB_INSERT,
-            JOB_FINISH,
-            JOB_FAIL,
-            JOB_RETRY,
-            SESSION_JOBS,
-            MEMORY_WATERMARK,
+        for statement in [
+            &HAS_RUNNABLE_JOBS,
+            &JOB_INSERT,
+            &JOBS,
+            &SESSIONS,
+            &ANSWER_USER_TURN,
             &turn_numbers(3),
         ] {
-            assert!(!for_sqlite(sql).contains('$'), "{sql}");
+            assert!(!statement.sqlite().contains('$'), "{}", statement.text());
+            assert_eq!(
+                statement.sqlite(),
+                for_sqlite(statement.text()),
+                "kept as made"
+            );
         }
+    }
+
+    /// The ordering rule spells the pin family out in SQL: keep it the
+    /// same set as the type's.
+    #[test]
+    fn the_sql_names_the_pin_family() {
+        let quoted: Vec<String> = JobKind::PIN_FAMILY
+            .iter()
+            .map(|k| format!("'{}'", k.as_str()))
+            .collect();
+        assert!(JOB_RUNNABLE.contains(&format!("kind IN ({})", quoted.join(", "))));
     }
 }

@@ -12,7 +12,7 @@ use serde_json::json;
 use super::{
     CallFilter, CallKind, CallPath, CallRecord, Event, EventFilter, EventKind, FactScope,
     JobFilter, JobKind, JobSelect, JobStatus, Mode, NewEvent, NewFact, PIN_REVISIONS_KEPT,
-    PinChange, PinSource, Reply, Role, Roll, Store, TurnStatus, Usage,
+    PinChange, PinSource, Reply, Role, Roll, Session, Store, Turn, TurnStatus, Usage,
 };
 use crate::memory::recall;
 use crate::session::SessionKey;
@@ -703,9 +703,14 @@ pub fn jobs_lease_retry_and_list(open: Open) {
         })
         .unwrap();
     assert_eq!(recent.len(), 2);
+}
 
-    // An expired lease (its runner died) lets the job be claimed again;
-    // after the last attempt a failure gives it up, with its error kept.
+/// An expired lease (its runner died) lets the job be claimed again;
+/// after the last attempt a failure gives it up, with its error kept.
+pub fn a_job_is_given_up_after_its_last_attempt(open: Open) {
+    let mut s = open();
+    s.ensure_session("sid", &KEY, "/").unwrap();
+    let session = JobSelect::session("sid");
     let lone = s
         .enqueue_job(JobKind::Summary, "a", Some("sid"), None, &json!({}))
         .unwrap();
@@ -884,6 +889,178 @@ pub fn meta_health_and_locks(open: Open) {
     assert!(other.try_lock_session("sid", true).unwrap().is_some());
 }
 
+/// `store copy`: a session arrives with its turns as they were, under new
+/// turn ids, its summary's bound moved with them; a second copy of it
+/// writes nothing. The agents listed are those with sessions or facts.
+pub fn sessions_are_copied_with_their_turns(open: Open) {
+    let mut s = open();
+    // The turns to copy, as a store holds them: a message from u1, its
+    // reply, a failed message.
+    s.ensure_session("orig", &KEY, "/").unwrap();
+    let u = s.add_user_turn("orig", "question", Some("u1")).unwrap();
+    let usage = json!({ "input_tokens": 4 });
+    let answer = Reply {
+        usage: Some(&usage),
+        ..reply("answer", "orig")
+    };
+    let r = s.add_reply("orig", u, &answer).unwrap();
+    let failed = s.add_user_turn("orig", "again", None).unwrap();
+    s.fail_user_turn(failed, "it failed").unwrap();
+    let turns = s.turns("orig", None).unwrap();
+    let key = SessionKey {
+        agent: "b",
+        channel: "copied",
+        thread: Some("t"),
+    };
+    let session = Session {
+        generation: 2,
+        handle: "h2".into(),
+        handle_turns: 3,
+        handle_host: Some("host-9".into()),
+        pin: Some("the task".into()),
+        summary: Some("what came before".into()),
+        summary_upto: Some(r),
+        created_at: 100,
+        updated_at: 200,
+        ..Session::fresh("copy", &key, "/w")
+    };
+    assert!(s.import_session(&session, &turns).unwrap());
+    assert!(!s.import_session(&session, &turns).unwrap(), "copied once");
+
+    let copied = s.turns("copy", None).unwrap();
+    let ids: Vec<i64> = copied.iter().map(|t| t.id).collect();
+    assert!(
+        failed < ids[0] && ids[0] < ids[1] && ids[1] < ids[2],
+        "{ids:?}"
+    );
+    for (copy, turn) in copied.iter().zip(&turns) {
+        let moved = Turn {
+            id: copy.id,
+            ..turn.clone()
+        };
+        assert_eq!(json!(copy), json!(moved), "all but the id kept");
+    }
+    assert_eq!(copied[1].usage, Some(usage));
+    let moved = Session {
+        summary_upto: Some(ids[1]),
+        ..session
+    };
+    let back = s.session("copy").unwrap().unwrap();
+    assert_eq!(json!(back), json!(moved), "the bound moved, the rest kept");
+
+    add(&mut *s, "z", &["a fact of an agent without sessions"]);
+    assert_eq!(s.agents().unwrap(), ["a", "b", "z"]);
+}
+
+/// What `forget --user` reads: a person's messages, in every agent or
+/// one, and a session's jobs with their inputs.
+pub fn a_persons_turns_and_a_sessions_jobs_are_found(open: Open) {
+    let mut s = open();
+    let other = SessionKey { agent: "b", ..KEY };
+    s.ensure_session("sa", &KEY, "/").unwrap();
+    s.ensure_session("sb", &other, "/").unwrap();
+    let a1 = s.add_user_turn("sa", "mine", Some("u1")).unwrap();
+    s.add_reply("sa", a1, &reply("reply", "sa")).unwrap();
+    s.add_user_turn("sa", "theirs", Some("u2")).unwrap();
+    let b1 = s.add_user_turn("sb", "mine too", Some("u1")).unwrap();
+    let (sa, sb) = ("sa".to_string(), "sb".to_string());
+    assert_eq!(
+        s.person_turns("u1", None).unwrap(),
+        [(sa, a1), (sb.clone(), b1)]
+    );
+    assert_eq!(s.person_turns("u1", Some("b")).unwrap(), [(sb, b1)]);
+    assert!(s.person_turns("nobody", None).unwrap().is_empty());
+
+    let input = |n: i64| json!({ "n": n });
+    let j1 = s
+        .enqueue_job(JobKind::Facts, "a", Some("sa"), Some(a1), &input(1))
+        .unwrap();
+    let j2 = s
+        .enqueue_job(JobKind::Pin, "a", Some("sa"), None, &input(2))
+        .unwrap();
+    s.enqueue_job(JobKind::Facts, "b", Some("sb"), None, &input(3))
+        .unwrap();
+    let jobs: Vec<_> = s
+        .session_jobs("sa")
+        .unwrap()
+        .into_iter()
+        .map(|j| (j.id, j.kind, j.agent, j.turn_id, j.input, j.attempts))
+        .collect();
+    let a = || "a".to_string();
+    assert_eq!(
+        jobs,
+        [
+            (j1, JobKind::Facts, a(), Some(a1), input(1), 0),
+            (j2, JobKind::Pin, a(), None, input(2), 0),
+        ]
+    );
+}
+
+/// An erasure rewrites the turns it names, deletes the pin revisions from
+/// one on and the jobs it names, drops the summaries; the handles it
+/// leaves are read back after an id or since a time.
+pub fn an_erasure_rewrites_its_rows_and_records_handles(open: Open) {
+    let mut s = open();
+    s.ensure_session("sa", &KEY, "/").unwrap();
+    let a1 = s.add_user_turn("sa", "mine", Some("u1")).unwrap();
+    let r1 = s.add_reply("sa", a1, &reply("reply", "sa")).unwrap();
+    let a2 = s.add_user_turn("sa", "theirs", Some("u2")).unwrap();
+    let job = |s: &mut dyn Store| {
+        s.enqueue_job(JobKind::Facts, "a", Some("sa"), None, &json!({}))
+            .unwrap()
+    };
+    let (j1, j2) = (job(&mut *s), job(&mut *s));
+    for pin in ["one", "two", "three"] {
+        s.set_pin("sa", Some(pin), PinChange::by(PinSource::Set))
+            .unwrap();
+    }
+    let roll = Roll {
+        from: 0,
+        to: 1,
+        handle: "sa1",
+        summary: Some(("what u1 said", r1)),
+    };
+    assert!(s.roll_handle("sa", &roll).unwrap());
+    s.erase_rows(&crate::store::Erasure {
+        turns: &[a1, r1],
+        tombstone: "[erased]",
+        revisions_from: &[("sa".to_string(), 2)],
+        jobs: &[j1],
+        summaries: &["sa".to_string()],
+    })
+    .unwrap();
+    let turns: Vec<(i64, String)> = s
+        .turns("sa", None)
+        .unwrap()
+        .into_iter()
+        .map(|t| (t.id, t.content))
+        .collect();
+    let erased = || "[erased]".to_string();
+    assert_eq!(
+        turns,
+        [(a1, erased()), (r1, erased()), (a2, "theirs".into())]
+    );
+    let revs: Vec<i64> = s.pin_history("sa").unwrap().iter().map(|r| r.rev).collect();
+    assert_eq!(revs, [1]);
+    let session = s.session("sa").unwrap().unwrap();
+    assert_eq!((session.summary, session.summary_upto), (None, None));
+    let left: Vec<i64> = s.session_jobs("sa").unwrap().iter().map(|j| j.id).collect();
+    assert_eq!(left, [j2]);
+
+    s.record_erased_handles(&["h1".into(), "h2".into()])
+        .unwrap();
+    let erased = s.erased_handles(0, i64::MAX).unwrap();
+    let handles: Vec<&str> = erased.iter().map(|(_, h)| h.as_str()).collect();
+    assert_eq!(handles, ["h1", "h2"]);
+    assert!(erased[0].0 < erased[1].0);
+    let after_first = s.erased_handles(erased[0].0, i64::MAX).unwrap();
+    assert_eq!(after_first, erased[1..], "after an id");
+    let since = s.erased_handles(erased[1].0, 0).unwrap();
+    assert_eq!(since, erased, "or erased since a time");
+    s.record_erased_handles(&[]).unwrap();
+    assert_eq!(s.erased_handles(0, i64::MAX).unwrap(), erased);
+}
+
 /// Pins last written whole before the clarify gate: the `earlier`
 /// revision a migration made, lines added to it, an erasure back to it
 /// and a restore of it keep a pin counted; a whole new pin does not.
@@ -987,6 +1164,35 @@ fn no_event(store: &dyn Store, last: i64) {
 /// none.
 pub fn every_change_writes_its_event(open: Open) {
     let mut s = open();
+    let (u1, r1, last) = turns_and_pins_write_events(&mut *s);
+    let (fact, last) = facts_write_events(&mut *s, u1, last);
+    let last = rolls_and_jobs_write_events(&mut *s, u1, r1, last);
+    forgetting_and_removing_write_events(&mut *s, fact, last);
+
+    // The whole log, as another connection reads it: in order, one each.
+    let kinds: Vec<EventKind> = all_events(&*open()).iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            EventKind::TurnDone,
+            EventKind::TurnFailed,
+            EventKind::PinSet,
+            EventKind::PinClarified,
+            EventKind::FactAdded,
+            EventKind::Correction,
+            EventKind::FactEnriched,
+            EventKind::SessionCompacted,
+            EventKind::JobFailed,
+            EventKind::Drift,
+            EventKind::FactForgotten,
+            EventKind::SessionRemoved,
+        ]
+    );
+}
+
+/// A reply, a failed turn, a pin set and clarified (and pins that change
+/// nothing): the user turn, its reply and the last event's id.
+fn turns_and_pins_write_events(s: &mut dyn Store) -> (i64, i64, i64) {
     let start = crate::store::events::now_us();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let u1 = s.add_user_turn("sid", "hello", Some("u1")).unwrap();
@@ -1037,7 +1243,12 @@ pub fn every_change_writes_its_event(open: Open) {
         (&e.data["pin"], &e.data["rev"], &e.data["turn"]),
         (&json!("task+"), &json!(2), &json!(u1))
     );
+    (u1, r1, last)
+}
 
+/// Facts added (one a correction), a repeat that adds nothing, keywords
+/// set: the first fact's id and the last event's.
+fn facts_write_events(s: &mut dyn Store, u1: i64, mut last: i64) -> (i64, i64) {
     let kw = vec!["pnpm".to_string()];
     let ids = s
         .add_facts(&[
@@ -1097,7 +1308,12 @@ pub fn every_change_writes_its_event(open: Open) {
     );
     assert!(!s.set_fact_keywords(999_999, &kw).unwrap());
     no_event(&*s, last);
+    (fact, last)
+}
 
+/// Rolls of the handle (one with a summary), a job retried, one given
+/// up, one finished with events: the last event's id.
+fn rolls_and_jobs_write_events(s: &mut dyn Store, u1: i64, r1: i64, mut last: i64) -> i64 {
     let plain = Roll {
         from: 0,
         to: 1,
@@ -1123,12 +1339,12 @@ pub fn every_change_writes_its_event(open: Open) {
     no_event(&*s, last);
 
     // A job retried later reports nothing; one given up does.
-    let q = |s: &mut Box<dyn Store>, kind| {
+    let q = |s: &mut dyn Store, kind| {
         s.enqueue_job(kind, "a", Some("sid"), Some(u1), &json!({}))
             .unwrap()
     };
-    let retried = q(&mut s, JobKind::Summary);
-    let given_up = q(&mut s, JobKind::Facts);
+    let retried = q(s, JobKind::Summary);
+    let given_up = q(s, JobKind::Facts);
     let of = |kind| JobSelect {
         kind: Some(kind),
         ..JobSelect::session("sid")
@@ -1168,7 +1384,11 @@ pub fn every_change_writes_its_event(open: Open) {
     );
     s.finish_job(given_up, &[]).unwrap();
     no_event(&*s, last);
+    last
+}
 
+/// A fact forgotten and the session removed, each once.
+fn forgetting_and_removing_write_events(s: &mut dyn Store, fact: i64, mut last: i64) {
     assert_eq!(s.forget_facts("a", &[fact, 999_999]).unwrap(), 1);
     let e = one_event(&*s, &mut last, EventKind::FactForgotten);
     assert_eq!(e.user.as_deref(), Some("u1"));
@@ -1182,50 +1402,13 @@ pub fn every_change_writes_its_event(open: Open) {
     assert_eq!(e.data, json!({ "turns": 3 }));
     assert!(!s.delete_session("sid").unwrap());
     no_event(&*s, last);
-
-    // The whole log, as another connection reads it: in order, one each.
-    let kinds: Vec<EventKind> = all_events(&*open()).iter().map(|e| e.kind).collect();
-    assert_eq!(
-        kinds,
-        [
-            EventKind::TurnDone,
-            EventKind::TurnFailed,
-            EventKind::PinSet,
-            EventKind::PinClarified,
-            EventKind::FactAdded,
-            EventKind::Correction,
-            EventKind::FactEnriched,
-            EventKind::SessionCompacted,
-            EventKind::JobFailed,
-            EventKind::Drift,
-            EventKind::FactForgotten,
-            EventKind::SessionRemoved,
-        ]
-    );
 }
 
 /// What a reading asks for: after an id, since a time, of an agent, a
 /// session or some kinds, the oldest or the newest few.
 pub fn events_are_filtered(open: Open) {
     let mut s = open();
-    let fact = |agent, session, content, correction| NewFact {
-        session_id: session,
-        correction,
-        ..NewFact::new(agent, None, content)
-    };
-    s.add_facts(&[fact("a", Some("s1"), "one", false)]).unwrap();
-    s.add_facts(&[fact("b", Some("s2"), "two", false)]).unwrap();
-    s.add_facts(&[fact("a", Some("s3"), "three", true)])
-        .unwrap();
-    // Clear of the third event's microsecond, whatever the clock's grain.
-    std::thread::sleep(std::time::Duration::from_millis(5));
-    let mid = crate::store::events::now_us();
-    s.add_facts(&[fact("a", Some("s1"), "four", false)])
-        .unwrap();
-    let all = all_events(&*s);
-    assert_eq!(all.len(), 4);
-    let e = event_ids(&all);
-    assert!(e.windows(2).all(|w| w[0] < w[1]), "{e:?}");
+    let (e, mid) = four_events(&mut *s);
     let read = |f: EventFilter| event_ids(&s.events(&f).unwrap());
     let none = EventFilter::default;
 
@@ -1264,6 +1447,39 @@ pub fn events_are_filtered(open: Open) {
         }),
         [e[0], e[3]]
     );
+}
+
+/// Four facts' events: of agent a in session s1, b in s2, a correction of
+/// a in s3, then a in s1 again after the time returned. Their ids, checked
+/// to increase, and that time.
+fn four_events(s: &mut dyn Store) -> (Vec<i64>, i64) {
+    let fact = |agent, session, content, correction| NewFact {
+        session_id: session,
+        correction,
+        ..NewFact::new(agent, None, content)
+    };
+    s.add_facts(&[fact("a", Some("s1"), "one", false)]).unwrap();
+    s.add_facts(&[fact("b", Some("s2"), "two", false)]).unwrap();
+    s.add_facts(&[fact("a", Some("s3"), "three", true)])
+        .unwrap();
+    // Clear of the third event's microsecond, whatever the clock's grain.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let mid = crate::store::events::now_us();
+    s.add_facts(&[fact("a", Some("s1"), "four", false)])
+        .unwrap();
+    let all = all_events(&*s);
+    assert_eq!(all.len(), 4);
+    let e = event_ids(&all);
+    assert!(e.windows(2).all(|w| w[0] < w[1]), "{e:?}");
+    (e, mid)
+}
+
+/// Of some kinds; the oldest or the newest few.
+pub fn events_are_filtered_by_kind_and_count(open: Open) {
+    let mut s = open();
+    let (e, _) = four_events(&mut *s);
+    let read = |f: EventFilter| event_ids(&s.events(&f).unwrap());
+    let none = EventFilter::default;
     assert_eq!(
         read(EventFilter {
             kinds: &[EventKind::Correction],
@@ -1351,8 +1567,23 @@ pub fn forgetting_redacts_events(open: Open) {
     assert_eq!(all[1].data["content"], "kept one");
     assert_eq!(all[3].data, json!({ "fact_id": secret }));
     assert_eq!(all[3].user.as_deref(), Some("u1"));
+}
 
-    // A removed session's events say nothing any more; its removal is said.
+/// A session's events, as a reading of the log by session finds them.
+fn session_events(s: &dyn Store, sid: &str) -> Vec<Event> {
+    s.events(&EventFilter {
+        session_id: Some(sid),
+        ..EventFilter::default()
+    })
+    .unwrap()
+}
+
+/// A removed session's events say nothing any more; its removal is said.
+/// A person's events within an agent lose what they said and who they
+/// are; another agent's stay.
+pub fn removing_a_session_or_a_person_redacts_events(open: Open) {
+    let mut s = open();
+    let redacted = crate::store::redacted_data();
     for sid in ["gone", "stays"] {
         let key = SessionKey {
             channel: sid,
@@ -1366,14 +1597,7 @@ pub fn forgetting_redacts_events(open: Open) {
     }
     let before = last_id(&*s);
     assert!(s.delete_session("gone").unwrap());
-    let session = |s: &dyn Store, sid| {
-        s.events(&EventFilter {
-            session_id: Some(sid),
-            ..EventFilter::default()
-        })
-        .unwrap()
-    };
-    let gone = session(&*s, "gone");
+    let gone = session_events(&*s, "gone");
     assert_eq!(
         gone.iter().map(|e| e.kind).collect::<Vec<_>>(),
         [
@@ -1385,10 +1609,12 @@ pub fn forgetting_redacts_events(open: Open) {
     assert!(gone[..2].iter().all(|e| e.data == redacted), "{gone:?}");
     assert_eq!(gone[2].data, json!({ "turns": 2 }));
     assert!(gone[2].id > before);
-    assert!(session(&*s, "stays").iter().all(|e| e.data != redacted));
+    assert!(
+        session_events(&*s, "stays")
+            .iter()
+            .all(|e| e.data != redacted)
+    );
 
-    // A person's events within an agent lose what they said and who they
-    // are; another agent's stay.
     s.add_facts(&[
         NewFact::new("a", Some("u2"), "likes rust"),
         NewFact::new("b", Some("u2"), "elsewhere"),
@@ -1396,7 +1622,7 @@ pub fn forgetting_redacts_events(open: Open) {
     .unwrap();
     let n = s.redact_person_events("u2", Some("a")).unwrap();
     assert_eq!(n, 3, "both sessions' replies to them, and their fact");
-    let stays = session(&*s, "stays");
+    let stays = session_events(&*s, "stays");
     assert_eq!(
         (stays[0].kind, &stays[0].data, stays[0].user.as_deref()),
         (EventKind::TurnDone, &redacted, None)
@@ -1415,9 +1641,13 @@ pub fn forgetting_redacts_events(open: Open) {
     assert_eq!(theirs.user.as_deref(), Some("u2"));
     assert_eq!(theirs.data["content"], "elsewhere");
     assert_eq!(s.redact_person_events("u2", Some("a")).unwrap(), 0);
+}
 
-    // An erasure's rows: the turns' events, the summaries and the pins of
-    // the sessions named.
+/// An erasure's rows take with them what their events said: the turns',
+/// and the summaries' and pins' of the sessions named.
+pub fn an_erasure_redacts_its_rows_events(open: Open) {
+    let mut s = open();
+    let redacted = crate::store::redacted_data();
     let key = SessionKey {
         channel: "erased",
         ..KEY
@@ -1444,7 +1674,7 @@ pub fn forgetting_redacts_events(open: Open) {
         summaries: &["e".to_string()],
     })
     .unwrap();
-    let e = session(&*s, "e");
+    let e = session_events(&*s, "e");
     let said: Vec<(EventKind, bool)> = e.iter().map(|e| (e.kind, e.data == redacted)).collect();
     assert_eq!(
         said,
@@ -1539,16 +1769,23 @@ macro_rules! store_suite {
             all_common_terms_are_required_together,
             text_outranks_keywords,
             jobs_lease_retry_and_list,
+            a_job_is_given_up_after_its_last_attempt,
             pin_jobs_apply_in_turn_order,
             bounded_claims_are_fair_between_sessions,
             job_health_counts_open_and_failed,
             calls_are_recorded,
             replies_record_their_system_prompt_and_facts,
             meta_health_and_locks,
+            sessions_are_copied_with_their_turns,
+            a_persons_turns_and_a_sessions_jobs_are_found,
+            an_erasure_rewrites_its_rows_and_records_handles,
             pins_before_the_gate_are_counted,
             every_change_writes_its_event,
             events_are_filtered,
+            events_are_filtered_by_kind_and_count,
             forgetting_redacts_events,
+            removing_a_session_or_a_person_redacts_events,
+            an_erasure_redacts_its_rows_events,
             prune_keeps_ids_increasing,
             a_watch_wakes_when_events_are_appended
         );

@@ -512,7 +512,7 @@ impl SystemFile {
 
 /// `$TMPDIR/duduclaw-<uid>/`: private to the user, shared by their turns.
 fn system_file_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("duduclaw-{}", nix::unistd::getuid()))
+    std::env::temp_dir().join(format!("duduclaw-{}", rustix::process::getuid().as_raw()))
 }
 
 /// Remove system files no live turn holds.
@@ -580,10 +580,12 @@ pub fn kill_all_children() {
 
 /// Kill a child's whole process group (the child leads its own group).
 fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+    let group = pid.and_then(|p| {
+        i32::try_from(p)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+    });
+    if let Some(group) = group {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
 }

@@ -11,13 +11,11 @@
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
-use tokio_postgres::Row;
-use tokio_postgres::types::ToSql;
-
-use super::conn::{self, Conn, Queries, Tx};
-use super::{ServerUrl, count, rows, text};
-use crate::store::events::{self, Owner, Param, lookup, redact};
-use crate::store::{Event, EventFilter, EventWatch, JobStatus, NewEvent, Result, redacted_data};
+use super::ServerUrl;
+use super::conn::{self, Conn, Queries};
+use crate::store::db::count;
+use crate::store::events;
+use crate::store::{EventWatch, NewEvent, Result};
 
 /// The channel a commit with events notifies, for followers.
 const CHANNEL: &str = "duduclaw_events";
@@ -31,7 +29,7 @@ const CHANNEL: &str = "duduclaw_events";
 /// last, right before the commit: anything after it would hold every
 /// other writer back, and a lock taken after it could deadlock with a
 /// writer holding that lock while waiting for the counter.
-pub fn append(tx: &Tx, events: &[NewEvent]) -> Result<()> {
+pub fn append(tx: &impl Queries, events: &[NewEvent]) -> Result<()> {
     if events.is_empty() {
         return Ok(());
     }
@@ -69,101 +67,6 @@ pub fn append(tx: &Tx, events: &[NewEvent]) -> Result<()> {
         ],
     )?;
     Ok(())
-}
-
-/// Whom a turn's event concerns; `None` when the turn is gone.
-pub fn turn_owner(c: &impl Queries, turn: i64) -> Result<Option<Owner>> {
-    c.query_opt(lookup::TURN, &[&turn])?
-        .map(|r| {
-            Ok(Owner {
-                agent: r.try_get(0)?,
-                session_id: r.try_get(1)?,
-                user: r.try_get(2)?,
-            })
-        })
-        .transpose()
-}
-
-/// Whom a session's event concerns; `None` when the session is gone.
-pub fn session_owner(c: &impl Queries, session_id: &str) -> Result<Option<Owner>> {
-    c.query_opt(lookup::SESSION, &[&session_id])?
-        .map(|r| {
-            Ok(Owner {
-                agent: r.try_get(0)?,
-                session_id: Some(session_id.to_string()),
-                user: None,
-            })
-        })
-        .transpose()
-}
-
-/// The `job.failed` event of a job whose last attempt just failed, if it
-/// was given up.
-pub fn job_given_up(c: &impl Queries, id: i64, error: &str) -> Result<Option<NewEvent>> {
-    c.query_opt(lookup::FAILED_JOB, &[&id, &JobStatus::Failed.as_str()])?
-        .map(|r| {
-            let owner = Owner {
-                agent: r.try_get(0)?,
-                session_id: r.try_get(1)?,
-                user: None,
-            };
-            Ok(events::job_failed(
-                &owner,
-                id,
-                super::text(&r, 2)?,
-                r.try_get(3)?,
-                r.try_get(4)?,
-                error,
-            ))
-        })
-        .transpose()
-}
-
-/// Run one of [`redact`]'s statements with `key` as `$2`.
-pub fn redact(c: &impl Queries, statement: &str, key: &(dyn ToSql + Sync)) -> Result<u64> {
-    let data = redacted_data().to_string();
-    Ok(c.execute(statement, &[&data, key])?)
-}
-
-/// A person's events, in one agent or (`None`) in all.
-pub fn redact_person(c: &impl Queries, user: &str, agent: Option<&str>) -> Result<u64> {
-    let data = redacted_data().to_string();
-    Ok(match agent {
-        Some(agent) => c.execute(redact::PERSON_IN_AGENT, &[&data, &user, &agent])?,
-        None => c.execute(redact::PERSON, &[&data, &user])?,
-    })
-}
-
-fn event_from_row(r: &Row) -> Result<Event> {
-    let data: String = r.try_get(6)?;
-    Ok(Event {
-        id: r.try_get(0)?,
-        at_us: r.try_get(1)?,
-        kind: text(r, 2)?,
-        agent: r.try_get(3)?,
-        session_id: r.try_get(4)?,
-        user: r.try_get(5)?,
-        data: serde_json::from_str(&data)?,
-    })
-}
-
-pub fn list(c: &impl Queries, filter: &EventFilter) -> Result<Vec<Event>> {
-    let (sql, params) = events::select(filter);
-    let values: Vec<Box<dyn ToSql + Sync>> = params
-        .into_iter()
-        .map(|p| -> Box<dyn ToSql + Sync> {
-            match p {
-                Param::Int(n) => Box::new(n),
-                Param::Text(s) => Box::new(s),
-            }
-        })
-        .collect();
-    let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(AsRef::as_ref).collect();
-    rows(c.query(&sql, &refs)?, event_from_row)
-}
-
-pub fn prune(c: &impl Queries, before_us: i64) -> Result<u64> {
-    Ok(c.execute(events::PRUNE, &[&before_us])?)
 }
 
 /// Wakes when a transaction that appended events commits: a connection

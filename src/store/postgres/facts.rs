@@ -11,37 +11,20 @@
 
 use std::collections::HashMap;
 
-use tokio_postgres::Row;
-
 use super::conn::{Queries, Tx};
 use super::events;
-use super::{count, nul_free, rows};
+use super::nul_free;
+use crate::store::db::count;
 use crate::store::events as store_events;
+use crate::store::log::redact;
+use crate::store::rows;
+use crate::store::sql::{FACT_COLUMNS, REDACT_FACT};
 use crate::store::{Fact, FactQuery, FactScope, NewEvent, NewFact, Result, now};
 use crate::text::terms::{keyword_index_text, normalize, stemmed_terms};
-
-const FACT_COLS: &str = "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords, f.correction";
 
 /// The fact's text (field 0) and its keywords (field 1).
 const BODY: i16 = 0;
 const KEYS: i16 = 1;
-
-fn fact_from_row(r: &Row) -> Result<Fact> {
-    let user: String = r.try_get(2)?;
-    let keywords: String = r.try_get(8)?;
-    Ok(Fact {
-        id: r.try_get(0)?,
-        agent: r.try_get(1)?,
-        user: (!user.is_empty()).then_some(user),
-        content: r.try_get(3)?,
-        keywords: serde_json::from_str(&keywords).unwrap_or_default(),
-        access_count: r.try_get(4)?,
-        created_at: r.try_get(5)?,
-        last_used_at: r.try_get(6)?,
-        source_turn: r.try_get(7)?,
-        correction: r.try_get(9)?,
-    })
-}
 
 /// A field's distinct terms with their counts, and its length in terms.
 fn term_counts(text: &str) -> (Vec<(String, i32)>, i64) {
@@ -296,38 +279,6 @@ pub fn set_keywords(tx: &Tx, id: i64, keywords: &[String]) -> Result<bool> {
     Ok(true)
 }
 
-pub fn without_keywords(c: &impl Queries, agent: Option<&str>, limit: usize) -> Result<Vec<Fact>> {
-    rows(c.query(
-        &format!(
-            "SELECT {FACT_COLS} FROM facts f WHERE ($1::text IS NULL OR f.agent = $1) AND f.keywords = '[]'
-             ORDER BY f.id LIMIT $2"
-        ),
-        &[&agent, &count(limit)],
-    )?, fact_from_row)
-}
-
-pub fn list(c: &impl Queries, scope: FactScope, limit: Option<usize>) -> Result<Vec<Fact>> {
-    rows(
-        c.query(
-            &format!(
-                "SELECT {FACT_COLS} FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2)
-             ORDER BY f.access_count DESC, f.id LIMIT $3"
-            ),
-            &[&scope.agent, &scope.user.unwrap_or(""), &limit.map(count)],
-        )?,
-        fact_from_row,
-    )
-}
-
-pub fn all(c: &impl Queries, agent: &str, only_user: Option<&str>) -> Result<Vec<Fact>> {
-    rows(c.query(
-        &format!(
-            "SELECT {FACT_COLS} FROM facts f WHERE f.agent = $1 AND ($2::text IS NULL OR f.user_id = $2) ORDER BY f.id"
-        ),
-        &[&agent, &only_user],
-    )?, fact_from_row)
-}
-
 pub fn count_matches(c: &impl Queries, query: &FactQuery, cap: i64) -> Result<i64> {
     let terms = index_terms(query);
     if terms.is_empty() {
@@ -386,7 +337,7 @@ pub fn rank(
                                 SUM(i.w * h.freq * 2.2 / (h.freq + 1.2 * (0.25 + 0.75 * h.dl / s.avgdl))) AS score
                          FROM hits h JOIN idf i USING (term) CROSS JOIN stats s
                          GROUP BY h.fact_id)
-         SELECT {FACT_COLS}, sc.score FROM scored sc JOIN facts f ON f.id = sc.fact_id
+         SELECT {FACT_COLUMNS}, sc.score FROM scored sc JOIN facts f ON f.id = sc.fact_id
          ORDER BY sc.score DESC, f.id LIMIT $4"
     );
     let found = c.query(
@@ -399,7 +350,10 @@ pub fn rank(
             &query.keyword_weight,
         ],
     )?;
-    rows(found, |r| Ok((fact_from_row(r)?, r.try_get::<_, f64>(10)?)))
+    found
+        .iter()
+        .map(|r| Ok((rows::fact(r)?, r.try_get::<_, f64>(10)?)))
+        .collect()
 }
 
 pub fn forget(tx: &Tx, agent: &str, ids: &[i64]) -> Result<usize> {
@@ -425,7 +379,7 @@ pub fn forget(tx: &Tx, agent: &str, ids: &[i64]) -> Result<usize> {
     let mut forgotten = Vec::with_capacity(gone.len());
     for id in ids {
         if let Some(user) = users.remove(id) {
-            events::redact(tx, store_events::redact::FACT, id)?;
+            redact(tx, &REDACT_FACT, (*id).into())?;
             let user = (!user.is_empty()).then_some(user.as_str());
             forgotten.push(store_events::fact_forgotten(agent, user, *id));
         }

@@ -21,27 +21,28 @@ mod conn;
 mod events;
 mod facts;
 mod jobs;
-mod pins;
 mod schema;
-mod sessions;
 pub mod url;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use std::borrow::Cow;
+
+use bytes::BytesMut;
 use sha2::{Digest, Sha256};
 use tokio_postgres::Row;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{IsNull, ToSql, Type};
 
 use conn::{Conn, Queries, Tx, connect};
 
+use super::db::{self, Engine, Param, Value};
+use super::sql::Statement;
+use super::{Admin, Calls, Erase, EventLog, Facts, Jobs, Pins, Sessions};
 use super::{
-    CacheUse, CallFilter, CallRecord, CallRow, Counts, Erasure, Event, EventFilter, EventWatch,
-    Fact, FactQuery, FactScope, Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, NewEvent,
-    NewFact, PinChange, PinRevision, Reply, Result, Roll, Session, SessionListing, SessionLock,
-    Store, StoreError, TextEnum, Turn, Usage, now,
+    Erasure, EventWatch, Fact, FactQuery, FactScope, Job, JobSelect, NewEvent, NewFact, Result,
+    SessionLock, StoreError, now,
 };
-use crate::session::SessionKey;
 pub use schema::SCHEMA_VERSION;
 pub use url::ServerUrl;
 
@@ -149,10 +150,6 @@ impl PgStore {
         self.with(|c| Ok(c.execute(sql, params)?))
     }
 
-    fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
-        self.with(|c| Ok(c.query(sql, params)?))
-    }
-
     fn query_one(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
         self.with(|c| Ok(c.query_one(sql, params)?))
     }
@@ -205,29 +202,6 @@ pub(crate) fn nul_free(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// A text enum read back from a column.
-fn text<T: TextEnum>(row: &Row, idx: usize) -> Result<T> {
-    let s: String = row.try_get(idx)?;
-    T::parse(&s).ok_or_else(|| {
-        anyhow::anyhow!("unknown {} {s:?} in the store", std::any::type_name::<T>()).into()
-    })
-}
-
-fn opt_text<T: TextEnum>(row: &Row, idx: usize) -> Result<Option<T>> {
-    match row.try_get::<_, Option<String>>(idx)? {
-        None => Ok(None),
-        Some(_) => text(row, idx).map(Some),
-    }
-}
-
-fn count(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-fn rows<T>(rows: Vec<Row>, f: impl Fn(&Row) -> Result<T>) -> Result<Vec<T>> {
-    rows.iter().map(f).collect()
-}
-
 /// The tables that hold what a person says or what is said about them:
 /// vacuumed after an erasure (the event log's redacted data included: the
 /// old row versions keep what it said until then).
@@ -269,105 +243,130 @@ impl Drop for AdvisoryLock {
     }
 }
 
-impl Store for PgStore {
-    fn describe(&self) -> String {
-        self.url.to_string()
+/// Parameters go to the server as the type it expects of them (checked as
+/// their own Rust type's would be); a NULL fits any, and text cannot hold
+/// a NUL ([`nul_free`]).
+impl ToSql for Param<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        // Each value checks the type as its own Rust type does.
+        match *self {
+            Param::Null => Ok(IsNull::Yes),
+            Param::Int(n) => n.to_sql_checked(ty, out),
+            Param::Real(x) => x.to_sql_checked(ty, out),
+            Param::Text(s) => nul_free(s).as_ref().to_sql_checked(ty, out),
+            Param::Bool(b) => b.to_sql_checked(ty, out),
+        }
     }
 
-    fn session(&self, id: &str) -> Result<Option<Session>> {
-        self.with(|c| sessions::get(c, id))
+    fn accepts(_: &Type) -> bool {
+        true
     }
 
-    fn ensure_session(&mut self, id: &str, key: &SessionKey, cwd: &str) -> Result<Session> {
-        self.with(|c| sessions::ensure(c, id, key, cwd))
+    tokio_postgres::types::to_sql_checked!();
+}
+
+/// Read by the column's type: the shared statements return 64-bit
+/// integers, doubles, flags and text.
+impl db::Row for Row {
+    fn value(&self, i: usize) -> Result<Value> {
+        let ty = self.columns().get(i).map(tokio_postgres::Column::type_);
+        Ok(match ty {
+            Some(&Type::INT8) => self.try_get::<_, Option<i64>>(i)?.map(Value::Int),
+            Some(&Type::FLOAT8) => self.try_get::<_, Option<f64>>(i)?.map(Value::Real),
+            Some(&Type::BOOL) => self.try_get::<_, Option<bool>>(i)?.map(Value::Bool),
+            _ => self.try_get::<_, Option<String>>(i)?.map(Value::Text),
+        }
+        .unwrap_or(Value::Null))
+    }
+}
+
+/// A connection or a transaction.
+impl<Q: Queries> db::Db for Q {
+    fn execute(&self, statement: &Statement, args: &[Param]) -> Result<u64> {
+        Ok(Queries::execute(self, statement.text(), &params(args))?)
     }
 
-    fn sessions(&self, agent: Option<&str>) -> Result<Vec<SessionListing>> {
-        self.with(|c| sessions::list(c, agent))
-    }
-
-    fn stale_sessions(&self, before: i64) -> Result<Vec<Session>> {
-        self.with(|c| sessions::stale(c, before))
-    }
-
-    fn delete_session(&mut self, id: &str) -> Result<bool> {
-        self.tx(|tx| sessions::delete(tx, id))
-    }
-
-    fn add_user_turn(
-        &mut self,
-        session_id: &str,
-        content: &str,
-        user: Option<&str>,
-    ) -> Result<i64> {
-        self.tx(|tx| sessions::add_user_turn(tx, session_id, content, user))
-    }
-
-    fn reopen_user_turn(&mut self, turn_id: i64) -> Result<()> {
-        self.with(|c| sessions::reopen_user_turn(c, turn_id))
-    }
-
-    fn add_reply(&mut self, session_id: &str, user_turn: i64, reply: &Reply) -> Result<i64> {
-        self.tx(|tx| sessions::add_reply(tx, session_id, user_turn, reply))
-    }
-
-    fn fail_user_turn(&mut self, user_turn: i64, error: &str) -> Result<()> {
-        self.tx(|tx| sessions::fail_user_turn(tx, user_turn, error))
-    }
-
-    fn turns(&self, session_id: &str, limit: Option<usize>) -> Result<Vec<Turn>> {
-        self.with(|c| sessions::turns(c, session_id, limit))
-    }
-
-    fn turns_after(&self, session_id: &str, after: i64) -> Result<Vec<Turn>> {
-        self.with(|c| sessions::turns_after(c, session_id, after))
-    }
-
-    fn turn_count(&self, session_id: &str) -> Result<i64> {
-        self.with(|c| sessions::turn_count(c, session_id))
-    }
-
-    fn turn_numbers(&self, turn_ids: &[i64]) -> Result<std::collections::HashMap<i64, i64>> {
-        self.with(|c| {
-            let mut numbers = std::collections::HashMap::new();
-            for chunk in turn_ids.chunks(super::sql::TURN_NUMBERS_CHUNK) {
-                let params: Vec<&(dyn ToSql + Sync)> =
-                    chunk.iter().map(|id| id as &(dyn ToSql + Sync)).collect();
-                for row in c.query(&super::sql::turn_numbers(chunk.len()), &params)? {
-                    numbers.insert(row.try_get(0)?, row.try_get(1)?);
-                }
-            }
-            Ok(numbers)
-        })
-    }
-
-    fn mark_handle_started(&mut self, session_id: &str, handle: &str, host: &str) -> Result<()> {
-        self.with(|c| sessions::mark_handle_started(c, session_id, handle, host))
-    }
-
-    fn roll_handle(&mut self, session_id: &str, roll: &Roll) -> Result<bool> {
-        self.tx(|tx| sessions::roll_handle(tx, session_id, roll))
-    }
-
-    fn set_pin(&mut self, session_id: &str, pin: Option<&str>, change: PinChange) -> Result<()> {
-        self.tx(|tx| pins::write(tx, session_id, None, pin, change))?;
+    fn query(
+        &self,
+        statement: &Statement,
+        args: &[Param],
+        row: &mut dyn FnMut(&dyn db::Row) -> Result<()>,
+    ) -> Result<()> {
+        for r in Queries::query(self, statement.text(), &params(args))? {
+            row(&r)?;
+        }
         Ok(())
     }
 
-    fn swap_pin(
-        &mut self,
-        session_id: &str,
-        expected: Option<&str>,
-        pin: &str,
-        change: PinChange,
-    ) -> Result<bool> {
-        self.tx(|tx| pins::write(tx, session_id, Some(expected), Some(pin), change))
+    fn append_events(&self, new: &[NewEvent]) -> Result<()> {
+        events::append(self, new)
     }
 
-    fn pin_history(&self, session_id: &str) -> Result<Vec<PinRevision>> {
-        self.with(|c| pins::history(c, session_id))
+    fn stored<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        nul_free(text)
+    }
+}
+
+fn params<'a>(args: &'a [Param]) -> Vec<&'a (dyn ToSql + Sync)> {
+    args.iter().map(|a| a as &(dyn ToSql + Sync)).collect()
+}
+
+/// The store's connection, taken for each statement.
+impl db::Db for PgStore {
+    fn execute(&self, statement: &Statement, args: &[Param]) -> Result<u64> {
+        self.with(|c| db::Db::execute(&*c, statement, args))
     }
 
+    fn query(
+        &self,
+        statement: &Statement,
+        args: &[Param],
+        row: &mut dyn FnMut(&dyn db::Row) -> Result<()>,
+    ) -> Result<()> {
+        self.with(|c| db::Db::query(&*c, statement, args, row))
+    }
+
+    fn append_events(&self, new: &[NewEvent]) -> Result<()> {
+        self.with(|c| events::append(&*c, new))
+    }
+
+    fn stored<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        nul_free(text)
+    }
+}
+
+impl Engine for PgStore {
+    fn db(&self) -> &dyn db::Db {
+        self
+    }
+
+    fn transaction(&mut self, f: &mut dyn FnMut(&dyn db::Db) -> Result<()>) -> Result<()> {
+        self.tx(|tx| f(tx))
+    }
+}
+
+impl Sessions for PgStore {
+    fn try_lock_session(&self, session_id: &str, _create: bool) -> Result<Option<SessionLock>> {
+        // On the store's connection, which lives as long as the turn: one
+        // connection per turn, and the lock goes when it does.
+        let key = lock_key(session_id);
+        let got: bool = self.with(|c| Ok(c.value("SELECT pg_try_advisory_lock($1)", &[&key])?))?;
+        Ok(got.then(|| {
+            SessionLock::new(AdvisoryLock {
+                client: Arc::clone(&self.client),
+                key,
+            })
+        }))
+    }
+}
+
+impl Pins for PgStore {}
+
+impl Facts for PgStore {
     fn add_facts(&mut self, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
         let ids = self.tx(|tx| facts::add(tx, new))?;
         // After a bulk load (an import) the planner's statistics are stale
@@ -380,27 +379,14 @@ impl Store for PgStore {
         Ok(ids)
     }
 
-    fn list_facts(&self, scope: FactScope, limit: Option<usize>) -> Result<Vec<Fact>> {
-        self.with(|c| facts::list(c, scope, limit))
-    }
-
-    fn all_facts(&self, agent: &str, only_user: Option<&str>) -> Result<Vec<Fact>> {
-        self.with(|c| facts::all(c, agent, only_user))
-    }
-
     fn count_fact_matches(&self, query: &FactQuery, cap: i64) -> Result<i64> {
         self.with(|c| facts::count_matches(c, query, cap))
     }
 
-    fn rank_facts(
-        &self,
-        query: &FactQuery,
-        scope: FactScope,
-        want: usize,
-    ) -> Result<Vec<(Fact, f64)>> {
+    fn rank_facts(&self, q: &FactQuery, scope: FactScope, want: usize) -> Result<Vec<(Fact, f64)>> {
         // The scope filter runs inside the ranking query (the GIN index
         // finds the scope's candidates), so one query ranks them all.
-        self.with(|c| facts::rank(c, query, scope, want))
+        self.with(|c| facts::rank(c, q, scope, want))
     }
 
     fn bump_facts(&mut self, ids: &[i64]) -> Result<()> {
@@ -415,169 +401,26 @@ impl Store for PgStore {
         self.tx(|tx| facts::set_keywords(tx, id, keywords))
     }
 
-    fn facts_without_keywords(&self, agent: Option<&str>, limit: usize) -> Result<Vec<Fact>> {
-        self.with(|c| facts::without_keywords(c, agent, limit))
-    }
-
     fn forget_facts(&mut self, agent: &str, ids: &[i64]) -> Result<usize> {
         self.tx(|tx| facts::forget(tx, agent, ids))
     }
+}
 
-    fn enqueue_job(
-        &mut self,
-        kind: JobKind,
-        agent: &str,
-        session_id: Option<&str>,
-        turn_id: Option<i64>,
-        input: &serde_json::Value,
-    ) -> Result<i64> {
-        self.with(|c| jobs::enqueue(c, kind, agent, session_id, turn_id, input))
-    }
-
-    fn has_open_job(&self, select: JobSelect) -> Result<bool> {
-        self.with(|c| jobs::has_open(c, select))
-    }
-
-    fn has_runnable_jobs(&self, select: JobSelect) -> Result<bool> {
-        self.with(|c| jobs::has_runnable(c, select))
-    }
-
-    fn next_job_at(&self, select: JobSelect) -> Result<Option<i64>> {
-        self.with(|c| jobs::next_at(c, select))
-    }
-
+impl Jobs for PgStore {
     fn claim_jobs(&mut self, select: JobSelect, lease_secs: i64, limit: usize) -> Result<Vec<Job>> {
-        self.with(|c| jobs::claim(c, select, lease_secs, limit))
+        self.with(|c| super::jobs::claim(&*c, &jobs::CLAIM, select, lease_secs, limit))
     }
+}
 
-    fn finish_job(&mut self, id: i64, done: &[NewEvent]) -> Result<()> {
-        self.tx(|tx| {
-            jobs::finish(tx, id)?;
-            events::append(tx, done)
-        })
-    }
-
-    fn fail_job(&mut self, id: i64, error: &str) -> Result<()> {
-        self.tx(|tx| {
-            jobs::fail(tx, id, error)?;
-            if let Some(given_up) = events::job_given_up(tx, id, error)? {
-                events::append(tx, &[given_up])?;
-            }
-            Ok(())
-        })
-    }
-
-    fn retry_job(&mut self, id: i64) -> Result<bool> {
-        self.with(|c| jobs::retry(c, id))
-    }
-
-    fn job_health(&self, session_id: &str, failed_since: i64) -> Result<JobHealth> {
-        self.with(|c| jobs::health(c, session_id, failed_since))
-    }
-
-    fn jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>> {
-        self.with(|c| jobs::list(c, filter))
-    }
-
-    fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
-        self.with(|c| events::list(c, filter))
-    }
-
-    fn prune_events(&mut self, before_us: i64) -> Result<usize> {
-        let n = self.with(|c| events::prune(c, before_us))?;
-        Ok(usize::try_from(n).unwrap_or(usize::MAX))
-    }
-
+impl EventLog for PgStore {
     fn watch_events(&self) -> Result<Box<dyn EventWatch + '_>> {
         Ok(Box::new(events::Watch::new(&self.url, DEFAULT_WAIT)?))
     }
+}
 
-    fn redact_person_events(&mut self, user: &str, agent: Option<&str>) -> Result<usize> {
-        let n = self.with(|c| events::redact_person(c, user, agent))?;
-        Ok(usize::try_from(n).unwrap_or(usize::MAX))
-    }
+impl Calls for PgStore {}
 
-    fn record_call(&mut self, c: &CallRecord) -> Result<()> {
-        let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        self.execute(
-            "INSERT INTO calls (session_id, agent, turn_id, kind, path, model, input_tokens, cache_creation_input_tokens,
-                                cache_read_input_tokens, output_tokens, cost_usd, duration_ms, memory_tokens, created_at, cache)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
-            &[
-                &c.session_id,
-                &c.agent,
-                &c.turn_id,
-                &c.kind.as_str(),
-                &c.path.as_str(),
-                &c.model,
-                &signed(c.usage.input_tokens),
-                &signed(c.usage.cache_creation_input_tokens),
-                &signed(c.usage.cache_read_input_tokens),
-                &signed(c.usage.output_tokens),
-                &c.cost_usd,
-                &c.duration_ms,
-                &signed(c.memory_tokens),
-                &now(),
-                &c.cache.map(CacheUse::as_str),
-            ],
-        )?;
-        Ok(())
-    }
-
-    fn calls(&self, f: &CallFilter) -> Result<Vec<CallRow>> {
-        let unsigned = |n: i64| u64::try_from(n).unwrap_or(0);
-        let found = self.query(
-            "SELECT kind, path, model, input_tokens, cache_creation_input_tokens, cache_read_input_tokens,
-                    output_tokens, cost_usd, duration_ms, memory_tokens, cache
-             FROM calls WHERE ($1::text IS NULL OR agent = $1) AND ($2::text IS NULL OR session_id = $2)
-               AND ($3::bigint IS NULL OR created_at >= $3)
-             ORDER BY id",
-            &[&f.agent, &f.session_id, &f.since],
-        )?;
-        rows(found, |r| {
-            Ok(CallRow {
-                kind: text(r, 0)?,
-                path: text(r, 1)?,
-                model: r.try_get(2)?,
-                usage: Usage {
-                    input_tokens: unsigned(r.try_get(3)?),
-                    cache_creation_input_tokens: unsigned(r.try_get(4)?),
-                    cache_read_input_tokens: unsigned(r.try_get(5)?),
-                    output_tokens: unsigned(r.try_get(6)?),
-                },
-                cost_usd: r.try_get(7)?,
-                duration_ms: r.try_get(8)?,
-                memory_tokens: unsigned(r.try_get(9)?),
-                cache: opt_text(r, 10)?,
-            })
-        })
-    }
-
-    fn meta(&self, key: &str) -> Result<Option<String>> {
-        self.with(|c| Ok(c.value_opt("SELECT value FROM meta WHERE key = $1", &[&key])?))
-    }
-
-    fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
-        self.execute(
-            "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            &[&key, &nul_free(value)],
-        )?;
-        Ok(())
-    }
-
-    fn agents(&self) -> Result<Vec<String>> {
-        self.with(|c| {
-            Ok(c.values(
-                "SELECT agent FROM sessions UNION SELECT agent FROM facts ORDER BY 1",
-                &[],
-            )?)
-        })
-    }
-
-    fn import_session(&mut self, s: &Session, turns: &[Turn]) -> Result<bool> {
-        self.tx(|tx| sessions::import(tx, s, turns))
-    }
-
+impl Erase for PgStore {
     fn erase(&mut self) -> Result<String> {
         // Deleted rows stay in the table files until VACUUM removes them;
         // only an owner of a table may vacuum it.
@@ -606,28 +449,32 @@ impl Store for PgStore {
         ))
     }
 
-    fn person_turns(&self, user: &str, agent: Option<&str>) -> Result<Vec<(String, i64)>> {
-        self.with(|c| sessions::person_turns(c, user, agent))
-    }
-
-    fn session_jobs(&self, session_id: &str) -> Result<Vec<Job>> {
-        self.with(|c| jobs::of_session(c, session_id))
-    }
-
-    fn memory_watermark(&self, session_id: &str) -> Result<Option<i64>> {
-        self.with(|c| Ok(c.value::<Option<i64>>(super::sql::MEMORY_WATERMARK, &[&session_id])?))
-    }
-
     fn erase_rows(&mut self, e: &Erasure) -> Result<()> {
-        self.tx(|tx| sessions::erase_rows(tx, e))
+        self.tx(|tx| {
+            let (sessions, froms): (Vec<String>, Vec<i64>) =
+                e.revisions_from.iter().cloned().unzip();
+            tx.execute(
+                "UPDATE turns SET content = $2, error = NULL WHERE id = ANY($1)",
+                &[&e.turns, &e.tombstone],
+            )?;
+            tx.execute(
+                "DELETE FROM pin_revisions p USING unnest($1::text[], $2::bigint[]) AS f(session_id, rev)
+                 WHERE p.session_id = f.session_id AND p.rev >= f.rev",
+                &[&sessions, &froms],
+            )?;
+            tx.execute("DELETE FROM jobs WHERE id = ANY($1)", &[&e.jobs])?;
+            tx.execute(
+                "UPDATE sessions SET summary = NULL, summary_upto = NULL WHERE id = ANY($1)",
+                &[&e.summaries],
+            )?;
+            super::log::redact_erasure(tx, e)
+        })
     }
+}
 
-    fn record_erased_handles(&mut self, handles: &[String]) -> Result<()> {
-        self.with(|c| sessions::record_erased_handles(c, handles))
-    }
-
-    fn erased_handles(&self, after: i64, since: i64) -> Result<Vec<(i64, String)>> {
-        self.with(|c| sessions::erased_handles(c, after, since))
+impl Admin for PgStore {
+    fn describe(&self) -> String {
+        self.url.to_string()
     }
 
     fn schema_version(&self) -> Result<i64> {
@@ -659,42 +506,6 @@ impl Store for PgStore {
             problems.push("ok".into());
         }
         Ok(problems)
-    }
-
-    fn counts(&self) -> Result<Counts> {
-        let r = self.query_one(
-            "SELECT (SELECT COUNT(*) FROM sessions), (SELECT COUNT(*) FROM turns), (SELECT COUNT(*) FROM facts),
-                    (SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running'))",
-            &[],
-        )?;
-        Ok(Counts {
-            sessions: r.try_get(0)?,
-            turns: r.try_get(1)?,
-            facts: r.try_get(2)?,
-            open_jobs: r.try_get(3)?,
-        })
-    }
-
-    fn pins_before_gate(&self) -> Result<i64> {
-        let sql = if self.schema_version()? < super::sql::PIN_REVISIONS_SCHEMA {
-            super::sql::PINS_BEFORE_REVISIONS
-        } else {
-            super::sql::PINS_BEFORE_GATE
-        };
-        self.with(|c| Ok(c.value(sql, &[])?))
-    }
-
-    fn try_lock_session(&self, session_id: &str, _create: bool) -> Result<Option<SessionLock>> {
-        // On the store's connection, which lives as long as the turn: one
-        // connection per turn, and the lock goes when it does.
-        let key = lock_key(session_id);
-        let got: bool = self.with(|c| Ok(c.value("SELECT pg_try_advisory_lock($1)", &[&key])?))?;
-        Ok(got.then(|| {
-            SessionLock::new(AdvisoryLock {
-                client: Arc::clone(&self.client),
-                key,
-            })
-        }))
     }
 }
 
@@ -745,6 +556,9 @@ mod suite {
 mod tests {
     use super::*;
     use crate::error::Kind;
+    use crate::session::SessionKey;
+    use crate::store::db::count;
+    use crate::store::{JobKind, PinChange};
 
     #[test]
     fn a_server_that_is_down_is_a_store_error_without_the_password() {
@@ -844,6 +658,26 @@ mod tests {
         assert_eq!(session.pin.as_deref(), Some("task\u{FFFD}"));
         let facts = s.all_facts("a", None).unwrap();
         assert_eq!(facts[0].content, "uses \u{FFFD} bytes in logs");
+        // The pin holds what was asked for, as stored: a swap from it to
+        // the same text is one that needs no write.
+        let change = crate::store::PinChange::by(crate::store::PinSource::Set);
+        assert!(
+            s.swap_pin("sid", Some("task\u{FFFD}"), "task\0", change)
+                .unwrap()
+        );
+        assert_eq!(s.pin_history("sid").unwrap().len(), 1);
+        // A copied session's text too (a SQLite store holds a NUL as it is).
+        let copy = crate::store::Session {
+            pin: Some("copied \0 pin".into()),
+            ..crate::store::Session::fresh("copy", &key, "/")
+        };
+        let mut turn = turns[1].clone();
+        turn.content = "copied \0 reply".into();
+        assert!(s.import_session(&copy, &[turn]).unwrap());
+        let copied = s.turns("copy", None).unwrap();
+        assert_eq!(copied[0].content, "copied \u{FFFD} reply");
+        let session = s.session("copy").unwrap().unwrap();
+        assert_eq!(session.pin.as_deref(), Some("copied \u{FFFD} pin"));
     }
 
     /// A follower reading `id > last` over and over, while writers on
@@ -855,9 +689,7 @@ mod tests {
     fn event_ids_follow_commit_order_under_concurrent_writers() {
         use std::sync::atomic::{AtomicBool, Ordering};
 
-        use serde_json::json;
-
-        use crate::store::{EventFilter, PinSource};
+        use crate::store::EventFilter;
 
         const WRITERS: usize = 4;
         const CHANGES: usize = 100;
@@ -906,40 +738,7 @@ mod tests {
         let writers: Vec<_> = (0..WRITERS)
             .map(|w| {
                 let url = url.clone();
-                std::thread::spawn(move || {
-                    // Each on a session of its own: nothing but the event
-                    // log orders one writer's transactions against another's.
-                    let mut s = PgStore::open(&url, DEFAULT_WAIT).unwrap();
-                    let sid = format!("s{w}");
-                    let key = SessionKey {
-                        agent: "a",
-                        channel: &sid,
-                        thread: None,
-                    };
-                    s.ensure_session(&sid, &key, "/").unwrap();
-                    for i in 0..CHANGES {
-                        if i % 3 == 0 {
-                            // A change that appends two events at once.
-                            let job = s
-                                .enqueue_job(JobKind::Facts, "a", Some(&sid), None, &json!({}))
-                                .unwrap();
-                            let drift = NewEvent {
-                                kind: crate::store::EventKind::Drift,
-                                agent: "a".into(),
-                                session_id: Some(sid.clone()),
-                                user: None,
-                                fact_id: None,
-                                turn_id: None,
-                                data: json!({ "writer": w, "change": i }),
-                            };
-                            s.finish_job(job, &[drift.clone(), drift]).unwrap();
-                        } else {
-                            let pin = format!("pin {i}");
-                            s.set_pin(&sid, Some(&pin), PinChange::by(PinSource::Set))
-                                .unwrap();
-                        }
-                    }
-                })
+                std::thread::spawn(move || write_changes(&url, w, CHANGES))
             })
             .collect();
         let written: Vec<_> = writers.into_iter().map(|w| w.join()).collect();
@@ -957,6 +756,43 @@ mod tests {
         let expected: Vec<i64> = (1..=count(WRITERS * per_writer)).collect();
         assert_eq!(all, expected, "one id per event, none skipped");
         assert_eq!(seen, all, "the follower saw each event once, in order");
+    }
+
+    /// Writer `w`'s `changes` on a session of its own (nothing but the
+    /// event log orders one writer's transactions against another's): every
+    /// third a job finished with two events at once, the others a pin set.
+    fn write_changes(url: &ServerUrl, w: usize, changes: usize) {
+        use crate::store::{EventKind, PinSource};
+        let mut s = PgStore::open(url, DEFAULT_WAIT).unwrap();
+        let sid = format!("s{w}");
+        let key = SessionKey {
+            agent: "a",
+            channel: &sid,
+            thread: None,
+        };
+        s.ensure_session(&sid, &key, "/").unwrap();
+        for i in 0..changes {
+            if i % 3 == 0 {
+                let input = serde_json::json!({});
+                let job = s
+                    .enqueue_job(JobKind::Facts, "a", Some(&sid), None, &input)
+                    .unwrap();
+                let drift = NewEvent {
+                    kind: EventKind::Drift,
+                    agent: "a".into(),
+                    session_id: Some(sid.clone()),
+                    user: None,
+                    fact_id: None,
+                    turn_id: None,
+                    data: serde_json::json!({ "writer": w, "change": i }),
+                };
+                s.finish_job(job, &[drift.clone(), drift]).unwrap();
+            } else {
+                let pin = format!("pin {i}");
+                s.set_pin(&sid, Some(&pin), PinChange::by(PinSource::Set))
+                    .unwrap();
+            }
+        }
     }
 
     /// Queries, transactions and the turn lock, from inside a runtime of

@@ -4,11 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
+use rusqlite::{Connection, params};
 
-use crate::store::events::{self, Owner, Param, lookup, redact};
-use crate::store::{Event, EventFilter, EventWatch, JobStatus, NewEvent, Result, sql};
+use crate::store::events;
+use crate::store::{EventWatch, NewEvent, Result};
 
 /// Append events in the caller's transaction.
 pub fn append(conn: &Connection, events: &[NewEvent]) -> rusqlite::Result<()> {
@@ -23,7 +22,7 @@ pub fn append(conn: &Connection, events: &[NewEvent]) -> rusqlite::Result<()> {
     for e in events {
         stmt.execute(params![
             at,
-            e.kind,
+            e.kind.as_str(),
             e.agent,
             e.session_id,
             e.user,
@@ -33,125 +32,6 @@ pub fn append(conn: &Connection, events: &[NewEvent]) -> rusqlite::Result<()> {
         ])?;
     }
     Ok(())
-}
-
-/// Whom a turn's event concerns; `None` when the turn is gone.
-pub fn turn_owner(conn: &Connection, turn: i64) -> rusqlite::Result<Option<Owner>> {
-    conn.prepare_cached(shared!(lookup::TURN))?
-        .query_row([turn], |r| {
-            Ok(Owner {
-                agent: r.get(0)?,
-                session_id: r.get(1)?,
-                user: r.get(2)?,
-            })
-        })
-        .optional()
-}
-
-/// Whom a session's event concerns; `None` when the session is gone.
-pub fn session_owner(conn: &Connection, session_id: &str) -> rusqlite::Result<Option<Owner>> {
-    conn.prepare_cached(shared!(lookup::SESSION))?
-        .query_row([session_id], |r| {
-            Ok(Owner {
-                agent: r.get(0)?,
-                session_id: Some(session_id.to_string()),
-                user: None,
-            })
-        })
-        .optional()
-}
-
-/// A fact's agent and person.
-pub fn fact_owner(
-    conn: &Connection,
-    id: i64,
-) -> rusqlite::Result<Option<(String, Option<String>)>> {
-    conn.prepare_cached(shared!(lookup::FACT))?
-        .query_row([id], |r| {
-            let user: String = r.get(1)?;
-            Ok((r.get(0)?, (!user.is_empty()).then_some(user)))
-        })
-        .optional()
-}
-
-/// The `job.failed` event of a job whose last attempt just failed, if it
-/// was given up.
-pub fn job_given_up(conn: &Connection, id: i64, error: &str) -> rusqlite::Result<Option<NewEvent>> {
-    conn.prepare_cached(shared!(lookup::FAILED_JOB))?
-        .query_row(params![id, JobStatus::Failed], |r| {
-            let owner = Owner {
-                agent: r.get(0)?,
-                session_id: r.get(1)?,
-                user: None,
-            };
-            Ok(events::job_failed(
-                &owner,
-                id,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                error,
-            ))
-        })
-        .optional()
-}
-
-/// Run one of [`redact`]'s statements with `key` as `$2`.
-pub fn redact(
-    conn: &Connection,
-    statement: &str,
-    key: &dyn rusqlite::ToSql,
-) -> rusqlite::Result<usize> {
-    let data = crate::store::redacted_data().to_string();
-    conn.prepare_cached(&sql::for_sqlite(statement))?
-        .execute(params![data, key])
-}
-
-/// A person's events, in one agent or (`None`) in all.
-pub fn redact_person(
-    conn: &Connection,
-    user: &str,
-    agent: Option<&str>,
-) -> rusqlite::Result<usize> {
-    let data = crate::store::redacted_data().to_string();
-    match agent {
-        Some(agent) => conn
-            .prepare_cached(shared!(redact::PERSON_IN_AGENT))?
-            .execute(params![data, user, agent]),
-        None => conn
-            .prepare_cached(shared!(redact::PERSON))?
-            .execute(params![data, user]),
-    }
-}
-
-fn event_from_row(r: &Row) -> rusqlite::Result<Event> {
-    let data: String = r.get(6)?;
-    Ok(Event {
-        id: r.get(0)?,
-        at_us: r.get(1)?,
-        kind: r.get(2)?,
-        agent: r.get(3)?,
-        session_id: r.get(4)?,
-        user: r.get(5)?,
-        data: serde_json::from_str(&data).map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, Box::new(e))
-        })?,
-    })
-}
-
-pub fn list(conn: &Connection, filter: &EventFilter) -> Result<Vec<Event>> {
-    let (text, params) = events::select(filter);
-    let values = params.into_iter().map(|p| match p {
-        Param::Int(n) => SqlValue::Integer(n),
-        Param::Text(s) => SqlValue::Text(s),
-    });
-    let mut stmt = conn.prepare_cached(&sql::for_sqlite(&text))?;
-    let rows = stmt.query_map(params_from_iter(values), event_from_row)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
-pub fn prune(conn: &Connection, before_us: i64) -> rusqlite::Result<usize> {
-    conn.execute(shared!(events::PRUNE), [before_us])
 }
 
 /// How often a follower asks whether the file changed. `PRAGMA

@@ -1,32 +1,15 @@
 //! Key facts on SQLite: deduplicated rows plus an FTS5 index (BM25, porter
 //! stemming) kept in the same transaction.
 
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::events;
 use crate::store::events as store_events;
+use crate::store::log::{fact_owner, redact};
+use crate::store::rows;
+use crate::store::sql::{self, FACT_COLUMNS};
 use crate::store::{Fact, FactQuery, FactScope, NewEvent, NewFact, Result, now};
 use crate::text::terms::{index_text, keyword_index_text, normalize};
-
-const FACT_COLS: &str = "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords, f.correction";
-
-fn fact_from_row(r: &Row) -> rusqlite::Result<Fact> {
-    let user: String = r.get(2)?;
-    let keywords: String = r.get(8)?;
-    Ok(Fact {
-        id: r.get(0)?,
-        agent: r.get(1)?,
-        user: (!user.is_empty()).then_some(user),
-        content: r.get(3)?,
-        // Written by us as a JSON array; anything else reads as none.
-        keywords: serde_json::from_str(&keywords).unwrap_or_default(),
-        access_count: r.get(4)?,
-        created_at: r.get(5)?,
-        last_used_at: r.get(6)?,
-        source_turn: r.get(7)?,
-        correction: r.get(9)?,
-    })
-}
 
 /// Keywords as stored (a JSON array) and as indexed (what the fact does
 /// not already say).
@@ -47,7 +30,7 @@ fn fts5(query: &FactQuery) -> String {
         .join(op)
 }
 
-pub fn add(tx: &Transaction, facts: &[NewFact]) -> rusqlite::Result<Vec<Option<i64>>> {
+pub fn add(tx: &Transaction, facts: &[NewFact]) -> Result<Vec<Option<i64>>> {
     let t = now();
     let mut ins = tx.prepare_cached(
         "INSERT INTO facts (agent, user_id, content, norm, access_count, created_at, last_used_at, source_turn, keywords, correction)
@@ -89,7 +72,7 @@ pub fn add(tx: &Transaction, facts: &[NewFact]) -> rusqlite::Result<Vec<Option<i
     Ok(out)
 }
 
-pub fn set_keywords(tx: &Transaction, id: i64, keywords: &[String]) -> rusqlite::Result<bool> {
+pub fn set_keywords(tx: &Transaction, id: i64, keywords: &[String]) -> Result<bool> {
     let content: Option<String> = tx
         .query_row("SELECT content FROM facts WHERE id = ?1", [id], |r| {
             r.get(0)
@@ -108,42 +91,12 @@ pub fn set_keywords(tx: &Transaction, id: i64, keywords: &[String]) -> rusqlite:
             "UPDATE facts_fts SET keys = ?2 WHERE rowid = ?1",
             params![id, indexed],
         )?;
-        if let Some((agent, user)) = events::fact_owner(tx, id)? {
+        if let Some((agent, user)) = fact_owner(&**tx, id)? {
             let enriched = store_events::fact_enriched(&agent, user.as_deref(), id, keywords);
             events::append(tx, &[enriched])?;
         }
     }
     Ok(n > 0)
-}
-
-pub fn without_keywords(conn: &Connection, agent: Option<&str>, limit: usize) -> Result<Vec<Fact>> {
-    let mut stmt = conn.prepare(&format!(
-        "SELECT {FACT_COLS} FROM facts f WHERE (?1 IS NULL OR f.agent = ?1) AND f.keywords = '[]' ORDER BY f.id LIMIT ?2"
-    ))?;
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = stmt.query_map(params![agent, limit], fact_from_row)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
-pub fn list(conn: &Connection, scope: FactScope, limit: Option<usize>) -> Result<Vec<Fact>> {
-    let mut stmt = conn.prepare(&format!(
-        "SELECT {FACT_COLS} FROM facts f WHERE f.agent = ?1 AND f.user_id IN ('', ?2)
-         ORDER BY f.access_count DESC, f.id LIMIT ?3"
-    ))?;
-    let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-    let rows = stmt.query_map(
-        params![scope.agent, scope.user.unwrap_or(""), limit],
-        fact_from_row,
-    )?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
-pub fn all(conn: &Connection, agent: &str, only_user: Option<&str>) -> Result<Vec<Fact>> {
-    let mut stmt = conn.prepare(&format!(
-        "SELECT {FACT_COLS} FROM facts f WHERE f.agent = ?1 AND (?2 IS NULL OR f.user_id = ?2) ORDER BY f.id"
-    ))?;
-    let rows = stmt.query_map(params![agent, only_user], fact_from_row)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 pub fn count_matches(conn: &Connection, query: &FactQuery, cap: i64) -> Result<i64> {
@@ -166,47 +119,43 @@ pub fn rank(
             // and only the best matches are joined for the scope check.
             // CROSS JOIN keeps the planner from scanning all of `facts` and
             // probing the window; the window drives the loop.
-            "SELECT {FACT_COLS}, m.score FROM
+            "SELECT {FACT_COLUMNS}, m.score FROM
                (SELECT rowid, bm25(facts_fts, 1.0, ?6) AS score FROM facts_fts WHERE facts_fts MATCH ?1
                 ORDER BY score LIMIT ?5) m
              CROSS JOIN facts f ON f.id = m.rowid
              WHERE f.agent = ?2 AND f.user_id IN ('', ?3) ORDER BY m.score LIMIT ?4"
         ),
         None => format!(
-            "SELECT {FACT_COLS}, bm25(facts_fts, 1.0, ?5) FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
+            "SELECT {FACT_COLUMNS}, bm25(facts_fts, 1.0, ?5) FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
              WHERE facts_fts MATCH ?1 AND f.agent = ?2 AND f.user_id IN ('', ?3)
              ORDER BY bm25(facts_fts, 1.0, ?5) LIMIT ?4"
         ),
     };
     let mut stmt = conn.prepare_cached(&sql)?;
-    // bm25() is negative, lower is better: flip it so higher is better.
-    // The score follows the fact's columns.
-    let row = |r: &Row| Ok((fact_from_row(r)?, -r.get::<_, f64>(10)?));
     let (q, user) = (fts5(query), scope.user.unwrap_or(""));
     let want = i64::try_from(want).unwrap_or(i64::MAX);
     let w = query.keyword_weight;
-    let rows = match window {
-        Some(n) => stmt.query_map(
-            params![
-                q,
-                scope.agent,
-                user,
-                want,
-                i64::try_from(n).unwrap_or(i64::MAX),
-                w
-            ],
-            row,
-        ),
-        None => stmt.query_map(params![q, scope.agent, user, want, w], row),
+    let mut rows = match window {
+        Some(n) => {
+            let n = i64::try_from(n).unwrap_or(i64::MAX);
+            stmt.query(params![q, scope.agent, user, want, n, w])
+        }
+        None => stmt.query(params![q, scope.agent, user, want, w]),
     }?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let mut ranked = Vec::new();
+    while let Some(r) = rows.next()? {
+        // bm25() is negative, lower is better: flip it so higher is better.
+        // The score follows the fact's columns.
+        ranked.push((rows::fact(r)?, -r.get::<_, f64>(10)?));
+    }
+    Ok(ranked)
 }
 
-pub fn forget(tx: &Transaction, agent: &str, ids: &[i64]) -> rusqlite::Result<usize> {
+pub fn forget(tx: &Transaction, agent: &str, ids: &[i64]) -> Result<usize> {
     let mut n = 0;
     let mut forgotten = Vec::new();
     for id in ids {
-        let Some((owner, user)) = events::fact_owner(tx, *id)? else {
+        let Some((owner, user)) = fact_owner(&**tx, *id)? else {
             continue;
         };
         if owner != agent {
@@ -215,7 +164,7 @@ pub fn forget(tx: &Transaction, agent: &str, ids: &[i64]) -> rusqlite::Result<us
         tx.execute("DELETE FROM facts WHERE id = ?1", [id])?;
         tx.execute("DELETE FROM facts_fts WHERE rowid = ?1", [id])?;
         // What the fact's events said goes with it.
-        events::redact(tx, store_events::redact::FACT, id)?;
+        redact(&**tx, &sql::REDACT_FACT, (*id).into())?;
         forgotten.push(store_events::fact_forgotten(agent, user.as_deref(), *id));
         n += 1;
     }
@@ -226,7 +175,7 @@ pub fn forget(tx: &Transaction, agent: &str, ids: &[i64]) -> rusqlite::Result<us
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Store;
+    use crate::store::Facts;
     use crate::store::sqlite::SqliteStore;
     use crate::text::terms::query_terms;
     use proptest::prelude::*;

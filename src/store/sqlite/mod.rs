@@ -4,39 +4,28 @@
 //! and migrations keyed by `user_version`. A file that is not a database, or
 //! that a newer version of this program wrote, is refused and left untouched.
 
-/// A statement both engines share (`store::sql`, `store::events`) in
-/// SQLite's placeholders, converted once per process (each use site holds
-/// its own copy): jobs and events are written on every turn.
-macro_rules! shared {
-    ($statement:path) => {{
-        static CONVERTED: std::sync::LazyLock<String> =
-            std::sync::LazyLock::new(|| crate::store::sql::for_sqlite($statement).into_owned());
-        CONVERTED.as_str()
-    }};
-}
-
-mod calls;
 mod events;
 mod facts;
 mod jobs;
-mod sessions;
 
 use std::fs;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use std::borrow::Cow;
 
+use anyhow::Context;
+use rusqlite::types::{ToSql, ToSqlOutput, ValueRef};
+use rusqlite::{Connection, OpenFlags};
+
+use super::db::{self, Db, Engine, Param, Value};
+use super::sql::Statement;
+use super::{Admin, Calls, Erase, EventLog, Facts, Jobs, Pins, Sessions};
 use super::{
-    CallFilter, CallRecord, CallRow, Counts, Erasure, Event, EventFilter, EventWatch, Fact,
-    FactQuery, FactScope, Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, NewEvent, NewFact,
-    PinChange, PinRevision, Reply, Result, Roll, Session, SessionListing, SessionLock, Store,
-    TextEnum, Turn, lock,
+    Erasure, EventWatch, Fact, FactQuery, FactScope, Job, JobSelect, NewEvent, NewFact, Result,
+    SessionLock, lock,
 };
-use crate::session::SessionKey;
 
 /// Append-only: each entry moves the schema from `user_version` N to N+1.
 /// Never edit a released entry; add a new one.
@@ -261,6 +250,10 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 /// scope check.
 const FAST_WINDOW: usize = 200;
 
+/// Prepared statements kept per connection: all of those in `store::sql`
+/// and this engine's own, with room for a few built per call.
+const STATEMENT_CACHE: usize = 128;
+
 /// How long a write waits for another process's transaction. Turns of
 /// different sessions share the file, and their writes are short.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -284,39 +277,6 @@ enum Open {
     /// Must exist; read-only, nothing changed, not migrated: `doctor`.
     Inspect,
 }
-
-/// Text-valued enums go in and out of SQLite as their spelling.
-macro_rules! sql_text {
-    ($($t:ty),+) => {$(
-        impl ToSql for $t {
-            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-                Ok(ToSqlOutput::from(TextEnum::as_str(*self)))
-            }
-        }
-
-        impl FromSql for $t {
-            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-                let s = value.as_str()?;
-                <$t as TextEnum>::parse(s).ok_or_else(|| {
-                    FromSqlError::Other(format!("unknown {} {s:?}", stringify!($t)).into())
-                })
-            }
-        }
-    )+};
-}
-
-sql_text!(
-    super::Role,
-    super::TurnStatus,
-    super::Mode,
-    super::CallPath,
-    super::JobKind,
-    super::JobStatus,
-    super::CallKind,
-    super::PinSource,
-    super::EventKind,
-    super::CacheUse
-);
 
 impl SqliteStore {
     /// Open (creating if needed) the store at `path` and bring its schema up to date.
@@ -425,6 +385,8 @@ impl SqliteStore {
             Connection::open_with_flags(path, flags)?
         };
         conn.busy_timeout(BUSY_TIMEOUT)?;
+        // Every statement the store runs stays prepared (rusqlite keeps 16).
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         // Reading user_version is the first real read: a file that is not a
         // SQLite database fails here, before anything is written to it. The
         // tables are counted in the same statement, so in the same snapshot
@@ -549,10 +511,7 @@ impl SqliteStore {
 
     /// Run `f` in one IMMEDIATE transaction: taking the write lock up front
     /// avoids the deadlock-prone upgrade from a read to a write transaction.
-    fn write<T>(
-        &mut self,
-        f: impl FnOnce(&rusqlite::Transaction) -> rusqlite::Result<T>,
-    ) -> Result<T> {
+    fn write<T>(&mut self, f: impl FnOnce(&rusqlite::Transaction) -> Result<T>) -> Result<T> {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -562,167 +521,103 @@ impl SqliteStore {
     }
 }
 
-impl Store for SqliteStore {
-    fn describe(&self) -> String {
-        self.path.display().to_string()
-    }
-
-    fn session(&self, id: &str) -> Result<Option<Session>> {
-        sessions::session(&self.conn, id)
-    }
-
-    fn ensure_session(&mut self, id: &str, key: &SessionKey, cwd: &str) -> Result<Session> {
-        sessions::ensure(&self.conn, id, key, cwd)
-    }
-
-    fn sessions(&self, agent: Option<&str>) -> Result<Vec<SessionListing>> {
-        sessions::list(&self.conn, agent)
-    }
-
-    fn stale_sessions(&self, before: i64) -> Result<Vec<Session>> {
-        sessions::stale(&self.conn, before)
-    }
-
-    fn delete_session(&mut self, id: &str) -> Result<bool> {
-        self.write(|tx| {
-            let Some(owner) = events::session_owner(tx, id)? else {
-                return Ok(false);
-            };
-            let turns: i64 = tx.query_row(
-                "SELECT COUNT(*) FROM turns WHERE session_id = ?1",
-                [id],
-                |r| r.get(0),
-            )?;
-            tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
-            // What the session's events said goes with the session.
-            events::redact(tx, super::events::redact::SESSION, &id)?;
-            events::append(tx, &[super::events::removed(&owner, turns)])?;
-            Ok(true)
+/// Parameters go to SQLite as its own values; a flag as 0 or 1.
+impl ToSql for Param<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match *self {
+            Param::Null => ToSqlOutput::Owned(rusqlite::types::Value::Null),
+            Param::Int(n) => ToSqlOutput::from(n),
+            Param::Real(x) => ToSqlOutput::from(x),
+            Param::Text(s) => ToSqlOutput::from(s),
+            Param::Bool(b) => ToSqlOutput::from(b),
         })
     }
+}
 
-    fn add_user_turn(
-        &mut self,
-        session_id: &str,
-        content: &str,
-        user: Option<&str>,
-    ) -> Result<i64> {
-        self.write(|tx| sessions::add_user_turn(tx, session_id, content, user))
-    }
-
-    fn reopen_user_turn(&mut self, turn_id: i64) -> Result<()> {
-        sessions::reopen_user_turn(&self.conn, turn_id)
-    }
-
-    fn add_reply(&mut self, session_id: &str, user_turn: i64, reply: &Reply) -> Result<i64> {
-        self.write(|tx| sessions::add_reply(tx, session_id, user_turn, reply))
-    }
-
-    fn fail_user_turn(&mut self, user_turn: i64, error: &str) -> Result<()> {
-        self.write(|tx| sessions::fail_user_turn(tx, user_turn, error))
-    }
-
-    fn turns(&self, session_id: &str, limit: Option<usize>) -> Result<Vec<Turn>> {
-        sessions::turns(&self.conn, session_id, limit)
-    }
-
-    fn turns_after(&self, session_id: &str, after: i64) -> Result<Vec<Turn>> {
-        sessions::turns_after(&self.conn, session_id, after)
-    }
-
-    fn turn_count(&self, session_id: &str) -> Result<i64> {
-        Ok(self.conn.query_row(
-            "SELECT COUNT(*) FROM turns WHERE session_id = ?1",
-            [session_id],
-            |r| r.get(0),
-        )?)
-    }
-
-    fn turn_numbers(&self, turn_ids: &[i64]) -> Result<std::collections::HashMap<i64, i64>> {
-        let mut numbers = std::collections::HashMap::new();
-        for chunk in turn_ids.chunks(super::sql::TURN_NUMBERS_CHUNK) {
-            let sql = super::sql::for_sqlite(&super::sql::turn_numbers(chunk.len())).into_owned();
-            let mut statement = self.conn.prepare_cached(&sql)?;
-            let rows = statement.query_map(rusqlite::params_from_iter(chunk), |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?;
-            for row in rows {
-                let (id, n) = row?;
-                numbers.insert(id, n);
+impl db::Row for rusqlite::Row<'_> {
+    fn value(&self, i: usize) -> Result<Value> {
+        Ok(match self.get_ref(i)? {
+            ValueRef::Null => Value::Null,
+            ValueRef::Integer(n) => Value::Int(n),
+            ValueRef::Real(x) => Value::Real(x),
+            ValueRef::Text(_) => Value::Text(self.get(i)?),
+            ValueRef::Blob(_) => {
+                return Err(anyhow::anyhow!("the session store holds a blob in column {i}").into());
             }
+        })
+    }
+}
+
+/// A connection, or a transaction (which derefs to its connection).
+/// Statements are prepared once per connection and kept.
+impl Db for Connection {
+    fn execute(&self, statement: &Statement, args: &[Param]) -> Result<u64> {
+        let n = self
+            .prepare_cached(statement.sqlite())?
+            .execute(rusqlite::params_from_iter(args))?;
+        Ok(u64::try_from(n).unwrap_or(u64::MAX))
+    }
+
+    fn query(
+        &self,
+        statement: &Statement,
+        args: &[Param],
+        row: &mut dyn FnMut(&dyn db::Row) -> Result<()>,
+    ) -> Result<()> {
+        let mut prepared = self.prepare_cached(statement.sqlite())?;
+        let mut rows = prepared.query(rusqlite::params_from_iter(args))?;
+        while let Some(r) = rows.next()? {
+            row(r)?;
         }
-        Ok(numbers)
-    }
-
-    fn mark_handle_started(&mut self, session_id: &str, handle: &str, host: &str) -> Result<()> {
-        self.conn.execute(
-            "UPDATE sessions SET handle_turns = MAX(handle_turns, 1), handle_host = ?3 WHERE id = ?1 AND handle = ?2",
-            [session_id, handle, host],
-        )?;
         Ok(())
     }
 
-    fn roll_handle(&mut self, session_id: &str, roll: &Roll) -> Result<bool> {
-        self.write(|tx| sessions::roll_handle(tx, session_id, roll))
+    fn append_events(&self, new: &[NewEvent]) -> Result<()> {
+        Ok(events::append(self, new)?)
     }
 
-    fn set_pin(&mut self, session_id: &str, pin: Option<&str>, change: PinChange) -> Result<()> {
-        self.write(|tx| sessions::set_pin(tx, session_id, None, pin, change))?;
-        Ok(())
+    fn stored<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        Cow::Borrowed(text)
+    }
+}
+
+impl Engine for SqliteStore {
+    fn db(&self) -> &dyn Db {
+        &self.conn
     }
 
-    fn swap_pin(
-        &mut self,
-        session_id: &str,
-        expected: Option<&str>,
-        pin: &str,
-        change: PinChange,
-    ) -> Result<bool> {
-        self.write(|tx| sessions::set_pin(tx, session_id, Some(expected), Some(pin), change))
+    fn transaction(&mut self, f: &mut dyn FnMut(&dyn Db) -> Result<()>) -> Result<()> {
+        self.write(|tx| f(&**tx))
     }
+}
 
-    fn pin_history(&self, session_id: &str) -> Result<Vec<PinRevision>> {
-        sessions::pin_history(&self.conn, session_id)
+impl Sessions for SqliteStore {
+    fn try_lock_session(&self, session_id: &str, create: bool) -> Result<Option<SessionLock>> {
+        let path = lock::lock_dir(&self.path).join(format!("{session_id}.lock"));
+        Ok(lock::try_lock(&path, create)?.map(SessionLock::new))
     }
+}
 
+impl Pins for SqliteStore {}
+
+impl Facts for SqliteStore {
     fn add_facts(&mut self, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
         self.write(|tx| facts::add(tx, new))
-    }
-
-    fn set_fact_keywords(&mut self, id: i64, keywords: &[String]) -> Result<bool> {
-        self.write(|tx| facts::set_keywords(tx, id, keywords))
-    }
-
-    fn facts_without_keywords(&self, agent: Option<&str>, limit: usize) -> Result<Vec<Fact>> {
-        facts::without_keywords(&self.conn, agent, limit)
-    }
-
-    fn list_facts(&self, scope: FactScope, limit: Option<usize>) -> Result<Vec<Fact>> {
-        facts::list(&self.conn, scope, limit)
-    }
-
-    fn all_facts(&self, agent: &str, only_user: Option<&str>) -> Result<Vec<Fact>> {
-        facts::all(&self.conn, agent, only_user)
     }
 
     fn count_fact_matches(&self, query: &FactQuery, cap: i64) -> Result<i64> {
         facts::count_matches(&self.conn, query, cap)
     }
 
-    fn rank_facts(
-        &self,
-        query: &FactQuery,
-        scope: FactScope,
-        want: usize,
-    ) -> Result<Vec<(Fact, f64)>> {
+    fn rank_facts(&self, q: &FactQuery, scope: FactScope, want: usize) -> Result<Vec<(Fact, f64)>> {
         // Fast path: FTS5 ranks inside its own index and only its best
         // matches are joined for the scope check. If the scope filter leaves
         // too few of them (a store shared by many agents), rank the scope's
         // matches in full.
-        let rows = facts::rank(&self.conn, query, scope, want, Some(FAST_WINDOW))?;
+        let rows = facts::rank(&self.conn, q, scope, want, Some(FAST_WINDOW))?;
         let window = i64::try_from(FAST_WINDOW).unwrap_or(i64::MAX);
-        if rows.len() < want && facts::count_matches(&self.conn, query, window + 1)? > window {
-            return facts::rank(&self.conn, query, scope, want, None);
+        if rows.len() < want && facts::count_matches(&self.conn, q, window + 1)? > window {
+            return facts::rank(&self.conn, q, scope, want, None);
         }
         Ok(rows)
     }
@@ -740,117 +635,30 @@ impl Store for SqliteStore {
         })
     }
 
+    fn set_fact_keywords(&mut self, id: i64, keywords: &[String]) -> Result<bool> {
+        self.write(|tx| facts::set_keywords(tx, id, keywords))
+    }
+
     fn forget_facts(&mut self, agent: &str, ids: &[i64]) -> Result<usize> {
         self.write(|tx| facts::forget(tx, agent, ids))
     }
+}
 
-    fn enqueue_job(
-        &mut self,
-        kind: JobKind,
-        agent: &str,
-        session_id: Option<&str>,
-        turn_id: Option<i64>,
-        input: &serde_json::Value,
-    ) -> Result<i64> {
-        jobs::enqueue(&self.conn, kind, agent, session_id, turn_id, input)
-    }
-
-    fn has_open_job(&self, select: JobSelect) -> Result<bool> {
-        jobs::has_open(&self.conn, select)
-    }
-
-    fn has_runnable_jobs(&self, select: JobSelect) -> Result<bool> {
-        jobs::has_runnable(&self.conn, select)
-    }
-
-    fn next_job_at(&self, select: JobSelect) -> Result<Option<i64>> {
-        jobs::next_at(&self.conn, select)
-    }
-
+impl Jobs for SqliteStore {
     fn claim_jobs(&mut self, select: JobSelect, lease_secs: i64, limit: usize) -> Result<Vec<Job>> {
-        self.write(|tx| jobs::claim(tx, select, lease_secs, limit))
+        self.write(|tx| super::jobs::claim(&**tx, &jobs::CLAIM, select, lease_secs, limit))
     }
+}
 
-    fn finish_job(&mut self, id: i64, done: &[NewEvent]) -> Result<()> {
-        self.write(|tx| {
-            jobs::finish(tx, id)?;
-            events::append(tx, done)
-        })
-    }
-
-    fn fail_job(&mut self, id: i64, error: &str) -> Result<()> {
-        self.write(|tx| {
-            jobs::fail(tx, id, error)?;
-            if let Some(given_up) = events::job_given_up(tx, id, error)? {
-                events::append(tx, &[given_up])?;
-            }
-            Ok(())
-        })
-    }
-
-    fn retry_job(&mut self, id: i64) -> Result<bool> {
-        jobs::retry(&self.conn, id)
-    }
-
-    fn jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>> {
-        jobs::list(&self.conn, filter)
-    }
-
-    fn job_health(&self, session_id: &str, failed_since: i64) -> Result<JobHealth> {
-        jobs::health(&self.conn, session_id, failed_since)
-    }
-
-    fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
-        events::list(&self.conn, filter)
-    }
-
-    fn prune_events(&mut self, before_us: i64) -> Result<usize> {
-        self.write(|tx| events::prune(tx, before_us))
-    }
-
+impl EventLog for SqliteStore {
     fn watch_events(&self) -> Result<Box<dyn EventWatch + '_>> {
         Ok(Box::new(events::Watch::new(&self.conn)?))
     }
+}
 
-    fn redact_person_events(&mut self, user: &str, agent: Option<&str>) -> Result<usize> {
-        self.write(|tx| events::redact_person(tx, user, agent))
-    }
+impl Calls for SqliteStore {}
 
-    fn record_call(&mut self, call: &CallRecord) -> Result<()> {
-        calls::record(&self.conn, call)
-    }
-
-    fn calls(&self, filter: &CallFilter) -> Result<Vec<CallRow>> {
-        calls::list(&self.conn, filter)
-    }
-
-    fn meta(&self, key: &str) -> Result<Option<String>> {
-        Ok(self
-            .conn
-            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-            .optional()?)
-    }
-
-    fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
-        self.conn.execute(
-            "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [key, value],
-        )?;
-        Ok(())
-    }
-
-    fn agents(&self) -> Result<Vec<String>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT agent FROM sessions UNION SELECT agent FROM facts ORDER BY 1")?;
-        let rows = stmt.query_map([], |r| r.get(0))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    fn import_session(&mut self, session: &Session, turns: &[Turn]) -> Result<bool> {
-        self.write(|tx| sessions::import(tx, session, turns))
-    }
-
+impl Erase for SqliteStore {
     fn erase(&mut self) -> Result<String> {
         // FTS5 keeps a deleted fact's terms in its index segments until
         // they are merged: merge them all now (secure_delete zeroes the
@@ -870,30 +678,6 @@ impl Store for SqliteStore {
              process and is emptied at its next checkpoint"
                 .into()
         })
-    }
-
-    fn person_turns(&self, user: &str, agent: Option<&str>) -> Result<Vec<(String, i64)>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT t.session_id, t.id FROM turns t JOIN sessions s ON s.id = t.session_id
-             WHERE t.user_id = ?1 AND t.role = 'user' AND (?2 IS NULL OR s.agent = ?2)
-             ORDER BY t.id",
-        )?;
-        let rows = stmt.query_map(rusqlite::params![user, agent], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    fn session_jobs(&self, session_id: &str) -> Result<Vec<Job>> {
-        jobs::of_session(&self.conn, session_id)
-    }
-
-    fn memory_watermark(&self, session_id: &str) -> Result<Option<i64>> {
-        Ok(self
-            .conn
-            .query_row(shared!(super::sql::MEMORY_WATERMARK), [session_id], |r| {
-                r.get(0)
-            })?)
     }
 
     fn erase_rows(&mut self, e: &Erasure) -> Result<()> {
@@ -917,36 +701,15 @@ impl Store for SqliteStore {
             )?;
             for sid in e.summaries {
                 summary.execute([sid])?;
-                events::redact(tx, super::events::redact::SUMMARIES, sid)?;
             }
-            for id in e.turns {
-                events::redact(tx, super::events::redact::TURN, id)?;
-            }
-            for (sid, _) in e.revisions_from {
-                events::redact(tx, super::events::redact::PINS, sid)?;
-            }
-            Ok(())
+            super::log::redact_erasure(&**tx, e)
         })
     }
+}
 
-    fn record_erased_handles(&mut self, handles: &[String]) -> Result<()> {
-        let t = super::now();
-        self.write(|tx| {
-            let mut stmt = tx
-                .prepare_cached("INSERT INTO erased_handles (handle, erased_at) VALUES (?1, ?2)")?;
-            for h in handles {
-                stmt.execute(rusqlite::params![h, t])?;
-            }
-            Ok(())
-        })
-    }
-
-    fn erased_handles(&self, after: i64, since: i64) -> Result<Vec<(i64, String)>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, handle FROM erased_handles WHERE id > ?1 OR erased_at >= ?2 ORDER BY id",
-        )?;
-        let rows = stmt.query_map([after, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+impl Admin for SqliteStore {
+    fn describe(&self) -> String {
+        self.path.display().to_string()
     }
 
     fn schema_version(&self) -> Result<i64> {
@@ -959,36 +722,6 @@ impl Store for SqliteStore {
         let mut stmt = self.conn.prepare("PRAGMA integrity_check")?;
         let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-    }
-
-    fn counts(&self) -> Result<Counts> {
-        Ok(self.conn.query_row(
-            "SELECT (SELECT COUNT(*) FROM sessions), (SELECT COUNT(*) FROM turns), (SELECT COUNT(*) FROM facts),
-                    (SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running'))",
-            [],
-            |r| {
-                Ok(Counts {
-                    sessions: r.get(0)?,
-                    turns: r.get(1)?,
-                    facts: r.get(2)?,
-                    open_jobs: r.get(3)?,
-                })
-            },
-        )?)
-    }
-
-    fn pins_before_gate(&self) -> Result<i64> {
-        let sql = if self.schema_version()? < super::sql::PIN_REVISIONS_SCHEMA {
-            super::sql::PINS_BEFORE_REVISIONS
-        } else {
-            super::sql::PINS_BEFORE_GATE
-        };
-        Ok(self.conn.query_row(sql, [], |r| r.get(0))?)
-    }
-
-    fn try_lock_session(&self, session_id: &str, create: bool) -> Result<Option<SessionLock>> {
-        let path = lock::lock_dir(&self.path).join(format!("{session_id}.lock"));
-        Ok(lock::try_lock(&path, create)?.map(SessionLock::new))
     }
 }
 
@@ -1130,6 +863,7 @@ mod suite {
 mod tests {
     use super::*;
     use crate::error::Kind;
+    use crate::store::CallFilter;
 
     #[test]
     fn creates_private_file_and_migrates() {

@@ -1,0 +1,55 @@
+//! Key facts: what both engines read alike, and what each does its own
+//! way (its search index: FTS5 on SQLite, our BM25 on PostgreSQL).
+
+use super::db::{Engine, args, count};
+use super::{Fact, FactQuery, FactScope, NewFact, Result, rows, sql};
+
+/// An agent's key facts and their search.
+pub trait Facts: Engine {
+    /// Insert facts, skipping any whose normalized form is already stored in
+    /// the same scope. The ids of the rows inserted, `None` for the skipped.
+    fn add_facts(&mut self, facts: &[NewFact]) -> Result<Vec<Option<i64>>>;
+
+    /// Facts visible in a scope, most used first.
+    fn list_facts(&self, scope: FactScope, limit: Option<usize>) -> Result<Vec<Fact>> {
+        let (user, limit) = (scope.user.unwrap_or(""), limit.map_or(i64::MAX, count));
+        self.db().rows(
+            &sql::LIST_FACTS,
+            args![scope.agent, user, limit],
+            rows::fact,
+        )
+    }
+
+    /// Every fact of an agent (all persons), or of one person only.
+    fn all_facts(&self, agent: &str, only_user: Option<&str>) -> Result<Vec<Fact>> {
+        self.db()
+            .rows(&sql::ALL_FACTS, args![agent, only_user], rows::fact)
+    }
+
+    /// How many facts (of any scope) match, counted up to `cap`.
+    fn count_fact_matches(&self, query: &FactQuery, cap: i64) -> Result<i64>;
+
+    /// The scope's best `want` matches with their relevance (higher is
+    /// better). How an engine gets there (a shortcut through its index's
+    /// best matches) is its own business; the answer is the same.
+    fn rank_facts(&self, q: &FactQuery, scope: FactScope, want: usize) -> Result<Vec<(Fact, f64)>>;
+
+    /// Count an injection of each fact.
+    fn bump_facts(&mut self, ids: &[i64]) -> Result<()>;
+
+    /// Replace a fact's keywords (and its index entry); whether it exists.
+    fn set_fact_keywords(&mut self, id: i64, keywords: &[String]) -> Result<bool>;
+
+    /// Facts without keywords, oldest first, of one agent or of all.
+    fn facts_without_keywords(&self, agent: Option<&str>, limit: usize) -> Result<Vec<Fact>> {
+        let limit = count(limit);
+        self.db().rows(
+            &sql::FACTS_WITHOUT_KEYWORDS,
+            args![agent, limit],
+            rows::fact,
+        )
+    }
+
+    /// Delete the agent's facts by id; how many went.
+    fn forget_facts(&mut self, agent: &str, ids: &[i64]) -> Result<usize>;
+}

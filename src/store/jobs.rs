@@ -1,0 +1,169 @@
+//! Durable side-call jobs, written once for both engines: queued, claimed
+//! under a lease (each engine claims its own way, so that two processes
+//! never run one job), retried a bounded number of times when a call fails
+//! or its runner dies mid-call.
+
+use super::db::{self, Db, Engine, Param, args, count};
+use super::sql::Statement;
+use super::{JOB_MAX_ATTEMPTS as MAX_ATTEMPTS, JOB_RETRY_DELAY_SECS as RETRY_DELAY_SECS};
+use super::{Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, JobStatus, NewEvent, Result};
+use super::{log, now, rows, sql};
+
+/// The arguments of [`sql::JOB_SELECT`] and [`sql::JOB_RUNNABLE`]
+/// (`$1`…`$7`) at time `t`.
+fn runnable_args<'a>(s: &JobSelect<'a>, t: i64) -> [Param<'a>; 7] {
+    let (pending, running) = (JobStatus::Pending, JobStatus::Running);
+    *args![
+        s.session_id,
+        s.agent,
+        s.kind,
+        MAX_ATTEMPTS,
+        pending,
+        running,
+        t
+    ]
+}
+
+/// Claim at most `limit` of the selected runnable jobs with `statement`,
+/// an engine's own (see [`Jobs::claim_jobs`]), for `lease_secs`: its
+/// parameters are [`runnable_args`], the lease's end and the limit.
+pub(super) fn claim(
+    db: &dyn Db,
+    statement: &Statement,
+    s: JobSelect,
+    lease_secs: i64,
+    limit: usize,
+) -> Result<Vec<Job>> {
+    let t = now();
+    let mut args = runnable_args(&s, t).to_vec();
+    args.extend([
+        Param::Int(t.saturating_add(lease_secs)),
+        Param::Int(count(limit)),
+    ]);
+    let mut jobs = db.rows(statement, &args, rows::job)?;
+    jobs.sort_by_key(|j| j.id);
+    Ok(jobs)
+}
+
+/// Side-call jobs.
+pub trait Jobs: Engine {
+    /// Queue a job of an agent, for one of its sessions or for none.
+    fn enqueue_job(
+        &mut self,
+        kind: JobKind,
+        agent: &str,
+        session_id: Option<&str>,
+        turn_id: Option<i64>,
+        input: &serde_json::Value,
+    ) -> Result<i64> {
+        let input = input.to_string();
+        let status = JobStatus::Pending;
+        let args = args![kind, agent, session_id, turn_id, &input, status, now()];
+        self.db().value(&sql::JOB_INSERT, args)
+    }
+
+    /// Whether a selected job is waiting or running and may still run.
+    fn has_open_job(&self, s: JobSelect) -> Result<bool> {
+        let (pending, running) = (JobStatus::Pending, JobStatus::Running);
+        let args = args![
+            s.session_id,
+            s.agent,
+            s.kind,
+            pending,
+            running,
+            MAX_ATTEMPTS
+        ];
+        self.db().value(&sql::HAS_OPEN_JOB, args)
+    }
+
+    /// Whether a selected job could be claimed now.
+    fn has_runnable_jobs(&self, s: JobSelect) -> Result<bool> {
+        let args = runnable_args(&s, now());
+        self.db().value(&sql::HAS_RUNNABLE_JOBS, &args)
+    }
+
+    /// When the next waiting selected job may run (epoch seconds): a failed
+    /// attempt waits a little before the next. Only waits still to come
+    /// count: a job due already but not runnable waits for an earlier job
+    /// of its session, whose retry (or runner) frees it.
+    fn next_job_at(&self, s: JobSelect) -> Result<Option<i64>> {
+        let pending = JobStatus::Pending;
+        let args = args![s.session_id, s.agent, s.kind, pending, MAX_ATTEMPTS, now()];
+        self.db().value(&sql::NEXT_JOB_AT, args)
+    }
+
+    /// Claim at most `limit` of the selected runnable jobs (pending, or
+    /// running with an expired lease because their runner died) for
+    /// `lease_secs`: oldest first, each session's oldest before any
+    /// session's next, so one busy session cannot starve the others.
+    fn claim_jobs(&mut self, select: JobSelect, lease_secs: i64, limit: usize) -> Result<Vec<Job>>;
+
+    /// Mark a job done, appending the events its result reports (drift) in
+    /// the same transaction, so a retried job never reports twice.
+    fn finish_job(&mut self, id: i64, events: &[NewEvent]) -> Result<()> {
+        db::write(self, |db| {
+            db.execute(&sql::JOB_FINISH, args![id, JobStatus::Done, now()])?;
+            db.append_events(events)
+        })
+    }
+
+    /// Put a failed job back for a retry after a short wait, or give it up
+    /// after its last attempt (reported as `job.failed`).
+    fn fail_job(&mut self, id: i64, error: &str) -> Result<()> {
+        let (failed, pending) = (JobStatus::Failed, JobStatus::Pending);
+        let delay = RETRY_DELAY_SECS;
+        db::write(self, |db| {
+            let args = args![id, error, MAX_ATTEMPTS, failed, pending, now(), delay];
+            db.execute(&sql::JOB_FAIL, args)?;
+            if let Some(given_up) = log::job_given_up(db, id, error)? {
+                db.append_events(&[given_up])?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Make a job runnable again with a fresh set of attempts; whether it exists.
+    fn retry_job(&mut self, id: i64) -> Result<bool> {
+        let args = args![id, JobStatus::Pending, now()];
+        Ok(self.db().execute(&sql::JOB_RETRY, args)? > 0)
+    }
+
+    fn jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>> {
+        let (s, since) = (filter.select, filter.finished_since);
+        let (pending, running) = (JobStatus::Pending, JobStatus::Running);
+        let args = args![s.session_id, s.agent, s.kind, since, pending, running];
+        self.db().rows(&sql::JOBS, args, rows::job_listing)
+    }
+
+    /// A session's jobs still to run, and those whose last attempt failed
+    /// at or after `failed_since` (epoch seconds).
+    fn job_health(&self, session_id: &str, failed_since: i64) -> Result<JobHealth> {
+        let (pending, running, done) = (JobStatus::Pending, JobStatus::Running, JobStatus::Done);
+        let args = args![
+            session_id,
+            pending,
+            running,
+            MAX_ATTEMPTS,
+            done,
+            failed_since
+        ];
+        let health = self.db().row(&sql::JOB_HEALTH, args, |r| {
+            Ok(JobHealth {
+                pending: r.get(0)?,
+                failed: r.get(1)?,
+            })
+        })?;
+        Ok(health.unwrap_or_default())
+    }
+
+    /// Every side-call job of a session, with its input.
+    fn session_jobs(&self, session_id: &str) -> Result<Vec<Job>> {
+        self.db()
+            .rows(&sql::SESSION_JOBS, args![session_id], rows::job)
+    }
+
+    /// The last user turn of a session that a memory call covers.
+    fn memory_watermark(&self, session_id: &str) -> Result<Option<i64>> {
+        self.db().value(&sql::MEMORY_WATERMARK, args![session_id])
+    }
+}

@@ -1,0 +1,158 @@
+//! What the rows of the shared statements read into, on either engine:
+//! each reader takes the columns of its list in `sql.rs`, in that order.
+
+use serde_json::Value;
+
+use super::db::Row;
+use super::{CallRow, Event, Fact, Job, JobRow, PinRevision, Result, Session, SystemSent, Turn};
+use super::{Usage, fact_ids_from_text};
+
+/// `session_columns!`.
+pub fn session(r: &dyn Row) -> Result<Session> {
+    Ok(Session {
+        id: r.get(0)?,
+        agent: r.get(1)?,
+        channel: r.get(2)?,
+        thread: r.get(3)?,
+        generation: r.get(4)?,
+        handle: r.get(5)?,
+        handle_turns: r.get(6)?,
+        handle_host: r.get(7)?,
+        cwd: r.get(8)?,
+        pin: r.get(9)?,
+        summary: r.get(10)?,
+        summary_upto: r.get(11)?,
+        created_at: r.get(12)?,
+        updated_at: r.get(13)?,
+    })
+}
+
+/// `turn_columns!`.
+pub fn turn(r: &dyn Row) -> Result<Turn> {
+    let usage: Option<String> = r.get(6)?;
+    let system_hash: Option<String> = r.get(14)?;
+    let facts: Option<String> = r.get(15)?;
+    Ok(Turn {
+        id: r.get(0)?,
+        role: r.get(1)?,
+        content: r.get(2)?,
+        status: r.get(3)?,
+        mode: r.get(4)?,
+        path: r.get(5)?,
+        usage: usage.and_then(|u| serde_json::from_str(&u).ok()),
+        cost_usd: r.get(7)?,
+        duration_ms: r.get(8)?,
+        error: r.get(9)?,
+        created_at: r.get(10)?,
+        user: r.get(11)?,
+        handle: r.get(12)?,
+        system: match system_hash {
+            Some(hash) => Some(SystemSent {
+                rev: r.get(13)?,
+                hash,
+            }),
+            None => None,
+        },
+        facts: fact_ids_from_text(facts.as_deref()),
+        extract: r.get(16)?,
+    })
+}
+
+/// [`sql::PIN_HISTORY`](super::sql::PIN_HISTORY)'s columns.
+pub fn pin_revision(r: &dyn Row) -> Result<PinRevision> {
+    Ok(PinRevision {
+        rev: r.get(0)?,
+        pin: r.get(1)?,
+        source: r.get(2)?,
+        turn_id: r.get(3)?,
+        from_rev: r.get(4)?,
+        created_at: r.get(5)?,
+    })
+}
+
+/// `fact_columns!`.
+pub fn fact(r: &dyn Row) -> Result<Fact> {
+    let user: String = r.get(2)?;
+    let keywords: String = r.get(8)?;
+    Ok(Fact {
+        id: r.get(0)?,
+        agent: r.get(1)?,
+        user: (!user.is_empty()).then_some(user),
+        content: r.get(3)?,
+        // Written by us as a JSON array; anything else reads as none.
+        keywords: serde_json::from_str(&keywords).unwrap_or_default(),
+        access_count: r.get(4)?,
+        created_at: r.get(5)?,
+        last_used_at: r.get(6)?,
+        source_turn: r.get(7)?,
+        correction: r.get(9)?,
+    })
+}
+
+/// `job_columns!`.
+pub fn job(r: &dyn Row) -> Result<Job> {
+    let input: String = r.get(5)?;
+    Ok(Job {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        agent: r.get(2)?,
+        session_id: r.get(3)?,
+        turn_id: r.get(4)?,
+        // A job whose input cannot be read fails when it runs, with that said.
+        input: serde_json::from_str(&input).unwrap_or(Value::Null),
+        attempts: r.get(6)?,
+    })
+}
+
+/// [`sql::JOBS`](super::sql::JOBS)'s columns.
+pub fn job_listing(r: &dyn Row) -> Result<JobRow> {
+    Ok(JobRow {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        status: r.get(2)?,
+        agent: r.get(3)?,
+        session_id: r.get(4)?,
+        channel: r.get(5)?,
+        thread: r.get(6)?,
+        turn_id: r.get(7)?,
+        attempts: r.get(8)?,
+        last_error: r.get(9)?,
+        created_at: r.get(10)?,
+        updated_at: r.get(11)?,
+        lease_until: r.get(12)?,
+    })
+}
+
+/// [`sql::CALLS`](super::sql::CALLS)'s columns.
+pub fn call(r: &dyn Row) -> Result<CallRow> {
+    let tokens = |i| r.get(i).map(|n: i64| u64::try_from(n).unwrap_or(0));
+    Ok(CallRow {
+        kind: r.get(0)?,
+        path: r.get(1)?,
+        model: r.get(2)?,
+        usage: Usage {
+            input_tokens: tokens(3)?,
+            cache_creation_input_tokens: tokens(4)?,
+            cache_read_input_tokens: tokens(5)?,
+            output_tokens: tokens(6)?,
+        },
+        cost_usd: r.get(7)?,
+        duration_ms: r.get(8)?,
+        memory_tokens: tokens(9)?,
+        cache: r.get(10)?,
+    })
+}
+
+/// [`events::select`](super::events::select)'s columns.
+pub fn event(r: &dyn Row) -> Result<Event> {
+    let data: String = r.get(6)?;
+    Ok(Event {
+        id: r.get(0)?,
+        at_us: r.get(1)?,
+        kind: r.get(2)?,
+        agent: r.get(3)?,
+        session_id: r.get(4)?,
+        user: r.get(5)?,
+        data: serde_json::from_str(&data)?,
+    })
+}
