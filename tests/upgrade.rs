@@ -665,7 +665,17 @@ fn as_unprivileged(env: &Env, args: &[String]) -> Output {
             std::fs::copy(built, &bin).unwrap();
         }
     }
-    let inner = env.std_cmd();
+    // The test's claude may sit where nobody cannot reach it (a clone in a
+    // private temporary folder): `doctor` would report that before the
+    // store. A stand-in that answers the probe, beside the binary, as the
+    // claude of this run: what is tested is the store.
+    let claude = bin.with_file_name("claude");
+    if !claude.exists() {
+        std::fs::write(&claude, common::fake_probe_script()).unwrap();
+        std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut inner = env.std_cmd();
+    inner.env("DUDUCLAW_CLAUDE", &claude);
     let attempt = || {
         std::process::Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])

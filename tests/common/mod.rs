@@ -521,6 +521,12 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// A fake claude that only answers the probe (`--version`, `--help`) as
+/// the fake of [`Env::fake`] does, and fails anything else.
+pub fn fake_probe_script() -> String {
+    format!("#!/bin/bash\n{FAKE_PROBE}\nexit 1\n")
+}
+
 /// The probe answers of a fake claude: a version and a help text listing the
 /// flags the program looks for, like the pinned real version.
 const FAKE_PROBE: &str = r#"
