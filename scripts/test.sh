@@ -70,7 +70,7 @@ export DUDUCLAW_TEST_PG_CA="$pgdir/data/ca.pem"
 # stand-in and timers, so they run JOBS at a time here (default 2).
 tests=$(sed -n 's/.*"manifest_path":"\([^"]*\)\/Cargo.toml".*"target":{"kind":\["\([a-z]*\)"\].*"name":"\([^"]*\)".*"profile":{[^}]*"test":true}.*"executable":"\([^"]*\)".*/\3\t\2\t\4\t\1/p' "$artifacts" |
   awk -F'\t' '$2 != "bench"' |
-  awk -F'\t' 'BEGIN { n = split("side_load hosts e2e recall robust pin forget jobs lib server cli parity stats", slow, " "); for (i = 1; i <= n; i++) rank[slow[i]] = i }
+  awk -F'\t' 'BEGIN { n = split("side_load hosts e2e robust pin jobs forget feed parity lib recall stream_json bill first_hour upgrade server cli stats", slow, " "); for (i = 1; i <= n; i++) rank[slow[i]] = i }
     { r = ($1 in rank) ? rank[$1] : 99; if ($2 == "lib") r = rank["lib"]; print r "\t" $1 "/" $2 "\t" $3 "\t" $4 }' |
   sort -n -k1,1 | cut -f2-)
 if [ -z "$tests" ]; then
