@@ -11,7 +11,7 @@ use common::{Env, assert_ok, memory_answer, stderr};
 use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
 use duduclaw_session::memory::jobs::PIN_SYSTEM;
 use duduclaw_session::memory::review::MEMORY_SYSTEM;
-use standin::{Recorded, Reply, StandIn};
+use standin::{Gate, Recorded, Reply, StandIn};
 
 const PIN: &str =
     "Migrate the React app from CRA to Vite; keep the tests passing; do not touch the auth flow";
@@ -19,6 +19,21 @@ const PIN: &str =
 fn is_side(r: &Recorded) -> bool {
     let s = r.system_text();
     s.contains(PIN_SYSTEM) || s.contains(MEMORY_SYSTEM) || s.contains(SUMMARY_SYSTEM)
+}
+
+/// [`model`], with every side call's answer held until `gate` opens: a test
+/// that checks a turn did not wait for its side calls must know they are
+/// still in flight when the turn ends, and on a loaded machine a fixed
+/// delay (or none) cannot promise it.
+fn model_holding_side_calls(gate: &Gate) -> impl Fn(&Recorded) -> Reply + Send + Sync + 'static {
+    let gate = gate.clone();
+    move |r| match model(r) {
+        Reply::Text(text) if is_side(r) => Reply::Held {
+            text,
+            gate: gate.clone(),
+        },
+        other => other,
+    }
 }
 
 /// A scripted model: pins, facts and summaries for side calls; for main
@@ -173,7 +188,8 @@ fn dash_leading_and_200kb_messages_arrive_intact() {
 fn the_recap_leads_at_once_and_the_pin_reaches_the_system_tail_when_the_cache_is_cold(
     server: bool,
 ) {
-    let s = StandIn::start_with(model);
+    let gate = Gate::new();
+    let s = StandIn::start_with(model_holding_side_calls(&gate));
     let env = Env::real(&s.base_url()).store_on(server);
     let v1 = env.turn_json("a", "c", &[], "Please migrate our React app from CRA to Vite. Keep the tests passing and do not touch the auth flow.");
     assert_eq!(
@@ -181,6 +197,7 @@ fn the_recap_leads_at_once_and_the_pin_reaches_the_system_tail_when_the_cache_is
         serde_json::Value::Null,
         "the turn did not wait for its side calls"
     );
+    gate.open();
     env.settle();
     let v2 = env.turn_json("a", "c", &[], "start with the config");
     assert_eq!(v2["pinned"], PIN, "the worker stored the pin: {v2}");
@@ -394,23 +411,15 @@ fn a_failing_side_call_never_fails_the_turn_and_is_retried() {
 }
 
 /// The turn ends when the reply is out and recorded, in text mode and in
-/// JSON: a side call the model holds for 8 s is still running (in the
-/// detached worker) when the turn's process has exited; it lands in the
-/// store afterwards without any further command, and then no process of
-/// ours is left.
+/// JSON: a side call the model holds back is still running (in the
+/// detached worker) when the turn's process has exited; once the model
+/// answers, it lands in the store without any further command, and then no
+/// process of ours is left.
 #[test]
 fn a_turn_returns_before_its_slow_side_calls_which_land_afterwards() {
-    let s = StandIn::start_with(|r: &Recorded| {
-        if is_side(r) {
-            return Reply::Slow {
-                text: PIN.into(),
-                first_delay_ms: 8000,
-                chunk_delay_ms: 0,
-            };
-        }
-        model(r)
-    });
     for json in [false, true] {
+        let gate = Gate::new();
+        let s = StandIn::start_with(model_holding_side_calls(&gate));
         let env = Env::real(&s.base_url());
         let mut args = vec!["turn", "--agent", "a", "--channel", "c"];
         if json {
@@ -439,6 +448,7 @@ fn a_turn_returns_before_its_slow_side_calls_which_land_afterwards() {
                 .any(|j| j["status"] == "running" || j["status"] == "pending"),
             "the side calls were still under way"
         );
+        gate.open();
         env.settle();
         let pin = env
             .cmd()

@@ -10,7 +10,7 @@ use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
 use duduclaw_session::memory::jobs::PIN_SYSTEM;
 use duduclaw_session::memory::review::MEMORY_SYSTEM;
 use serde_json::Value;
-use standin::{Recorded, Reply, StandIn};
+use standin::{Gate, Recorded, Reply, StandIn};
 
 const PIN: &str = "Migrate the React app from CRA to Vite; keep the tests passing";
 const TASK: &str = "Please migrate our React app from CRA to Vite and keep the tests passing.";
@@ -255,28 +255,32 @@ fn two_turns_while_a_worker_runs() {
 /// (`pin append`); the extracted task lands in front of it, never over it.
 #[test]
 fn an_extracted_pin_keeps_a_change_made_while_it_ran() {
-    let s = StandIn::start_with(|r: &Recorded| {
+    // The pin call is answered only after the change: the race is certain,
+    // however the machine schedules the worker.
+    let gate = Gate::new();
+    let held = gate.clone();
+    let s = StandIn::start_with(move |r: &Recorded| {
         if r.system_text().contains(PIN_SYSTEM) {
-            return Reply::Slow {
+            return Reply::Held {
                 text: PIN.into(),
-                first_delay_ms: 3000,
-                chunk_delay_ms: 0,
+                gate: held.clone(),
             };
         }
         model(r)
     });
     let env = Env::real(&s.base_url());
     env.turn_json("a", "c", &[], TASK);
-    // The worker is in its pin call: change the pin meanwhile.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !env
-        .jobs()
+    // Wait until the worker is in its pin call (the model has the request),
+    // then change the pin meanwhile.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !s
+        .requests()
         .iter()
-        .any(|j| j["kind"] == "pin" && j["status"] == "running")
+        .any(|r| r.system_text().contains(PIN_SYSTEM))
     {
         assert!(
             std::time::Instant::now() < deadline,
-            "the pin job never started"
+            "the pin call never reached the model"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -292,6 +296,7 @@ fn an_extracted_pin_keeps_a_change_made_while_it_ran() {
             "use Node 20",
         ],
     ));
+    gate.open();
     env.settle();
     let pin = stdout(&run(
         &env,

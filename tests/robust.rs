@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{Env, assert_ok, fake_success, hanging_fake, process_gone, stderr, stdout};
 use duduclaw_session::memory::jobs::PIN_SYSTEM;
 use duduclaw_session::memory::review::MEMORY_SYSTEM;
-use standin::{Recorded, Reply, StandIn};
+use standin::{Gate, Recorded, Reply, StandIn};
 
 fn echo_model(r: &Recorded) -> Reply {
     let sys = r.system_text();
@@ -549,10 +549,17 @@ fn store_and_folder_are_private() {
 
 #[test]
 fn secrets_from_a_side_call_are_never_stored() {
-    let s = StandIn::start_with(|r: &Recorded| {
+    // The side calls answer once the turn has shown it did not wait.
+    let gate = Gate::new();
+    let held = gate.clone();
+    let s = StandIn::start_with(move |r: &Recorded| {
         let sys = r.system_text();
+        let hold = |text: String| Reply::Held {
+            text,
+            gate: held.clone(),
+        };
         if sys.contains(MEMORY_SYSTEM) {
-            return Reply::Text(common::memory_answer(r, |_, _| {
+            return hold(common::memory_answer(r, |_, _| {
                 vec![
                     "- API key is sk-ant-api03-AbCdEf0123456789xyzXYZ0123456789abcd".into(),
                     "- Prefers dark mode in every editor".into(),
@@ -560,7 +567,7 @@ fn secrets_from_a_side_call_are_never_stored() {
             }));
         }
         if sys.contains(PIN_SYSTEM) {
-            return Reply::Text("Set up the dev machine; password: hunter2!".into());
+            return hold("Set up the dev machine; password: hunter2!".into());
         }
         Reply::Text("ok".into())
     });
@@ -572,6 +579,7 @@ fn secrets_from_a_side_call_are_never_stored() {
         "Set up my dev machine, I always prefer dark mode in every editor I use.",
     );
     assert_eq!(v["pinned"], serde_json::Value::Null);
+    gate.open();
     env.settle();
     let pin = env
         .cmd()

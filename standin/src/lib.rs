@@ -39,7 +39,7 @@ pub use models::{Model, default_models};
 use serde_json::{Value, json};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -101,7 +101,40 @@ pub enum Reply {
     /// (then the connection is closed); for timeout tests. The CLI gives up
     /// after `API_TIMEOUT_MS` (and retries unless `CLAUDE_CODE_MAX_RETRIES=0`).
     Hang,
+    /// Like `Text`, but answers only once `gate` is opened: a test can then
+    /// look at the world while the call is certainly in flight, however
+    /// slow a loaded machine makes everything else (a fixed delay cannot
+    /// promise that).
+    Held { text: String, gate: Gate },
 }
+
+/// What a [`Reply::Held`] waits for; clones share one gate, which stays
+/// open once opened.
+#[derive(Clone, Debug, Default)]
+pub struct Gate(Arc<AtomicBool>);
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate::default()
+    }
+
+    pub fn open(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Two gates are equal when they are the same gate.
+impl PartialEq for Gate {
+    fn eq(&self, other: &Gate) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Gate {}
 
 type Handler = dyn Fn(&Recorded) -> Reply + Send + Sync;
 
@@ -514,6 +547,14 @@ async fn messages<W: AsyncWrite + Unpin>(
             return http::write_full(w, status, &json_type(), &answer, keep_alive, false).await;
         }
         Reply::Hang => std::future::pending().await,
+        Reply::Held { text, gate } => {
+            // Polled: a test opens it from a plain thread, and a few
+            // milliseconds of latency are nothing beside a CLI call.
+            while !gate.is_open() {
+                sleep_ms(20).await;
+            }
+            (text, 0, 0)
+        }
     };
     sleep_ms(first_delay_ms).await;
 

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 use standin::{
-    BestCase, Model, Reply, StandIn, Usage, best_possible, common_prefix_len, default_models,
+    BestCase, Gate, Model, Reply, StandIn, Usage, best_possible, common_prefix_len, default_models,
 };
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -758,4 +758,38 @@ fn binary_prints_its_url_and_records_to_a_directory() {
         side.to_string().as_bytes()
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn held_reply_answers_only_once_its_gate_opens() {
+    let gate = Gate::new();
+    let held = gate.clone();
+    let s = StandIn::start_with(move |_| Reply::Held {
+        text: "at last".into(),
+        gate: held.clone(),
+    });
+    let mut c = connect(&s);
+    c.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let body = json!({"model": "m", "stream": true, "messages": []}).to_string();
+    c.write_all(&request_bytes(
+        "POST",
+        "/v1/messages",
+        body.as_bytes(),
+        false,
+    ))
+    .unwrap();
+    let mut buf = [0; 16];
+    let e = c.read(&mut buf).unwrap_err();
+    assert!(
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+        "nothing arrives while the gate is shut: {e}"
+    );
+    gate.open();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let r = read_response(&mut BufReader::new(c), false);
+    assert_eq!(r.streamed_text(), "at last");
 }
