@@ -18,7 +18,7 @@
 //! in a fraction of the time. Knobs (environment):
 //!
 //! - `BILL_ONLY=a,b`: only these conversations (plain, questions, long,
-//!   control, compaction).
+//!   recurring, control, compaction).
 //! - `BILL_TURN_ARGS`: extra arguments for every `turn` of our side, split
 //!   as a shell would (`--system-pin always`, `--cache-ttl 0s`).
 //! - `DUDUCLAW_BIN` or `--bin PATH` after `--`: another duduclaw-session.

@@ -81,7 +81,14 @@ impl Conversation {
 
 /// All of them, in the order they run and print.
 pub fn all() -> Vec<Conversation> {
-    vec![plain(), questions(), long(), control(), compaction()]
+    vec![
+        plain(),
+        questions(),
+        long(),
+        recurring(),
+        control(),
+        compaction(),
+    ]
 }
 
 /// Twenty turns whose replies ask nothing: the pin is the only memory
@@ -163,6 +170,34 @@ fn long() -> Conversation {
     c
 }
 
+/// Twenty turns that keep coming back to the same service: the facts the
+/// first messages state rank again for many later ones, so this is where
+/// not injecting a fact the handle's transcript already holds can save
+/// anything (on the others no fact ranks for two messages of a handle).
+fn recurring() -> Conversation {
+    let mut r = Rng::new(4);
+    let exchanges = RECURRING
+        .iter()
+        .map(|m| Exchange {
+            message: m.to_string(),
+            reply: report(&mut r, 600..1500, 3),
+        })
+        .collect();
+    let c = Conversation {
+        name: "recurring",
+        about: "20 turns that keep returning to one service's deploys".into(),
+        exchanges,
+        memory: true,
+        target: Target::overhead(),
+    };
+    assert_eq!(
+        c.questions(),
+        0,
+        "a reply of the recurring conversation asks"
+    );
+    c
+}
+
 /// The plain conversation without any memory: both sides send the same
 /// requests, so anything but 1.00× is the instrument's error.
 fn control() -> Conversation {
@@ -234,6 +269,29 @@ const PLAIN: [&str; 20] = [
     "Remove react-scripts and everything else that only CRA needed from package.json.",
     "Run the whole suite one last time and list every file this migration changed.",
     "great, write the pull request description",
+];
+
+const RECURRING: [&str; 20] = [
+    "We deploy the billing service with Argo CD from the deploy repository. Help me move its staging deploys to the new cluster.",
+    "Our staging cluster for the billing service is staging-eu-2, and we always deploy to it before production.",
+    "We never deploy the billing service on Fridays, and our on-call channel for it is #billing-oncall.",
+    "Our billing service reads its database password from Vault at secret/billing/db.",
+    "Show me the Argo CD application manifest for the billing service on staging-eu-2.",
+    "The billing service deploy on staging fails its health check after the sync.",
+    "Which Vault path does the billing service read its database password from on staging?",
+    "Add a readiness probe to the billing service deployment so Argo CD waits for it.",
+    "Post a note in the on-call channel before the next billing service deploy.",
+    "The staging deploy of the billing service is green now. What is next before production?",
+    "Can we deploy the billing service to production tomorrow? Check our deploy rules.",
+    "Write the Argo CD sync policy for the billing service: automated on staging, manual on production.",
+    "The billing service deploy needs the Vault secret on production too; which path do we use?",
+    "Draft the rollback steps for a failed billing service deploy with Argo CD.",
+    "Which cluster do we deploy the billing service to first, and why?",
+    "Add an alert to the on-call channel when a billing service deploy fails its health check.",
+    "List what changed in the billing service deploy manifests today.",
+    "Check the deploy calendar: the billing service release is planned for Friday afternoon.",
+    "Move it then, and tell the on-call channel about the new billing service deploy date.",
+    "Write the summary of today's billing service deploy work for the team.",
 ];
 
 /// The messages of the conversation with questions: each even one (the
