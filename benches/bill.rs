@@ -62,7 +62,7 @@ use standin::{Recorded, Reply, StandIn};
 
 use answers::{Asked, answer};
 use common::drive::{
-    claude_missing, clean_command, find_bin, find_claude, is_side, machine, timed,
+    MAIN_OUTPUT_FLAGS, claude_missing, clean_command, find_bin, find_claude, machine, timed,
 };
 use report::{Bill, CACHE_READ, CACHE_WRITE, Memory, OUTPUT};
 use script::Conversation;
@@ -287,7 +287,7 @@ impl Sent {
 
     /// Turn `k`'s main calls.
     fn mains(&self, k: usize) -> impl Iterator<Item = &Recorded> {
-        self.turns[k].iter().filter(|r| !is_side(r))
+        self.turns[k].iter().filter(|r| !r.is_side_call())
     }
 }
 
@@ -303,15 +303,7 @@ fn run_bare(claude: &Path, conv: &Conversation, side: &Side) -> Sent {
         .map(|(k, e)| {
             let how = if k == 0 { "--session-id" } else { "--resume" };
             let mut c = side.command(claude);
-            c.args([
-                "-p",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--include-partial-messages",
-                how,
-                &id,
-            ]);
+            c.args(MAIN_OUTPUT_FLAGS).args([how, &id]);
             let (out, requests) = side.turn(k, || timed(&mut c, &e.message).stdout);
             let result = out.lines().last().unwrap_or("");
             assert!(
@@ -437,7 +429,7 @@ impl Ours<'_> {
 fn dump(dir: &Path, sent: &Sent) {
     std::fs::create_dir_all(dir).expect("create the BILL_DUMP folder");
     for (i, (k, r)) in sent.all().enumerate() {
-        let kind = if is_side(r) {
+        let kind = if r.is_side_call() {
             Asked::of(r).name()
         } else {
             "main"

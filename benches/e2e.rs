@@ -40,7 +40,7 @@ use standin::{PromptCache, Recorded, Reply, StandIn, common_prefix_len};
 use tempfile::TempDir;
 
 use common::drive::{
-    Timed, claude_missing, clean_command, find_bin, find_claude, is_side, machine, timed,
+    MAIN_OUTPUT_FLAGS, Timed, claude_missing, clean_command, find_bin, find_claude, machine, timed,
 };
 
 const PIN_ANSWER: &str =
@@ -193,7 +193,7 @@ impl Bench {
         let clarified = AtomicU64::new(0);
         let delay = Arc::clone(&side_delay);
         let standin = StandIn::start_with(move |r: &Recorded| {
-            if is_side(r) {
+            if r.is_side_call() {
                 let system = r.system_text();
                 let text = if system.contains(PIN_SYSTEM) {
                     PIN_ANSWER.to_string()
@@ -323,15 +323,7 @@ impl Bench {
     /// The bare call `turn` makes on a resumed session without memory.
     fn bare(&self, handle: &str) -> Command {
         let mut c = self.command(&self.claude);
-        c.args([
-            "-p",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--include-partial-messages",
-            "--resume",
-            handle,
-        ]);
+        c.args(MAIN_OUTPUT_FLAGS).args(["--resume", handle]);
         c
     }
 
@@ -357,7 +349,7 @@ impl Bench {
         let dir = PathBuf::from(dir);
         std::fs::create_dir_all(&dir).expect("create BENCH_DUMP dir");
         for (i, r) in self.standin.requests().iter().enumerate() {
-            let kind = if is_side(r) { "side" } else { "main" };
+            let kind = if r.is_side_call() { "side" } else { "main" };
             std::fs::write(dir.join(format!("{:04}-{kind}.json", i + 1)), &r.raw)
                 .expect("write request");
         }
@@ -527,7 +519,10 @@ fn side_sizes(b: &Bench, rows: &mut Vec<Row>) {
     // The side calls run in the detached worker after the turn exits.
     b.wait_for_jobs();
     let reqs = b.requests_since(n0);
-    let main1 = reqs.iter().find(|r| !is_side(r)).expect("main request");
+    let main1 = reqs
+        .iter()
+        .find(|r| !r.is_side_call())
+        .expect("main request");
     let pin = reqs
         .iter()
         .find(|r| r.system_text().contains(PIN_SYSTEM))
@@ -543,7 +538,10 @@ fn side_sizes(b: &Bench, rows: &mut Vec<Row>) {
     );
     b.wait_for_jobs();
     let reqs = b.requests_since(n1);
-    let main2 = reqs.iter().find(|r| !is_side(r)).expect("main request");
+    let main2 = reqs
+        .iter()
+        .find(|r| !r.is_side_call())
+        .expect("main request");
     let facts2 = reqs
         .iter()
         .find(|r| r.system_text().contains(FACTS_SYSTEM))
@@ -630,7 +628,10 @@ fn with_claude_md(b: &Bench) -> (usize, usize, usize) {
     );
     b.wait_for_jobs();
     let reqs = b.requests_since(n);
-    let main = reqs.iter().find(|r| !is_side(r)).expect("main request");
+    let main = reqs
+        .iter()
+        .find(|r| !r.is_side_call())
+        .expect("main request");
     let side = reqs
         .iter()
         .find(|r| r.system_text().contains(FACTS_SYSTEM))
@@ -704,7 +705,7 @@ fn memory_session(b: &Bench, agent: &str, turns: usize, facts_in: &str) -> Vec<(
         let mut main: Vec<Recorded> = b
             .requests_since(n)
             .into_iter()
-            .filter(|r| !is_side(r))
+            .filter(|r| !r.is_side_call())
             .collect();
         assert_eq!(main.len(), 1, "one main request per turn");
         out.push((main.remove(0), msg.to_string()));

@@ -37,24 +37,6 @@ fn bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin(BIN)
 }
 
-/// `program` with the clean environment `Env::cmd` gives the binary, plus
-/// `BIN`, the binary's path, for shell scripts.
-fn like_cmd(env: &Env, program: &str) -> StdCommand {
-    let model = env.cmd();
-    let mut c = StdCommand::new(program);
-    c.env_clear();
-    for (k, v) in model.get_envs() {
-        if let Some(v) = v {
-            c.env(k, v);
-        }
-    }
-    if let Some(dir) = model.get_current_dir() {
-        c.current_dir(dir);
-    }
-    c.env("BIN", bin());
-    c
-}
-
 // ---------------------------------------------------------------------------
 // Generated files: completions and man pages
 // ---------------------------------------------------------------------------
@@ -1912,7 +1894,8 @@ fn every_exit_code_the_cli_can_produce_without_claude() {
 /// A turn interrupted with SIGINT while claude hangs.
 fn interrupted_turn() -> Output {
     let env = Env::fake("cat >/dev/null; touch \"$HOME/started\"; sleep 30");
-    let child = like_cmd(&env, bin().to_str().unwrap())
+    let child = env
+        .like_cmd(bin().to_str().unwrap())
         .args([
             "turn",
             "--agent",
@@ -1995,7 +1978,8 @@ fn verbose_logs_go_to_stderr_only() {
 fn piped(env: &Env, args: &str, head: &str) -> Output {
     let err = env.dir.path().join("pipe.err");
     let script = format!("set -o pipefail; \"$BIN\" {args} 2>\"$ERR\" | {head} >/dev/null");
-    let mut out = like_cmd(env, "bash")
+    let mut out = env
+        .like_cmd("bash")
         .args(["--norc", "--noprofile", "-c", &script])
         .env("ERR", &err)
         .output()
@@ -2045,7 +2029,8 @@ fn a_full_disk_is_an_error_not_a_closed_pipe() {
     );
     let env = Env::fake("exit 1");
     add_fact(&env, "a", None, "Uses pnpm");
-    let out = like_cmd(&env, bin().to_str().unwrap())
+    let out = env
+        .like_cmd(bin().to_str().unwrap())
         .args(["facts", "list", "--agent", "a"])
         .stdout(
             std::fs::File::options()
@@ -2065,7 +2050,7 @@ fn on_a_terminal(env: &Env, args: &str, no_color: bool) -> String {
         which::which("script").is_ok(),
         "`script` is not installed: scripts/test.sh installs it (apt-get install bsdutils)"
     );
-    let mut s = like_cmd(env, "script");
+    let mut s = env.like_cmd("script");
     s.args(["-q", "-e", "-c", &format!("\"$BIN\" {args}"), "/dev/null"])
         .env("SHELL", "/bin/bash")
         .env("TERM", "xterm-256color")

@@ -58,23 +58,6 @@ fn code(out: &Output) -> Option<i32> {
     out.status.code()
 }
 
-/// `program` with the environment `Env::cmd` gives the binary, plus `BIN`.
-fn like_cmd(env: &Env, program: &str) -> StdCommand {
-    let model = env.cmd();
-    let mut c = StdCommand::new(program);
-    c.env_clear();
-    for (k, v) in model.get_envs() {
-        if let Some(v) = v {
-            c.env(k, v);
-        }
-    }
-    if let Some(dir) = model.get_current_dir() {
-        c.current_dir(dir);
-    }
-    c.env("BIN", bin());
-    c
-}
-
 /// Run `args` on a pseudo-terminal (stdin, stdout and stderr all the
 /// terminal) through `script`; what the terminal showed.
 fn on_a_terminal(env: &Env, args: &str) -> String {
@@ -82,7 +65,8 @@ fn on_a_terminal(env: &Env, args: &str) -> String {
         which::which("script").is_ok(),
         "`script` is not installed: scripts/test.sh installs it (apt-get install bsdutils)"
     );
-    let out = like_cmd(env, "script")
+    let out = env
+        .like_cmd("script")
         .args(["-q", "-e", "-c", &format!("\"$BIN\" {args}"), "/dev/null"])
         .env("SHELL", "/bin/bash")
         .env("TERM", "xterm-256color")

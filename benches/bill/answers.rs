@@ -12,7 +12,6 @@ use duduclaw_session::memory::review::MEMORY_SYSTEM;
 use serde_json::json;
 use standin::{Recorded, Usage};
 
-use crate::common::drive::is_side;
 use crate::script::Conversation;
 
 /// What a side call asks for.
@@ -117,7 +116,7 @@ impl Asked {
 /// function of both, so the bill recomputes each answer's output tokens
 /// from the recorded request.
 pub fn answer(conv: &Conversation, turn: usize, r: &Recorded) -> String {
-    if !is_side(r) {
+    if !r.is_side_call() {
         let last = conv.exchanges.len() - 1;
         return conv.exchanges[turn.min(last)].reply.clone();
     }

@@ -10,7 +10,6 @@ use standin::Recorded;
 
 use crate::Sent;
 use crate::answers::{Asked, answer, output_tokens};
-use crate::common::drive::is_side;
 use crate::script::Conversation;
 
 /// Prices per token, relative to a fresh input token on the main model:
@@ -119,7 +118,7 @@ impl Bill {
             main: Tally::default(),
             side: Tally::default(),
             asked: BTreeMap::new(),
-            after: ours.after.iter().filter(|r| is_side(r)).count(),
+            after: ours.after.iter().filter(|r| r.is_side_call()).count(),
             rewrites: Vec::new(),
             odd_turns: Vec::new(),
             turns: Vec::new(),
@@ -129,14 +128,14 @@ impl Bill {
         };
         for (k, r) in bare.all() {
             assert!(
-                !is_side(r),
+                !r.is_side_call(),
                 "bare claude made a request that looks like a side call"
             );
             bill.bare.add(r, output_tokens(&answer(&bill.conv, k, r)));
         }
         for (k, r) in ours.all() {
             let out = output_tokens(&answer(&bill.conv, k, r));
-            if is_side(r) {
+            if r.is_side_call() {
                 bill.side.add(r, out);
                 *bill.asked.entry(Asked::of(r)).or_default() += 1;
             } else {
@@ -180,7 +179,7 @@ impl Bill {
                 bare_read: read(&b),
                 ours_write,
                 ours_read: read(&o),
-                side_calls: ours.turns[k].iter().filter(|r| is_side(r)).count(),
+                side_calls: ours.turns[k].iter().filter(|r| r.is_side_call()).count(),
             });
             previous = o.last().copied().or(previous);
         }

@@ -94,36 +94,43 @@ pub fn all() -> Vec<Conversation> {
 /// Twenty turns whose replies ask nothing: the pin is the only memory
 /// change, so this shows what the memory costs at its quietest.
 fn plain() -> Conversation {
-    let mut r = Rng::new(1);
-    let exchanges = PLAIN
+    asking_nothing(
+        "plain",
+        "20 turns, replies that ask nothing",
+        written(&PLAIN, 1),
+    )
+}
+
+/// The written messages, each with a scripted report of 600 to 1,500
+/// characters for its reply (`seed` picks the reports).
+fn written(messages: &[&str], seed: u64) -> Vec<Exchange> {
+    let mut r = Rng::new(seed);
+    messages
         .iter()
         .map(|m| Exchange {
             message: m.to_string(),
             reply: report(&mut r, 600..1500, 3),
         })
-        .collect();
+        .collect()
+}
+
+/// A conversation with the memory on whose replies ask nothing.
+fn asking_nothing(name: &'static str, about: &str, exchanges: Vec<Exchange>) -> Conversation {
     let c = Conversation {
-        name: "plain",
-        about: "20 turns, replies that ask nothing".into(),
+        name,
+        about: about.into(),
         exchanges,
         memory: true,
         target: Target::overhead(),
     };
-    assert_eq!(c.questions(), 0, "a reply of the plain conversation asks");
+    assert_eq!(c.questions(), 0, "a reply of the {name} conversation asks");
     c
 }
 
 /// Twenty turns where nine replies end with a question the next message
 /// answers: nine clarify calls, nine pin changes and a consolidation.
 fn questions() -> Conversation {
-    let mut r = Rng::new(2);
-    let mut exchanges: Vec<Exchange> = QUESTIONS
-        .iter()
-        .map(|m| Exchange {
-            message: m.to_string(),
-            reply: report(&mut r, 600..1500, 3),
-        })
-        .collect();
+    let mut exchanges = written(&QUESTIONS, 2);
     for (i, q) in ASKED.iter().enumerate() {
         let reply = &mut exchanges[2 * i].reply;
         reply.push_str("\n\n");
@@ -175,27 +182,11 @@ fn long() -> Conversation {
 /// not injecting a fact the handle's transcript already holds can save
 /// anything (on the others no fact ranks for two messages of a handle).
 fn recurring() -> Conversation {
-    let mut r = Rng::new(4);
-    let exchanges = RECURRING
-        .iter()
-        .map(|m| Exchange {
-            message: m.to_string(),
-            reply: report(&mut r, 600..1500, 3),
-        })
-        .collect();
-    let c = Conversation {
-        name: "recurring",
-        about: "20 turns that keep returning to one service's deploys".into(),
-        exchanges,
-        memory: true,
-        target: Target::overhead(),
-    };
-    assert_eq!(
-        c.questions(),
-        0,
-        "a reply of the recurring conversation asks"
-    );
-    c
+    asking_nothing(
+        "recurring",
+        "20 turns that keep returning to one service's deploys",
+        written(&RECURRING, 4),
+    )
 }
 
 /// The plain conversation without any memory: both sides send the same

@@ -7,8 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use standin::Recorded;
-
 /// `$DUDUCLAW_TEST_CLAUDE`, else the pinned Claude Code `scripts/test.sh`
 /// installs under `.tools/`; `None` when neither exists.
 pub fn find_claude() -> Option<PathBuf> {
@@ -65,21 +63,6 @@ pub fn machine() -> String {
         "{nproc} CPUs (nproc), {model}{mem}, Linux {}",
         kernel.trim()
     )
-}
-
-/// A side call: a request with no tools whose system prompt is not Claude
-/// Code's own. Every side call replaces Claude Code's prompt with a short
-/// one of its own (`--system-prompt`) and sends `--tools=`; a main call
-/// keeps Claude Code's prompt (which names "Claude Code") even on the
-/// lightweight flags. Decided by shape, not by our prompts' wording, so it
-/// holds for an earlier or a later build whose prompts differ.
-pub fn is_side(r: &Recorded) -> bool {
-    let no_tools = r
-        .body
-        .get("tools")
-        .and_then(|t| t.as_array())
-        .is_none_or(|t| t.is_empty());
-    no_tools && !r.system_text().contains("Claude Code")
 }
 
 /// `program` in a clean environment, as a user's shell would give it:
@@ -158,3 +141,13 @@ pub fn timed(c: &mut Command, stdin: &str) -> Timed {
         stdout,
     }
 }
+
+/// The output flags our main call gives claude, which a bare call compared
+/// with it must give too (they decide what claude streams, not the prompt).
+pub const MAIN_OUTPUT_FLAGS: [&str; 5] = [
+    "-p",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--include-partial-messages",
+];

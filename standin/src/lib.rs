@@ -709,6 +709,22 @@ impl Recorded {
         self.system_blocks().pop().unwrap_or_default()
     }
 
+    /// Whether this looks like a side call: no tools offered, and not the
+    /// CLI's own system prompt. Every side call replaces Claude Code's
+    /// prompt with a short one of its own (`--system-prompt`) and sends
+    /// `--tools=`; a main call keeps Claude Code's prompt (which names
+    /// "Claude Code") even on the lightweight flags. Decided by shape, not
+    /// by any build's prompt wording, so it holds for earlier and later
+    /// builds of duduclaw-session alike.
+    pub fn is_side_call(&self) -> bool {
+        let no_tools = self
+            .body
+            .get("tools")
+            .and_then(|t| t.as_array())
+            .is_none_or(|t| t.is_empty());
+        no_tools && !self.system_text().contains("Claude Code")
+    }
+
     /// All system blocks joined with "\n".
     pub fn system_text(&self) -> String {
         self.system_blocks().join("\n")

@@ -95,16 +95,6 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
     Ok(o)
 }
 
-/// A side call: no tools to offer, and not the CLI's own system prompt.
-fn is_side_call(r: &Recorded) -> bool {
-    let no_tools = r
-        .body
-        .get("tools")
-        .and_then(|t| t.as_array())
-        .is_none_or(|t| t.is_empty());
-    no_tools && !r.system_text().contains("Claude Code")
-}
-
 fn main() {
     let o = match parse(std::env::args().skip(1)) {
         Ok(o) => o,
@@ -138,7 +128,7 @@ fn main() {
                 eprintln!("standin: cannot write {}: {e}", path.display());
             }
         }
-        let side = is_side_call(r);
+        let side = r.is_side_call();
         if verbose {
             let u = r.usage;
             eprintln!(

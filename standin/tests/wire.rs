@@ -663,10 +663,10 @@ fn slow_reply_waits_before_first_byte_and_between_deltas() {
     assert_eq!(r.streamed_text(), "slowly");
 }
 
-#[test]
-fn hang_never_answers_and_does_not_block_shutdown() {
-    let s = StandIn::start_with(|_| Reply::Hang);
-    let mut c = connect(&s);
+/// Sends a streaming request on a fresh connection and checks that no byte
+/// of an answer arrives within 300 ms; the connection, to read on.
+fn unanswered_stream_request(s: &StandIn) -> TcpStream {
+    let mut c = connect(s);
     c.set_read_timeout(Some(Duration::from_millis(300)))
         .unwrap();
     let body = json!({"model": "m", "stream": true, "messages": []}).to_string();
@@ -679,10 +679,21 @@ fn hang_never_answers_and_does_not_block_shutdown() {
     .unwrap();
     let mut buf = [0; 16];
     let e = c.read(&mut buf).unwrap_err();
-    assert!(matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-    ));
+    assert!(
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+        "nothing may arrive yet: {e}"
+    );
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c
+}
+
+#[test]
+fn hang_never_answers_and_does_not_block_shutdown() {
+    let s = StandIn::start_with(|_| Reply::Hang);
+    let mut c = unanswered_stream_request(&s);
     assert_eq!(s.requests().len(), 1, "a hung request is still recorded");
 
     // Shutdown returns rather than wait on the hung reply: the bound is
@@ -697,7 +708,7 @@ fn hang_never_answers_and_does_not_block_shutdown() {
         .expect("dropping the stand-in waited on a hung reply");
     // The client sees the connection closed, not an answer.
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    assert_eq!(c.read(&mut buf).unwrap_or(0), 0);
+    assert_eq!(c.read(&mut [0; 16]).unwrap_or(0), 0);
 }
 
 #[test]
@@ -768,28 +779,8 @@ fn held_reply_answers_only_once_its_gate_opens() {
         text: "at last".into(),
         gate: held.clone(),
     });
-    let mut c = connect(&s);
-    c.set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
-    let body = json!({"model": "m", "stream": true, "messages": []}).to_string();
-    c.write_all(&request_bytes(
-        "POST",
-        "/v1/messages",
-        body.as_bytes(),
-        false,
-    ))
-    .unwrap();
-    let mut buf = [0; 16];
-    let e = c.read(&mut buf).unwrap_err();
-    assert!(
-        matches!(
-            e.kind(),
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-        ),
-        "nothing arrives while the gate is shut: {e}"
-    );
+    let c = unanswered_stream_request(&s);
     gate.open();
-    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let r = read_response(&mut BufReader::new(c), false);
     assert_eq!(r.streamed_text(), "at last");
 }

@@ -173,6 +173,24 @@ impl Env {
         Command::from_std(self.std_cmd())
     }
 
+    /// `program` in the environment [`Env::std_cmd`] gives the binary, plus
+    /// `BIN`, the binary's path, for shell scripts and `script`.
+    pub fn like_cmd(&self, program: &str) -> std::process::Command {
+        let model = self.std_cmd();
+        let mut c = std::process::Command::new(program);
+        c.env_clear();
+        for (k, v) in model.get_envs() {
+            if let Some(v) = v {
+                c.env(k, v);
+            }
+        }
+        if let Some(dir) = model.get_current_dir() {
+            c.current_dir(dir);
+        }
+        c.env("BIN", env!("CARGO_BIN_EXE_duduclaw-session"));
+        c
+    }
+
     /// The same as a plain `std::process::Command`, for spawning children
     /// that a test kills or reads while they run.
     pub fn std_cmd(&self) -> std::process::Command {
