@@ -18,7 +18,7 @@
 //! in a fraction of the time. Knobs (environment):
 //!
 //! - `BILL_ONLY=a,b`: only these conversations (plain, questions, long,
-//!   recurring, control, compaction).
+//!   recurring, known, control, compaction).
 //! - `BILL_TURN_ARGS`: extra arguments for every `turn` of our side, split
 //!   as a shell would (`--system-pin always`, `--cache-ttl 0s`).
 //! - `DUDUCLAW_BIN` or `--bin PATH` after `--`: another duduclaw-session.
@@ -358,6 +358,12 @@ impl Ours<'_> {
     /// the control, and `extra`), then `jobs run`; and what the store holds.
     fn run(&self, conv: &Conversation, extra: &[String]) -> (Sent, Memory) {
         let session = ["--agent", "bill", "--channel", conv.name];
+        if !conv.facts.is_empty() {
+            timed(
+                &mut self.command(&["facts", "import", "--agent", "bill", "-"]),
+                &conv.facts,
+            );
+        }
         let start = Instant::now();
         let mut handles = Vec::new();
         let turns = conv

@@ -76,6 +76,7 @@ fn bench_prompt(c: &mut Criterion) {
         pin: Some(PIN),
         system_pin: Some(PIN),
         summary: None,
+        profile: &[],
         facts: &facts,
         facts_in: FactsPlacement::Message,
     };

@@ -103,6 +103,9 @@ _duduclaw__session() {
             duduclaw__session__subcmd__facts,search)
                 cmd="duduclaw__session__subcmd__facts__subcmd__search"
                 ;;
+            duduclaw__session__subcmd__facts,stand)
+                cmd="duduclaw__session__subcmd__facts__subcmd__stand"
+                ;;
             duduclaw__session__subcmd__facts__subcmd__help,add)
                 cmd="duduclaw__session__subcmd__facts__subcmd__help__subcmd__add"
                 ;;
@@ -126,6 +129,9 @@ _duduclaw__session() {
                 ;;
             duduclaw__session__subcmd__facts__subcmd__help,search)
                 cmd="duduclaw__session__subcmd__facts__subcmd__help__subcmd__search"
+                ;;
+            duduclaw__session__subcmd__facts__subcmd__help,stand)
+                cmd="duduclaw__session__subcmd__facts__subcmd__help__subcmd__stand"
                 ;;
             duduclaw__session__subcmd__help,completions)
                 cmd="duduclaw__session__subcmd__help__subcmd__completions"
@@ -201,6 +207,9 @@ _duduclaw__session() {
                 ;;
             duduclaw__session__subcmd__help__subcmd__facts,search)
                 cmd="duduclaw__session__subcmd__help__subcmd__facts__subcmd__search"
+                ;;
+            duduclaw__session__subcmd__help__subcmd__facts,stand)
+                cmd="duduclaw__session__subcmd__help__subcmd__facts__subcmd__stand"
                 ;;
             duduclaw__session__subcmd__help__subcmd__jobs,list)
                 cmd="duduclaw__session__subcmd__help__subcmd__jobs__subcmd__list"
@@ -553,7 +562,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts)
-            opts="-v -q -h --db --claude --verbose --quiet --help list search add forget import export enrich help"
+            opts="-v -q -h --db --claude --verbose --quiet --help list search add stand forget import export enrich help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -575,7 +584,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__add)
-            opts="-v -q -h --agent --user --keywords --db --claude --verbose --quiet --help"
+            opts="-v -q -h --agent --user --keywords --standing --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -711,7 +720,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__help)
-            opts="list search add forget import export enrich help"
+            opts="list search add stand forget import export enrich help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -836,6 +845,20 @@ _duduclaw__session() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        duduclaw__session__subcmd__facts__subcmd__help__subcmd__stand)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         duduclaw__session__subcmd__facts__subcmd__import)
             opts="-v -q -h --agent --user --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -916,6 +939,36 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__facts__subcmd__stand)
+            opts="-v -q -h --agent --user --clear --db --claude --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --user)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1035,7 +1088,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help__subcmd__facts)
-            opts="list search add forget import export enrich"
+            opts="list search add stand forget import export enrich"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1133,6 +1186,20 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help__subcmd__facts__subcmd__search)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__facts__subcmd__stand)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2219,7 +2286,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__prompt)
-            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --claude-arg --db --claude --verbose --quiet --help"
+            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --profile-tokens --claude-arg --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2278,6 +2345,10 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --cache-ttl)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --profile-tokens)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2685,7 +2756,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__turn)
-            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --claude-arg --db --claude --verbose --quiet --help"
+            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --profile-tokens --claude-arg --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2744,6 +2815,10 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --cache-ttl)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --profile-tokens)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -65,6 +65,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--memory-every', '--memory-every', [CompletionResultType]::ParameterName, 'Run the memory side call (facts, corrections, clarifications, drift) once this many substantive exchanges wait (1: after each; a pause past --cache-ttl, a compaction and `jobs run` run it sooner)')
             [CompletionResult]::new('--system-pin', '--system-pin', [CompletionResultType]::ParameterName, 'When the pin goes at the system-prompt tail (the recap always carries the newest pin)')
             [CompletionResult]::new('--cache-ttl', '--cache-ttl', [CompletionResultType]::ParameterName, 'How long the prompt cache stays warm after a turn (the API''s default lifetime is 5m; 0s: always cold; at most 24h)')
+            [CompletionResult]::new('--profile-tokens', '--profile-tokens', [CompletionResultType]::ParameterName, 'The profile''s budget, in estimated tokens: the scope''s standing facts (all its facts when they fit) at the system-prompt tail, after the pin (0: no profile)')
             [CompletionResult]::new('--claude-arg', '--claude-arg', [CompletionResultType]::ParameterName, 'An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
@@ -245,6 +246,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts, most used first: id, uses, person (- for agent-wide), text')
             [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Rank facts against a query, as a turn would')
             [CompletionResult]::new('add', 'add', [CompletionResultType]::ParameterValue, 'Add a fact by hand and print its id')
+            [CompletionResult]::new('stand', 'stand', [CompletionResultType]::ParameterValue, 'Mark facts standing (the profile carries them in every conversation), or with --clear not')
             [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete facts by id (from `facts list`), leaving nothing recoverable in the store')
             [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing')
             [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Export the agent''s facts as JSON Lines (with --user: that person''s and the agent-wide ones)')
@@ -288,6 +290,21 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--keywords', '--keywords', [CompletionResultType]::ParameterName, 'Search keywords, comma-separated: words people may ask with (synonyms, the other language''s terms)')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('--standing', '--standing', [CompletionResultType]::ParameterName, 'A standing fact: it matters whatever the conversation is about (health, allergies, family, hard rules, fixed schedules), so the profile carries it in every conversation''s system prompt')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;facts;stand' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are [required]')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('--clear', '--clear', [CompletionResultType]::ParameterName, 'Take the mark off instead')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
@@ -359,6 +376,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts, most used first: id, uses, person (- for agent-wide), text')
             [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Rank facts against a query, as a turn would')
             [CompletionResult]::new('add', 'add', [CompletionResultType]::ParameterValue, 'Add a fact by hand and print its id')
+            [CompletionResult]::new('stand', 'stand', [CompletionResultType]::ParameterValue, 'Mark facts standing (the profile carries them in every conversation), or with --clear not')
             [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete facts by id (from `facts list`), leaving nothing recoverable in the store')
             [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing')
             [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Export the agent''s facts as JSON Lines (with --user: that person''s and the agent-wide ones)')
@@ -373,6 +391,9 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;facts;help;add' {
+            break
+        }
+        'duduclaw-session;facts;help;stand' {
             break
         }
         'duduclaw-session;facts;help;forget' {
@@ -609,6 +630,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--memory-every', '--memory-every', [CompletionResultType]::ParameterName, 'Run the memory side call (facts, corrections, clarifications, drift) once this many substantive exchanges wait (1: after each; a pause past --cache-ttl, a compaction and `jobs run` run it sooner)')
             [CompletionResult]::new('--system-pin', '--system-pin', [CompletionResultType]::ParameterName, 'When the pin goes at the system-prompt tail (the recap always carries the newest pin)')
             [CompletionResult]::new('--cache-ttl', '--cache-ttl', [CompletionResultType]::ParameterName, 'How long the prompt cache stays warm after a turn (the API''s default lifetime is 5m; 0s: always cold; at most 24h)')
+            [CompletionResult]::new('--profile-tokens', '--profile-tokens', [CompletionResultType]::ParameterName, 'The profile''s budget, in estimated tokens: the scope''s standing facts (all its facts when they fit) at the system-prompt tail, after the pin (0: no profile)')
             [CompletionResult]::new('--claude-arg', '--claude-arg', [CompletionResultType]::ParameterName, 'An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
@@ -858,6 +880,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts, most used first: id, uses, person (- for agent-wide), text')
             [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Rank facts against a query, as a turn would')
             [CompletionResult]::new('add', 'add', [CompletionResultType]::ParameterValue, 'Add a fact by hand and print its id')
+            [CompletionResult]::new('stand', 'stand', [CompletionResultType]::ParameterValue, 'Mark facts standing (the profile carries them in every conversation), or with --clear not')
             [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Delete facts by id (from `facts list`), leaving nothing recoverable in the store')
             [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing')
             [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Export the agent''s facts as JSON Lines (with --user: that person''s and the agent-wide ones)')
@@ -871,6 +894,9 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;help;facts;add' {
+            break
+        }
+        'duduclaw-session;help;facts;stand' {
             break
         }
         'duduclaw-session;help;facts;forget' {

@@ -53,6 +53,7 @@ system\:"At the tail of the system prompt, after the pin"))' \
 always\:"The newest pin on every turn\: each pin change while the cache is warm re-writes the whole conversation'\''s prompt cache"
 never\:"Never\: the pin rides in the recap at the head of each message only"))' \
 '--cache-ttl=[How long the prompt cache stays warm after a turn (the API'\''s default lifetime is 5m; 0s\: always cold; at most 24h)]:DURATION:_default' \
+'--profile-tokens=[The profile'\''s budget, in estimated tokens\: the scope'\''s standing facts (all its facts when they fit) at the system-prompt tail, after the pin (0\: no profile)]:N:_default' \
 '*--claude-arg=[An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src]:ARG:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
@@ -311,6 +312,7 @@ _arguments "${_arguments_options[@]}" : \
 '--keywords=[Search keywords, comma-separated\: words people may ask with (synonyms, the other language'\''s terms)]:LIST:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--standing[A standing fact\: it matters whatever the conversation is about (health, allergies, family, hard rules, fixed schedules), so the profile carries it in every conversation'\''s system prompt]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
 '-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
@@ -318,6 +320,22 @@ _arguments "${_arguments_options[@]}" : \
 '-h[Print help]' \
 '--help[Print help]' \
 ':text -- The fact\: one line, at most 1,000 characters, no secrets:_default' \
+&& ret=0
+;;
+(stand)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent whose facts these are \[required\]]:ID:_default' \
+'--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'--clear[Take the mark off instead]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'*::ids -- Ids of the agent'\''s facts (from `facts list`):_default' \
 && ret=0
 ;;
 (forget)
@@ -406,6 +424,10 @@ _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
 (add)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(stand)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -714,6 +736,7 @@ system\:"At the tail of the system prompt, after the pin"))' \
 always\:"The newest pin on every turn\: each pin change while the cache is warm re-writes the whole conversation'\''s prompt cache"
 never\:"Never\: the pin rides in the recap at the head of each message only"))' \
 '--cache-ttl=[How long the prompt cache stays warm after a turn (the API'\''s default lifetime is 5m; 0s\: always cold; at most 24h)]:DURATION:_default' \
+'--profile-tokens=[The profile'\''s budget, in estimated tokens\: the scope'\''s standing facts (all its facts when they fit) at the system-prompt tail, after the pin (0\: no profile)]:N:_default' \
 '*--claude-arg=[An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src]:ARG:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
@@ -1066,6 +1089,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(stand)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (forget)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -1309,6 +1336,7 @@ _duduclaw-session__subcmd__facts_commands() {
 'list:List the facts, most used first\: id, uses, person (- for agent-wide), text' \
 'search:Rank facts against a query, as a turn would' \
 'add:Add a fact by hand and print its id' \
+'stand:Mark facts standing (the profile carries them in every conversation), or with --clear not' \
 'forget:Delete facts by id (from \`facts list\`), leaving nothing recoverable in the store' \
 'import:Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing' \
 'export:Export the agent'\''s facts as JSON Lines (with --user\: that person'\''s and the agent-wide ones)' \
@@ -1343,6 +1371,7 @@ _duduclaw-session__subcmd__facts__subcmd__help_commands() {
 'list:List the facts, most used first\: id, uses, person (- for agent-wide), text' \
 'search:Rank facts against a query, as a turn would' \
 'add:Add a fact by hand and print its id' \
+'stand:Mark facts standing (the profile carries them in every conversation), or with --clear not' \
 'forget:Delete facts by id (from \`facts list\`), leaving nothing recoverable in the store' \
 'import:Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing' \
 'export:Export the agent'\''s facts as JSON Lines (with --user\: that person'\''s and the agent-wide ones)' \
@@ -1391,6 +1420,11 @@ _duduclaw-session__subcmd__facts__subcmd__help__subcmd__search_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session facts help search commands' commands "$@"
 }
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__help__subcmd__stand_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__help__subcmd__stand_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts help stand commands' commands "$@"
+}
 (( $+functions[_duduclaw-session__subcmd__facts__subcmd__import_commands] )) ||
 _duduclaw-session__subcmd__facts__subcmd__import_commands() {
     local commands; commands=()
@@ -1405,6 +1439,11 @@ _duduclaw-session__subcmd__facts__subcmd__list_commands() {
 _duduclaw-session__subcmd__facts__subcmd__search_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session facts search commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__stand_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__stand_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts stand commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__forget_commands] )) ||
 _duduclaw-session__subcmd__forget_commands() {
@@ -1462,6 +1501,7 @@ _duduclaw-session__subcmd__help__subcmd__facts_commands() {
 'list:List the facts, most used first\: id, uses, person (- for agent-wide), text' \
 'search:Rank facts against a query, as a turn would' \
 'add:Add a fact by hand and print its id' \
+'stand:Mark facts standing (the profile carries them in every conversation), or with --clear not' \
 'forget:Delete facts by id (from \`facts list\`), leaving nothing recoverable in the store' \
 'import:Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing' \
 'export:Export the agent'\''s facts as JSON Lines (with --user\: that person'\''s and the agent-wide ones)' \
@@ -1503,6 +1543,11 @@ _duduclaw-session__subcmd__help__subcmd__facts__subcmd__list_commands() {
 _duduclaw-session__subcmd__help__subcmd__facts__subcmd__search_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session help facts search commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__facts__subcmd__stand_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__facts__subcmd__stand_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help facts stand commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__forget_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__forget_commands() {

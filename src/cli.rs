@@ -439,6 +439,16 @@ pub struct TurnArgs {
     )]
     pub cache_ttl: Duration,
 
+    /// The profile's budget, in estimated tokens: the scope's standing facts (all its facts when they fit) at the system-prompt tail, after the pin (0: no profile)
+    #[arg(
+        long,
+        env = "DUDUCLAW_PROFILE_TOKENS",
+        value_name = "N",
+        default_value_t = crate::memory::profile::DEFAULT_TOKENS as u32,
+        value_parser = clap::value_parser!(u32).range(0..=crate::memory::profile::MAX_TOKENS as i64)
+    )]
+    pub profile_tokens: u32,
+
     /// An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src
     #[arg(long = "claude-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub claude_args: Vec<OsString>,
@@ -520,6 +530,20 @@ pub enum FactsAction {
         /// Search keywords, comma-separated: words people may ask with (synonyms, the other language's terms)
         #[arg(long, value_name = "LIST")]
         keywords: Option<String>,
+        /// A standing fact: it matters whatever the conversation is about (health, allergies, family, hard rules, fixed schedules), so the profile carries it in every conversation's system prompt
+        #[arg(long)]
+        standing: bool,
+    },
+    /// Mark facts standing (the profile carries them in every conversation), or with --clear not
+    Stand {
+        #[command(flatten)]
+        scope: FactScope,
+        /// Ids of the agent's facts (from `facts list`)
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<i64>,
+        /// Take the mark off instead
+        #[arg(long)]
+        clear: bool,
     },
     /// Delete facts by id (from `facts list`), leaving nothing recoverable in the store
     Forget {

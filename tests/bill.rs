@@ -71,8 +71,115 @@ fn pin_set(env: &Env, text: &str) {
 
 on_both_stores!(
     a_pin_changed_while_warm_is_in_the_recap_at_once_and_the_system_prompt_keeps_its_bytes,
-    a_new_handle_carries_the_newest_pin_in_its_system_tail
+    a_new_handle_carries_the_newest_pin_in_its_system_tail,
+    the_profile_rides_after_the_pin_kept_while_warm_and_refreshed_when_cold
 );
+
+fn add_fact(env: &Env, args: &[&str]) {
+    let mut all = vec!["facts", "add", "--agent", "a"];
+    all.extend_from_slice(args);
+    assert_ok(&run(env, &all));
+}
+
+/// The profile, as the model receives it: the scope's standing facts (a
+/// small memory whole) after the pin from the first turn on, never another
+/// person's; not injected again in the message; the same bytes while the
+/// cache is warm, a standing fact added meanwhile ranked with the message
+/// instead; the newest once the cache is cold; none with `--profile-tokens 0`.
+fn the_profile_rides_after_the_pin_kept_while_warm_and_refreshed_when_cold(server: bool) {
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url()).store_on(server);
+    pin_set(&env, "Plan the family trip to Kyoto");
+    add_fact(&env, &["--standing", "Allergic to penicillin"]);
+    add_fact(&env, &["Uses pnpm for the shop's website"]);
+    add_fact(
+        &env,
+        &["--user", "u2", "--standing", "Never call u2 after 9pm"],
+    );
+    let as_u1 = ["--no-extract", "--user", "u1"];
+    let v = env.turn_json("a", "c", &as_u1, "What should we pack?");
+    let r1 = mains(&s).pop().unwrap();
+    let tail = r1.system_tail();
+    let (pin, profile) = (
+        tail.find("<pinned_task").unwrap(),
+        tail.find("<user_profile source=\"memory\">").unwrap(),
+    );
+    assert!(pin < profile, "{tail}");
+    assert!(
+        tail.ends_with(
+            "- Allergic to penicillin\n- Uses pnpm for the shop's website\n</user_profile>"
+        ),
+        "the scope's whole memory, standing first: {tail}"
+    );
+    assert!(
+        !r1.all_text().contains("after 9pm"),
+        "another person's fact"
+    );
+    assert_eq!(v["profile"]["sent"], "new", "{v}");
+    assert_eq!(v["profile"]["facts"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(
+        v["facts_injected"],
+        serde_json::json!([]),
+        "not again in the message"
+    );
+
+    add_fact(&env, &["--standing", "Daughter Mia has a peanut allergy"]);
+    let v = env.turn_json(
+        "a",
+        "c",
+        &as_u1,
+        "Where should Mia and I eat near the temple?",
+    );
+    let r2 = mains(&s).pop().unwrap();
+    assert_eq!(v["cache"]["system"], "kept", "{v}");
+    assert_eq!(r2.system_blocks(), r1.system_blocks(), "byte-identical");
+    assert_eq!(v["profile"]["sent"], "kept", "{v}");
+    assert!(
+        v["profile"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("1 fact not in it yet"),
+        "{v}"
+    );
+    assert_eq!(
+        v["facts_injected"],
+        serde_json::json!(["Daughter Mia has a peanut allergy"]),
+        "ranked with the message meanwhile: {v}"
+    );
+
+    let cold = ["--no-extract", "--user", "u1", "--cache-ttl", "0s"];
+    let v = env.turn_json("a", "c", &cold, "Anything else?");
+    let r3 = mains(&s).pop().unwrap();
+    assert_eq!(v["profile"]["sent"], "refreshed", "{v}");
+    assert!(
+        r3.system_tail()
+            .contains("- Daughter Mia has a peanut allergy\n")
+    );
+
+    let off = [
+        "--no-extract",
+        "--user",
+        "u1",
+        "--cache-ttl",
+        "0s",
+        "--profile-tokens",
+        "0",
+    ];
+    let v = env.turn_json("a", "c", &off, "And the penicillin thing?");
+    let r4 = mains(&s).pop().unwrap();
+    assert!(
+        !r4.system_text().contains("user_profile"),
+        "--profile-tokens 0"
+    );
+    assert_eq!(v["profile"]["sent"], "none", "{v}");
+    assert!(
+        v["facts_injected"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("Allergic to penicillin")),
+        "ranked with the message again: {v}"
+    );
+}
 
 /// A hand edit while the cache is warm: the next turn's system prompt is
 /// byte for byte the one before, its message opens with the new pin; with

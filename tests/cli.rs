@@ -1461,19 +1461,25 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
     add_fact(&env, "a", None, "Deploys with Docker Compose");
     let before = sha(&env.db);
 
-    let mut args = vec!["prompt"];
+    // The facts ranked for the message (the profile would carry this
+    // two-fact memory whole: see below).
+    let mut args = vec!["prompt", "--profile-tokens", "0"];
     args.extend_from_slice(&A);
     args.push("should I run pnpm install?");
     let text = run_ok(&env, &args);
     let sections: Vec<&str> = text.lines().filter(|l| l.starts_with("# ")).collect();
-    assert_eq!(sections.len(), 6, "{text}");
+    assert_eq!(sections.len(), 7, "{text}");
     assert!(sections[0].starts_with("# session "), "{text}");
     assert_eq!(
         sections[1],
         "# system prompt new: a new handle: the system tail carries the pin of rev 1"
     );
     assert_eq!(
-        &sections[2..],
+        sections[2],
+        "# profile none (0 facts, ~0 tokens): --profile-tokens 0"
+    );
+    assert_eq!(
+        &sections[3..],
         [
             "# argv",
             "# appended system text",
@@ -1481,7 +1487,7 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
             "# user message (stdin)"
         ]
     );
-    let argv = text.lines().nth(3).unwrap();
+    let argv = text.lines().nth(4).unwrap();
     assert!(
         argv.starts_with("claude -p --output-format stream-json"),
         "{argv}"
@@ -1507,7 +1513,7 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
     assert!(user.contains("<task_recap"), "{user}");
     assert!(user.contains("should I run pnpm install?"), "{user}");
 
-    let mut args = vec!["prompt", "--json"];
+    let mut args = vec!["prompt", "--json", "--profile-tokens", "0"];
     args.extend_from_slice(&A);
     args.push("should I run pnpm install?");
     let v = json(&env, &args);
@@ -1526,6 +1532,20 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
             .contains("should I run pnpm")
     );
     assert_eq!(v["facts"][0]["id"], fact);
+
+    // By default the small memory rides whole in the profile, after the
+    // pin, and no fact is ranked into the message.
+    let mut args = vec!["prompt"];
+    args.extend_from_slice(&A);
+    args.push("should I run pnpm install?");
+    let text = run_ok(&env, &args);
+    assert!(text.contains("\n# profile new (2 facts, ~"), "{text}");
+    let system = text.split("# appended system text\n").nth(1).unwrap();
+    assert!(
+        system.contains("PINNED-TASK-TEXT\n</pinned_task>\n<user_profile source=\"memory\">"),
+        "{text}"
+    );
+    assert!(text.contains("# facts chosen\n(none)\n"), "{text}");
 
     // Stdin works as for `turn`, and a blank message is refused.
     let mut args = vec!["prompt"];

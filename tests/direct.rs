@@ -75,9 +75,11 @@ fn turns_go_to_the_api_when_claude_is_missing() {
     // History as real messages, the pin at the system tail, recap in the last message.
     assert_eq!(last.user_texts().len(), 6);
     assert!(last.assistant_texts()[0].starts_with("api says: Please plan"));
+    let tail = last.system_tail();
     assert!(
-        last.system_tail()
-            .ends_with("Plan the trip to Kyoto; budget 2000 USD\n</pinned_task>")
+        tail.contains("Plan the trip to Kyoto; budget 2000 USD\n</pinned_task>\n<user_profile")
+            && tail.ends_with("</user_profile>"),
+        "the pin, then the profile (the API path caches it too): {tail}"
     );
     assert!(last.last_user_text().starts_with("<task_recap"));
     assert!(last.last_user_text().ends_with("question 6"));

@@ -307,12 +307,10 @@ fn facts_reach_other_sessions_of_the_agent_and_never_other_agents(server: bool) 
         "We manage this monorepo with pnpm workspaces, so please never suggest npm i.",
     );
     env.settle();
-    let v = env.turn_json(
-        "a",
-        "two",
-        &["--no-extract"],
-        "how do I add a package with pnpm?",
-    );
+    // Ranked for the message (the profile would carry this one-fact memory
+    // whole: tests/bill.rs shows that way).
+    let ranked = ["--no-extract", "--profile-tokens", "0"];
+    let v = env.turn_json("a", "two", &ranked, "how do I add a package with pnpm?");
     assert_eq!(
         v["facts_injected"],
         serde_json::json!(["Uses pnpm for packages, never npm i"])
@@ -336,6 +334,7 @@ fn facts_reach_other_sessions_of_the_agent_and_never_other_agents(server: bool) 
         "how do I add a package with pnpm?",
     );
     assert_eq!(v["facts_injected"], serde_json::json!([]));
+    assert_eq!(v["profile"]["facts"], serde_json::json!([]), "{v}");
     let r = main_requests(&s).pop().unwrap();
     assert!(!r.all_text().contains("never npm i"));
 
@@ -343,7 +342,13 @@ fn facts_reach_other_sessions_of_the_agent_and_never_other_agents(server: bool) 
     env.turn_json(
         "a",
         "three",
-        &["--no-extract", "--facts-in", "system"],
+        &[
+            "--no-extract",
+            "--profile-tokens",
+            "0",
+            "--facts-in",
+            "system",
+        ],
         "pnpm question again",
     );
     let r = main_requests(&s).pop().unwrap();

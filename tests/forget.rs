@@ -203,15 +203,40 @@ fn a_person_forgotten_in_a_group_channel_leaves_tombstones_and_the_others_words(
         args.extend_from_slice(extra);
         env.turn_json("bot", "group", &args, text)
     };
+    // Her standing fact rides in the profile of her turns' system prompt
+    // (and so into claude's transcript), never in Bob's.
+    let standing = format!("Alice cannot eat {GONE} nuts");
+    let add = [
+        "facts",
+        "add",
+        "--agent",
+        "bot",
+        "--user",
+        "alice",
+        "--standing",
+    ];
+    assert_ok(&env.cmd().args(add).arg(&standing).output().unwrap());
     say(
         "alice",
         &["--wait-side"],
         &format!("Please plan my move; my home address is 42 {GONE} Lane."),
     );
+    let main = |needle: &str| {
+        s.requests()
+            .into_iter()
+            .find(|r| !r.is_side_call() && r.last_user_text().contains(needle))
+    };
+    let hers = main("plan my move");
+    assert!(hers.unwrap().system_tail().contains(&standing));
     say(
         "bob",
         &["--wait-side"],
         &format!("And my office is at 7 {KEPT} Lane, send invoices there."),
+    );
+    let his = main("send invoices");
+    assert!(
+        !his.unwrap().system_text().contains(&standing),
+        "another person's profile"
     );
     assert!(!places(&env, GONE).is_empty());
     let history = |env: &Env| {
@@ -236,7 +261,7 @@ fn a_person_forgotten_in_a_group_channel_leaves_tombstones_and_the_others_words(
             &dry["replies"],
             &dry["sessions"]
         ),
-        (&1.into(), &1.into(), &1.into(), &1.into()),
+        (&2.into(), &1.into(), &1.into(), &1.into()),
         "{dry}"
     );
     assert!(dry["pin_revisions"].as_u64().unwrap() >= 1, "{dry}");

@@ -558,15 +558,19 @@ fn the_pin_and_facts_from_one_host_reach_a_turn_on_the_other(server: bool) {
     let v2 = b.turn(SESSION, &["--no-extract"], message);
     assert_eq!(v2["mode"], "replayed", "B lacks A's transcript: {v2}");
     assert_eq!(v2["pinned"], PIN, "{v2}");
-    assert_eq!(v2["facts_injected"], json!([FACT]), "{v2}");
+    // The agent's memory is one fact: it rides whole in the profile, after
+    // the pin, rather than among the facts ranked for the message.
+    assert_eq!(v2["profile"]["facts"], json!([FACT]), "{v2}");
+    assert_eq!(v2["facts_injected"], json!([]), "{v2}");
     let reqs = main_requests(&arrivals);
     assert_eq!(reqs.len(), 2);
     let r = &reqs[1];
     let tail = r.system_tail();
     assert!(
-        tail.ends_with(&format!("{PIN}\n</pinned_task>")),
-        "the pin ends host B's system prompt: …{}",
-        &tail[tail.len().saturating_sub(300)..]
+        tail.contains(&format!("{PIN}\n</pinned_task>\n<user_profile"))
+            && tail.ends_with(&format!("- {FACT}\n</user_profile>")),
+        "the pin, then the fact, end host B's system prompt: …{}",
+        &tail[tail.len().saturating_sub(400)..]
     );
     let user = r.last_user_text();
     assert!(
@@ -574,10 +578,6 @@ fn the_pin_and_facts_from_one_host_reach_a_turn_on_the_other(server: bool) {
             "<task_recap source=\"user\">\n{PIN}\n</task_recap>"
         )),
         "the recap on host B: {user}"
-    );
-    assert!(
-        user.contains(&format!("- {FACT}\n</key_facts>")),
-        "the fact on host B: {user}"
     );
     assert_carries(r, message, &[first.to_string()], "the turn on host B");
     // Host B sees the fact (used once, by its own turn).

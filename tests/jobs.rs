@@ -326,3 +326,118 @@ fn an_extracted_pin_keeps_a_change_made_while_it_ran() {
     ));
     assert_eq!(pin, "my own task\n");
 }
+
+/// Facts at the pause: the memory call answers one fact for whatever it is
+/// shown, and counts its calls.
+fn remembering(
+    calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> impl Fn(&Recorded) -> Reply {
+    move |r: &Recorded| {
+        if r.system_text().contains(MEMORY_SYSTEM) {
+            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            return Reply::Text(common::memory_answer(r, |_, _| {
+                vec!["- !Allergic to penicillin | antibiotics, doctor, 盤尼西林".into()]
+            }));
+        }
+        model(r)
+    }
+}
+
+const ONLY_MESSAGE: &str =
+    "By the way, I'm allergic to penicillin, so keep that in mind whenever health comes up.";
+
+/// A fact said in a session's only message lands once the session has been
+/// quiet for its cache lifetime: no later turn, no `jobs run`, the default
+/// cadence (the call waits for 6 exchanges otherwise). `jobs list` says what
+/// waits until when; the worker that waited is gone afterwards.
+#[test]
+fn a_fact_said_once_lands_at_the_pause_without_a_later_turn() {
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let s = StandIn::start_with(remembering(calls.clone()));
+    let env = Env::real(&s.base_url()).env("DUDUCLAW_MEMORY_EVERY", "6");
+    env.turn_json("a", "c", &["--cache-ttl", "3s"], ONLY_MESSAGE);
+    let waiting: Vec<Value> = env
+        .jobs()
+        .into_iter()
+        .filter(|j| j["kind"] == "memory" && j["status"] == "pending")
+        .collect();
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert!(
+        waiting[0]["waiting"]
+            .as_str()
+            .unwrap()
+            .starts_with("the session's pause: due "),
+        "{waiting:?}"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let facts = json(&env, &["facts", "list", "--agent", "a", "--json"]);
+        if let Some(f) = facts.as_array().unwrap().first() {
+            assert_eq!(f["content"], "Allergic to penicillin");
+            assert_eq!(f["standing"], true, "marked standing by the call");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no fact within a minute; jobs: {:?}",
+            env.jobs()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    env.assert_no_processes_left();
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(env.jobs().iter().all(|j| j["status"] == "done"));
+}
+
+/// Turns within the cache lifetime move the session's pause: one memory
+/// call covers them all, and a worker killed while it waits loses nothing
+/// (the job is in the table; `jobs run` takes it at once).
+#[test]
+fn later_turns_move_the_pause_and_a_killed_waiter_loses_nothing() {
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let s = StandIn::start_with(remembering(calls.clone()));
+    let env = Env::real(&s.base_url()).env("DUDUCLAW_MEMORY_EVERY", "6");
+    let ttl = ["--cache-ttl", "10m"];
+    env.turn_json("a", "c", &ttl, ONLY_MESSAGE);
+    let first: Vec<Value> = env.jobs();
+    env.turn_json(
+        "a",
+        "c",
+        &ttl,
+        "And we usually travel to Kyoto every November for the tea farms there.",
+    );
+    let memory: Vec<Value> = env
+        .jobs()
+        .into_iter()
+        .filter(|j| j["kind"] == "memory")
+        .collect();
+    assert_eq!(memory.len(), 1, "one call, moved: {memory:?}");
+    assert_eq!(memory[0]["turn"], 2, "it covers the second exchange too");
+    let due = |js: &[Value]| {
+        js.iter()
+            .find(|j| j["kind"] == "memory")
+            .map(|j| j["lease_until"].as_i64().unwrap())
+            .unwrap()
+    };
+    assert!(due(&memory) >= due(&first), "pushed out, never earlier");
+    // The worker waiting for it is killed, as a reboot would.
+    let mut killed = 0;
+    for pid in env.processes() {
+        let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if cmdline.contains("jobs\0work") {
+            let _ = rustix::process::kill_process(
+                rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap(),
+                rustix::process::Signal::KILL,
+            );
+            killed += 1;
+        }
+    }
+    assert_eq!(killed, 1, "one worker waits for the host's pauses");
+    env.assert_no_processes_left();
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_ok(&run(&env, &["jobs", "run", "--all"]));
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let facts = json(&env, &["facts", "list", "--agent", "a", "--json"]);
+    assert_eq!(facts.as_array().unwrap().len(), 1, "{facts}");
+    assert!(env.jobs().iter().all(|j| j["status"] == "done"));
+}

@@ -84,7 +84,9 @@ fn extracted_keywords_find_the_fact_in_the_other_language() {
     );
     assert!(!listed.contains("serverless"), "{listed}");
     // A Chinese question finds the English fact, in a turn and in search.
-    let v = env.turn_json("a", "other", &["--no-extract"], "部署到哪裡？");
+    // Ranked, not carried whole by the profile (the memory is one fact).
+    let ranked = ["--no-extract", "--profile-tokens", "0"];
+    let v = env.turn_json("a", "other", &ranked, "部署到哪裡？");
     assert_eq!(v["facts_injected"], serde_json::json!([FACT]));
     let hits = json(
         &env,

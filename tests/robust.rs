@@ -377,7 +377,13 @@ fn hostile_text_stays_data() {
         ])
         .assert()
         .success();
-    let v = env.turn_json("a", "c", &["--no-extract"], hostile);
+    // Ranked, not carried whole by the profile (the memory is one fact).
+    let v = env.turn_json(
+        "a",
+        "c",
+        &["--no-extract", "--profile-tokens", "0"],
+        hostile,
+    );
     assert_eq!(
         v["facts_injected"],
         serde_json::json!(["deploys with NEAR zero downtime"])

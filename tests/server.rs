@@ -362,12 +362,13 @@ fn a_file_store_copied_to_a_server_continues_there() {
             .iter()
             .any(|t| t.contains("echo: second on the file beta"))
     );
-    assert!(r3.system_tail().contains("Ship the v2 importer"));
+    // The copied turns carry no record of their system prompt, so the
+    // newest goes: the pin, then the profile with the store's one fact.
+    let tail = r3.system_tail();
+    assert!(tail.contains("Ship the v2 importer"), "{tail}");
     assert!(
-        r3.last_user_text()
-            .contains("Imports run nightly at 02:00 UTC"),
-        "{}",
-        r3.last_user_text()
+        tail.contains("- Imports run nightly at 02:00 UTC") && tail.ends_with("</user_profile>"),
+        "{tail}"
     );
 }
 

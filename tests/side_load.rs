@@ -92,8 +92,13 @@ fn a_burst_of_twelve_sessions_runs_two_side_calls_at_a_time_and_all_of_them() {
         Reply::Text("Noted.".into())
     });
     // The default cadence: a first turn queues its pin call, and its memory
-    // call waits for more exchanges.
-    let env = Arc::new(Env::real(&s.base_url()).env("DUDUCLAW_MEMORY_EVERY", "6"));
+    // call waits for the session's pause (3 s here), when the host's one
+    // waiting worker runs it, within the same bound.
+    let env = Arc::new(
+        Env::real(&s.base_url())
+            .env("DUDUCLAW_MEMORY_EVERY", "6")
+            .env("DUDUCLAW_CACHE_TTL", "3s"),
+    );
     // Watch the side-call processes for the whole burst.
     let done = Arc::new(AtomicBool::new(false));
     let peak = Arc::new(AtomicUsize::new(0));
@@ -131,15 +136,14 @@ fn a_burst_of_twelve_sessions_runs_two_side_calls_at_a_time_and_all_of_them() {
     done.store(true, Ordering::SeqCst);
     watcher.join().unwrap();
 
-    // Every side call done: a pin job per session, none left.
-    assert_eq!(jobs.len(), 12, "{jobs:#?}");
-    assert!(
-        jobs.iter()
-            .all(|j| j["status"] == "done" && j["kind"] == "pin"),
-        "{jobs:#?}"
-    );
+    // Every side call done: a pin job and a memory call per session.
+    assert_eq!(jobs.len(), 24, "{jobs:#?}");
+    assert!(jobs.iter().all(|j| j["status"] == "done"), "{jobs:#?}");
+    for kind in ["pin", "memory"] {
+        assert_eq!(jobs.iter().filter(|j| j["kind"] == kind).count(), 12);
+    }
     let side_requests = s.requests().iter().filter(|r| is_side(r)).count();
-    assert_eq!(side_requests, 12);
+    assert_eq!(side_requests, 24);
     let peak = peak.load(Ordering::SeqCst);
     assert!((1..=2).contains(&peak), "{peak} side calls at once");
     // Replies first: every side-call process ran at nice 10.

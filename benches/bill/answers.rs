@@ -263,6 +263,7 @@ fn facts(system: &str, input: &str) -> String {
 fn memory(input: &str, system: &str, clarification_max: usize) -> String {
     let judged = !blocks(input, "task").is_empty();
     let reason_with_none = system.to_lowercase().contains("none|minor|major");
+    let marks_standing = system.contains("Start FACT with !");
     let mut budget = 4;
     let mut out = Vec::new();
     for exchange in blocks(input, "exchange") {
@@ -274,7 +275,18 @@ fn memory(input: &str, system: &str, clarification_max: usize) -> String {
                     break;
                 }
                 budget -= 1;
-                lines.push(format!("- {} | {}", cut(s, 100), keywords(s).join(", ")));
+                // A rule said as always or never is standing, where the
+                // prompt asks for the mark.
+                let mark = if marks_standing && standing(s) {
+                    "!"
+                } else {
+                    ""
+                };
+                lines.push(format!(
+                    "- {mark}{} | {}",
+                    cut(s, 100),
+                    keywords(s).join(", ")
+                ));
             }
             if let Some(asked) = blocks(&exchange, "asked").into_iter().next() {
                 let line = clarification(&asked, &user, clarification_max);
@@ -306,6 +318,13 @@ fn lasting(sentence: &str) -> bool {
     words
         .iter()
         .any(|w| matches!(w.as_str(), "we" | "our" | "always" | "never"))
+}
+
+/// Whether a lasting sentence is a standing rule: what is always or never done.
+fn standing(sentence: &str) -> bool {
+    sentence
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| w.eq_ignore_ascii_case("always") || w.eq_ignore_ascii_case("never"))
 }
 
 const STOPWORDS: &[&str] = &[

@@ -28,6 +28,9 @@ pub struct Conversation {
     pub exchanges: Vec<Exchange>,
     /// `false`: our side runs `turn --no-extract` (the control).
     pub memory: bool,
+    /// What our side's agent knows before the first turn: facts as `facts
+    /// import` reads them (JSON Lines), or nothing.
+    pub facts: String,
     pub target: Target,
 }
 
@@ -86,9 +89,72 @@ pub fn all() -> Vec<Conversation> {
         questions(),
         long(),
         recurring(),
+        known(),
         control(),
         compaction(),
     ]
+}
+
+/// The plain conversation by an agent that already holds 200 facts, a third
+/// of them standing (issue 37): the profile rides in the system prompt from
+/// the first turn, and the facts ranked for each message in it.
+fn known() -> Conversation {
+    let facts = known_facts(200);
+    let standing = facts.iter().filter(|f| f.1).count();
+    assert_eq!(standing, 67, "a third standing");
+    let mut lines = String::new();
+    for (content, standing, keywords) in &facts {
+        let line =
+            serde_json::json!({ "content": content, "standing": standing, "keywords": keywords });
+        lines.push_str(&format!("{line}\n"));
+    }
+    Conversation {
+        name: "known",
+        about: "the plain one by an agent holding 200 facts, 67 standing".into(),
+        facts: lines,
+        target: Target {
+            within: 0.0..=1.15,
+            label: "≤ 1.15×",
+        },
+        ..plain()
+    }
+}
+
+/// `n` facts from the recall sets, a third standing: set D's 165 (55
+/// standing), then set A-C's first standing and ordinary facts to make up
+/// the rest. (content, standing, keywords)
+fn known_facts(n: usize) -> Vec<(String, bool, Vec<String>)> {
+    let read = |file: &str| -> Vec<(String, bool, Vec<String>)> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/recall")
+            .join(file);
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect("a recall fact");
+                let keywords = v["keywords"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|k| k.as_str().map(str::to_string))
+                    .collect();
+                (
+                    v["fact"].as_str().expect("fact").to_string(),
+                    v["standing"].as_bool().unwrap_or(false),
+                    keywords,
+                )
+            })
+            .collect()
+    };
+    let mut facts = read("facts-d.jsonl");
+    let others = read("facts.jsonl");
+    let want_standing = n / 3 - facts.iter().filter(|f| f.1).count();
+    let want_ordinary = n - facts.len() - want_standing;
+    facts.extend(others.iter().filter(|f| f.1).take(want_standing).cloned());
+    facts.extend(others.iter().filter(|f| !f.1).take(want_ordinary).cloned());
+    facts
 }
 
 /// Twenty turns whose replies ask nothing: the pin is the only memory
@@ -121,6 +187,7 @@ fn asking_nothing(name: &'static str, about: &str, exchanges: Vec<Exchange>) -> 
         about: about.into(),
         exchanges,
         memory: true,
+        facts: String::new(),
         target: Target::overhead(),
     };
     assert_eq!(c.questions(), 0, "a reply of the {name} conversation asks");
@@ -144,6 +211,7 @@ fn questions() -> Conversation {
         ),
         exchanges,
         memory: true,
+        facts: String::new(),
         target: Target::overhead(),
     };
     assert!(
@@ -168,6 +236,7 @@ fn long() -> Conversation {
         about: "60 turns, long replies".into(),
         exchanges,
         memory: true,
+        facts: String::new(),
         target: Target::overhead(),
     };
     assert!(
@@ -196,6 +265,7 @@ fn control() -> Conversation {
         name: "control",
         about: "the plain one with `--no-extract` (no memory)".into(),
         memory: false,
+        facts: String::new(),
         target: Target {
             within: 0.995..=1.005,
             label: "1.00× (±0.5%)",
@@ -214,6 +284,7 @@ fn compaction() -> Conversation {
         about: String::new(),
         exchanges: Vec::new(),
         memory: true,
+        facts: String::new(),
         target: Target {
             within: 0.0..=1.00,
             label: "≤ 1.00×",

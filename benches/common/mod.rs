@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod drive;
+pub mod recall;
 
 use std::collections::HashSet;
 

@@ -39,6 +39,9 @@ pub struct FactLine<'a> {
     pub source_turn: Option<i64>,
     /// The user corrected the assistant or stated a preference.
     pub correction: bool,
+    /// It matters whatever the conversation is about: the profile carries
+    /// it in every handle's system prompt.
+    pub standing: bool,
 }
 
 impl<'a> From<&'a Fact> for FactLine<'a> {
@@ -54,6 +57,7 @@ impl<'a> From<&'a Fact> for FactLine<'a> {
             last_used_at: f.last_used_at,
             source_turn: f.source_turn,
             correction: f.correction,
+            standing: f.standing,
         }
     }
 }
@@ -110,11 +114,21 @@ fn write_facts(out: &mut impl Write, facts: &[Fact]) -> std::io::Result<()> {
             f.id,
             f.access_count,
             f.user.as_deref().map_or_else(|| "-".into(), one_line),
-            if f.correction { "(correction) " } else { "" },
+            marks(f),
             one_line(&f.content)
         )?;
     }
     Ok(())
+}
+
+/// What `facts list` says of a fact before its text.
+fn marks(f: &Fact) -> &'static str {
+    match (f.standing, f.correction) {
+        (true, true) => "(standing, correction) ",
+        (true, false) => "(standing) ",
+        (false, true) => "(correction) ",
+        (false, false) => "",
+    }
 }
 
 fn check_fact(text: &str) -> Result<()> {
@@ -185,17 +199,17 @@ pub async fn run(
             scope,
             text,
             keywords,
+            standing,
         } => {
             let (agent, user) = agent_of(scope)?;
-            add(
-                location,
-                FactScope {
-                    agent: &agent,
-                    user,
-                },
-                text,
-                keywords.as_deref(),
-            )
+            let scope = FactScope {
+                agent: &agent,
+                user,
+            };
+            add(location, scope, text, keywords.as_deref(), *standing)
+        }
+        FactsAction::Stand { scope, ids, clear } => {
+            stand(location, &agent_of(scope)?.0, ids, !*clear)
         }
         FactsAction::Forget { scope, ids } => forget(location, &agent_of(scope)?.0, ids),
         FactsAction::Import { scope, file } => {
@@ -281,7 +295,13 @@ fn search(
     Ok(())
 }
 
-fn add(location: &Location, scope: FactScope, text: &str, keywords: Option<&str>) -> Result<()> {
+fn add(
+    location: &Location,
+    scope: FactScope,
+    text: &str,
+    keywords: Option<&str>,
+    standing: bool,
+) -> Result<()> {
     let text = one_line(text);
     check_fact(&text)?;
     let keywords = keywords
@@ -290,6 +310,7 @@ fn add(location: &Location, scope: FactScope, text: &str, keywords: Option<&str>
     let mut store = store::open(location)?;
     let new = NewFact {
         keywords: &keywords,
+        standing,
         ..NewFact::new(scope.agent, scope.user, &text)
     };
     let mut out = std::io::stdout().lock();
@@ -328,6 +349,32 @@ fn export(location: &Location, scope: FactScope) -> Result<()> {
         writeln!(out, "{}", serde_json::to_string(&FactLine::from(f))?)?;
     }
     Ok(())
+}
+
+/// Mark the agent's facts standing, or with `standing` false not; ids that
+/// are not the agent's facts are named in the error (the others are
+/// marked). The profile of a conversation whose cache is warm changes when
+/// it next goes cold or a handle starts.
+fn stand(location: &Location, agent: &str, ids: &[i64], standing: bool) -> Result<()> {
+    let mut missing = Vec::new();
+    if location.exists() {
+        let mut store = store::open(location)?;
+        for &id in ids {
+            if !store.set_fact_standing(agent, id, standing)? {
+                missing.push(id);
+            }
+        }
+    } else {
+        missing.extend_from_slice(ids);
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = missing.iter().map(i64::to_string).collect();
+    Err(super::not_found(format!(
+        "no fact {} for agent {agent}",
+        list.join(", ")
+    )))
 }
 
 /// Delete the agent's facts by id; ids that are not the agent's facts are
@@ -397,6 +444,7 @@ fn import(
             created_at: r.created_at,
             last_used_at: r.last_used_at,
             correction: r.correction,
+            standing: r.standing,
             ..NewFact::new(&r.agent, r.user.as_deref(), &r.content)
         })
         .collect();
@@ -433,6 +481,9 @@ struct ImportLine {
     /// A correction the user made (`facts list --json` writes it).
     #[serde(default)]
     correction: bool,
+    /// Carried by the profile; absent: not.
+    #[serde(default)]
+    standing: bool,
 }
 
 /// A field that is there, null or not: `Some(None)` for null, so "absent"
@@ -454,6 +505,7 @@ struct Row {
     created_at: Option<i64>,
     last_used_at: Option<i64>,
     correction: bool,
+    standing: bool,
 }
 
 /// The rows of an import file, every line checked.
@@ -548,6 +600,7 @@ fn read_rows(agent: &str, user: Option<&str>, file: &Path) -> Result<Rows> {
             created_at: v.created_at,
             last_used_at: v.last_used_at,
             correction: v.correction,
+            standing: v.standing,
         });
     }
     Ok(Rows {

@@ -154,6 +154,12 @@ fn waiting(j: &JobRow, all: &[JobRow], limit: usize, in_use: Option<usize>) -> O
         return (j.lease_until < now)
             .then(|| "its runner is gone: runnable again (its lease ended)".to_string());
     }
+    if j.lease_until > now && j.attempts == 0 {
+        return Some(format!(
+            "the session's pause: due {} (its cache lifetime after its last turn; a later turn moves it, `jobs run` runs it now)",
+            super::time(j.lease_until)
+        ));
+    }
     if j.lease_until > now {
         return Some(format!(
             "a retry, not before {} (attempt {} of {})",

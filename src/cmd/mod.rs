@@ -29,6 +29,7 @@ use crate::error::{Kind, fail};
 use crate::progress::Bars;
 use crate::session::Address;
 use crate::store::{self, Location, Store};
+use crate::text::one_line;
 
 pub async fn run(cli: Cli) -> Result<()> {
     let location = || Location::resolve(cli.db.as_deref());
@@ -183,22 +184,6 @@ fn erase_sessions(store: &mut dyn crate::store::Store, handles: &[String]) -> Re
         "erased: {how}; {gone} claude transcript(s) deleted on this host"
     ));
     Ok(())
-}
-
-/// Text on one line: control characters (newlines, tabs) become single
-/// spaces, so plain-text listings keep one item per line and their columns.
-fn one_line(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for part in s.split(char::is_control).map(str::trim) {
-        if part.is_empty() {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(part);
-    }
-    out
 }
 
 /// Seconds since the epoch as RFC 3339 (UTC), the one time format shown.

@@ -18,7 +18,7 @@ use crate::error::{Kind, fail};
 use crate::memory::review::Why;
 use crate::session::transcript_host;
 use crate::store::{CallPath, JobKind, Location, Mode, Session};
-use crate::turn::cache::Verdict;
+use crate::turn::cache::{ProfileReport, Verdict};
 use crate::turn::plan::Attempt;
 use crate::turn::{self, Gathered, Input, plan};
 
@@ -58,7 +58,7 @@ pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) ->
         },
     };
     let gathered = match &store {
-        Some(s) => Gathered::read(&**s, &session, &message, settings.user.as_deref(), resend)?,
+        Some(s) => Gathered::read(&**s, &session, &message, &settings, resend)?,
         None => Gathered::empty(&session),
     };
     let cache = match &store {
@@ -102,6 +102,8 @@ pub struct Plan<'a> {
     /// The side calls queued before the call.
     jobs: Vec<JobKind>,
     cache: &'a Verdict,
+    /// The profile the system tail carries, and why.
+    profile: &'a ProfileReport,
     /// The memory call queued after the reply, when one is due.
     memory_call: Option<MemoryCall>,
     /// The generation the session first moves off (its handle was written
@@ -125,19 +127,6 @@ struct MemoryCall {
 #[derive(Debug, Clone, Copy)]
 struct WhyDue(Why);
 
-impl WhyDue {
-    /// Every reason, once (a new one fails to compile here until listed).
-    fn all() -> [Why; 3] {
-        let listed = [Why::Enough, Why::Idle, Why::Compaction];
-        for w in listed {
-            match w {
-                Why::Enough | Why::Idle | Why::Compaction => {}
-            }
-        }
-        listed
-    }
-}
-
 impl Serialize for WhyDue {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.0.as_str())
@@ -150,7 +139,7 @@ impl JsonSchema for WhyDue {
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let all: Vec<&str> = WhyDue::all().iter().map(|w| w.as_str()).collect();
+        let all: Vec<&str> = Why::ALL.iter().map(|w| w.as_str()).collect();
         schemars::json_schema!({ "type": "string", "enum": all })
     }
 }
@@ -190,6 +179,7 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
         facts: r.facts.iter().map(ScoredLine::from).collect(),
         jobs: plan.memory.jobs.iter().map(|j| j.kind).collect(),
         cache: &r.cache,
+        profile: &r.profile,
         memory_call: plan.memory.review.as_ref().map(|d| MemoryCall {
             after_turn: d.after,
             exchanges: d.exchanges,
@@ -239,6 +229,14 @@ fn print_text(o: &mut impl Write, p: &Plan, plan: &plan::TurnPlan) -> Result<()>
         )?;
     }
     writeln!(o, "# system prompt {}: {}", p.cache.system, p.cache.reason)?;
+    writeln!(
+        o,
+        "# profile {} ({} facts, ~{} tokens): {}",
+        p.profile.sent.as_str(),
+        p.profile.facts.len(),
+        p.profile.tokens,
+        p.profile.reason
+    )?;
     if let Some(argv) = &p.argv {
         writeln!(o, "# argv\n{}", shell_words::join(argv))?;
     }
@@ -259,8 +257,8 @@ fn print_text(o: &mut impl Write, p: &Plan, plan: &plan::TurnPlan) -> Result<()>
         )?;
     }
     for f in plan
-        .memory
-        .facts
+        .rendered
+        .top
         .iter()
         .filter(|f| !p.facts.iter().any(|s| s.fact.id == f.fact.id))
     {

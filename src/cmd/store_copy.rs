@@ -109,6 +109,7 @@ fn copy(source: &Location, target: &Location, bars: Bars) -> Result<Counts> {
                 created_at: Some(f.created_at),
                 last_used_at: f.last_used_at,
                 correction: f.correction,
+                standing: f.standing,
                 ..NewFact::new(&f.agent, f.user.as_deref(), &f.content)
             })
             .collect();

@@ -47,6 +47,7 @@ pub fn settings(
             SystemPinArg::Never => SystemPin::Never,
         },
         cache_ttl: args.cache_ttl,
+        profile_tokens: args.profile_tokens as usize,
         claude_args: args.claude_args.clone(),
         wait_side: args.wait_side,
     })

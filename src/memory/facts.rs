@@ -150,6 +150,8 @@ fn is_preamble(line: &str) -> bool {
 pub struct Extracted {
     pub content: String,
     pub keywords: Vec<String>,
+    /// Marked `!`: it matters whatever the conversation is about.
+    pub standing: bool,
 }
 
 /// At most this many keywords are kept per fact (the side call is asked for
@@ -188,6 +190,10 @@ fn fact_line(line: &str) -> Option<Extracted> {
         Some((f, k)) => (f, parse_keywords(k)),
         None => (line, Vec::new()),
     };
+    let (fact, standing) = match fact.trim().strip_prefix(['!', '！']) {
+        Some(rest) => (rest, true),
+        None => (fact, false),
+    };
     let fact = strip_wrapping(fact);
     let ok = !fact.is_empty()
         && !is_none_marker(fact)
@@ -196,6 +202,7 @@ fn fact_line(line: &str) -> Option<Extracted> {
     ok.then(|| Extracted {
         content: fact.to_string(),
         keywords,
+        standing,
     })
 }
 

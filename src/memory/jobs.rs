@@ -783,6 +783,7 @@ fn apply_memory(
                 source_turn: Some(e.turn),
                 keywords: &l.keywords,
                 correction,
+                standing: l.standing,
                 session_id,
                 ..NewFact::new(&job.agent, e.user.as_deref(), &l.content)
             })

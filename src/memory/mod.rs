@@ -9,6 +9,7 @@ pub mod facts;
 pub mod inputs;
 pub mod jobs;
 pub mod pin;
+pub mod profile;
 pub mod recall;
 pub mod review;
 pub mod slots;

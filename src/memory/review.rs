@@ -18,8 +18,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::memory::facts::{self, DriftLevel, Extracted};
+use crate::memory::inputs::JobInput;
 use crate::memory::{clarify, jobs};
-use crate::store::{Role, Session, Store, Turn, TurnStatus};
+use crate::store::{MemorySchedule, Role, Session, Store, Turn, TurnStatus};
 use crate::text;
 
 // Short on purpose, like every side call's: its words are paid on every call.
@@ -29,7 +30,8 @@ assistant's reply) and its pinned <task>, if any. For each exchange that yields 
 user's language; keywords 15 to 25 comma-separated search terms: synonyms, broader terms, situations where it matters \
 (a cat: pets, vet visits, travel), three short questions a person might type, key terms in English and Chinese \
 (Traditional if the user writes it). E.g. - Uses pnpm, never npm i | package manager, install, lockfile, how do I add \
-a library, 套件管理, 安裝套件. Skip small talk, one-offs, unconfirmed suggestions, secrets. Corrections, stated \
+a library, 套件管理, 安裝套件. Start FACT with ! when it matters whatever the topic: health, allergy, diet, family and \
+their dates, a never/always rule, a fixed schedule, a name and role. Skip small talk, one-offs, unconfirmed suggestions, secrets. Corrections, stated \
 preferences: CORRECTION: what to do instead | keywords. Where <asked> shows and the answer settles the task from now \
 on (a constraint, choice or scope): CLARIFY: it as one constraint, at most 100 characters. With a <task>, judge every \
 reply against it: DRIFT: none, or DRIFT: minor|major | reason. Nothing at all: NONE.";
@@ -56,15 +58,29 @@ pub enum Why {
     /// A compaction is queued: the next handle's system tail then carries
     /// a pin with the clarifications.
     Compaction,
+    /// Fewer wait than `--memory-every`: they are read once the session
+    /// has been quiet for its cache lifetime (the cache is cold then, so a
+    /// clarification reaches the system tail at no cost), unless a later
+    /// turn comes first and moves the call.
+    Pause,
 }
 
 impl Why {
+    /// Every reason, in the order of the checks.
+    pub const ALL: [Why; 4] = [Why::Enough, Why::Idle, Why::Compaction, Why::Pause];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Why::Enough => "enough exchanges wait",
             Why::Idle => "the session was idle past the cache lifetime",
             Why::Compaction => "a compaction is queued",
+            Why::Pause => "at the pause: once the session has been quiet for its cache lifetime",
         }
+    }
+
+    /// Whether the call waits for the session's pause.
+    pub fn waits(self) -> bool {
+        self == Why::Pause
     }
 }
 
@@ -123,7 +139,10 @@ pub fn due(
         Why::Idle
     } else if worth >= every.max(1) || exchanges >= 2 * every.max(1) {
         Why::Enough
+    } else if worth > 0 {
+        Why::Pause
     } else {
+        // Nothing worth a call (a "thanks"): it waits for the next one.
         return None;
     };
     Some(Due {
@@ -187,24 +206,48 @@ pub fn exchanges(turns: &[Turn], through: i64) -> Vec<Exchange> {
     out
 }
 
-/// Queue a memory call for whatever waits in a session (`jobs run`): every
-/// answered exchange after the watermark that a memory call may read (not
-/// one sent with `--no-extract`), so the last reply of a session that went
-/// quiet is judged too. Whether a call was queued.
-pub fn flush(store: &mut dyn Store, session: &Session, model: &str) -> crate::store::Result<bool> {
-    let after = store.memory_watermark(&session.id)?.unwrap_or(0);
+/// The last user turn a memory call covers, for planning the next: where
+/// the session's memory job waiting for its pause starts (this turn may
+/// extend it), else the last one a queued job covers.
+pub fn watermark(store: &dyn Store, session_id: &str) -> anyhow::Result<Option<i64>> {
+    match store.paused_memory_job(session_id)? {
+        Some(job) => match JobInput::read(job.kind, &job.input)? {
+            JobInput::Memory(m) => Ok(Some(m.after)),
+            _ => Ok(store.memory_watermark(session_id)?),
+        },
+        None => Ok(store.memory_watermark(session_id)?),
+    }
+}
+
+/// Schedule the session's next memory call through `through`, due at
+/// `due` (see [`Jobs::schedule_memory`](crate::store::Jobs::schedule_memory)).
+pub fn schedule(
+    store: &mut dyn Store,
+    at: &MemorySchedule,
+    model: &str,
+) -> crate::store::Result<i64> {
+    store.schedule_memory(at, &|after| jobs::NewJob::memory(after, model).input)
+}
+
+/// Make a memory call due now for whatever waits in a session (`jobs
+/// run`): every answered exchange after the watermark that a memory call
+/// may read (not one sent with `--no-extract`), so the last reply of a
+/// session that went quiet is judged too, and a call waiting for the
+/// session's pause runs now. Whether a call is due.
+pub fn flush(store: &mut dyn Store, session: &Session, model: &str) -> anyhow::Result<bool> {
+    let after = watermark(store, &session.id)?.unwrap_or(0);
     let turns = store.turns_after(&session.id, after)?;
     let Some(last) = exchanges(&turns, i64::MAX).last().map(|e| e.turn) else {
         return Ok(false);
     };
-    let job = jobs::NewJob::memory(after, model);
-    store.enqueue_job(
-        job.kind,
-        &session.agent,
-        Some(&session.id),
-        Some(last),
-        &job.input,
-    )?;
+    let at = MemorySchedule {
+        agent: &session.agent,
+        session_id: &session.id,
+        through: last,
+        due: crate::store::now(),
+        host: None,
+    };
+    schedule(store, &at, model)?;
     Ok(true)
 }
 
@@ -354,8 +397,10 @@ mod tests {
             turn(3, Role::User, "ok"),
             turn(4, Role::Assistant, "Done."),
         ];
-        // Two substantive of four: not yet.
-        assert_eq!(due(&live, None, LONG, 4, false, false), None);
+        // Two substantive of four: not yet, so at the session's pause.
+        let d = due(&live, None, LONG, 4, false, false).unwrap();
+        assert_eq!((d.after, d.exchanges, d.why), (0, 3, Why::Pause));
+        assert!(d.why.waits() && !Why::Enough.waits());
         // One per exchange with --memory-every 1, covering the waiting ones.
         let d = due(&live, None, LONG, 1, false, false).unwrap();
         assert_eq!((d.after, d.exchanges, d.why), (0, 3, Why::Enough));

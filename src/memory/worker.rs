@@ -47,6 +47,9 @@ pub struct WorkerSettings {
     pub side_timeout: Duration,
     /// Side calls at once on this host ([`SideSlots`]).
     pub side_concurrency: usize,
+    /// The prompt cache's lifetime: a worker stays alive for a job of its
+    /// host that falls due within it (a memory call at a session's pause).
+    pub cache_ttl: Duration,
     pub session_id: String,
     /// Wait for this turn to be answered (or [`START_DELAY`]) before calling.
     pub after_turn: Option<i64>,
@@ -61,6 +64,9 @@ struct Carried {
     extract_model: String,
     side_timeout_secs: u64,
     side_concurrency: usize,
+    /// Absent in the settings of a turn of 0.6: no wait.
+    #[serde(default)]
+    cache_ttl_secs: u64,
     session_id: String,
     after_turn: Option<i64>,
 }
@@ -78,6 +84,7 @@ impl WorkerSettings {
             extract_model: c.extract_model,
             side_timeout: Duration::from_secs(c.side_timeout_secs),
             side_concurrency: c.side_concurrency,
+            cache_ttl: Duration::from_secs(c.cache_ttl_secs),
             session_id: c.session_id,
             after_turn: c.after_turn,
         })
@@ -90,10 +97,41 @@ impl WorkerSettings {
             extract_model: self.extract_model.clone(),
             side_timeout_secs: self.side_timeout.as_secs(),
             side_concurrency: self.side_concurrency,
+            cache_ttl_secs: self.cache_ttl.as_secs(),
             session_id: self.session_id.clone(),
             after_turn: self.after_turn,
         };
         serde_json::to_string(&c).expect("plain data serializes")
+    }
+}
+
+/// Make sure a worker of this host waits for a job that falls due at a
+/// session's pause: start one unless one waits already. One holding the
+/// waiter lock looks at the jobs again after it lets go of it, so a job
+/// scheduled before this look is never left without one.
+pub fn wait_at_pause(w: &WorkerSettings) {
+    match Waiter::try_take(&w.location) {
+        Ok(None) => tracing::debug!("a worker of this host waits already"),
+        Ok(Some(_probe)) => spawn(w),
+        Err(e) => {
+            tracing::warn!("{e:#}");
+            spawn(w);
+        }
+    }
+}
+
+/// The lock a worker holds while it waits for jobs of its host that fall
+/// due later: one waiting worker per store and host, whatever the number
+/// of sessions that paused.
+struct Waiter {
+    _file: std::fs::File,
+}
+
+impl Waiter {
+    /// `None` when another process holds it.
+    fn try_take(location: &Location) -> Result<Option<Waiter>> {
+        let held = store::lock::try_lock(&location.waiter_path(), true)?;
+        Ok(held.flatten().map(|file| Waiter { _file: file }))
     }
 }
 
@@ -168,7 +206,9 @@ async fn run(w: &WorkerSettings) -> Result<jobs::Drained> {
         slots: SideSlots::for_host(w.side_concurrency),
     };
     let all = JobSelect::default();
+    let host = crate::session::transcript_host();
     let mut total = jobs::Drained::default();
+    let mut waiter: Option<Waiter> = None;
     loop {
         let d = jobs::drain(&mut *store, &runner, all, None, WhenBusy::Leave).await?;
         total.done += d.done;
@@ -178,15 +218,42 @@ async fn run(w: &WorkerSettings) -> Result<jobs::Drained> {
                 "every side-call slot of the host is taken ({}): the jobs are left to the workers holding them",
                 runner.slots.limit()
             );
-            break;
+        } else if store.has_runnable_jobs(all)? {
+            // The slots are back with the host. A worker that found them
+            // taken just before left its jobs queued: they are this one's.
+            continue;
         }
-        // The slots are back with the host. A worker that found them taken
-        // just before left its jobs queued: they are this worker's now.
-        if !store.has_runnable_jobs(all)? {
-            break;
+        if let Some(wait) = pause_due(&*store, &host, w.cache_ttl)? {
+            if waiter.is_none() {
+                waiter = Waiter::try_take(&w.location)?;
+            }
+            if waiter.is_some() {
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            tracing::info!("another worker of this host waits for the jobs due later");
+        } else if waiter.take().is_some() && pause_due(&*store, &host, w.cache_ttl)?.is_some() {
+            // Let go, then looked again: a turn that found the lock held
+            // trusted this worker to see the job it had just scheduled.
+            waiter = Waiter::try_take(&w.location)?;
+            if waiter.is_some() {
+                continue;
+            }
         }
+        break;
     }
     Ok(total)
+}
+
+/// How long until the next job this host queued falls due, when that is
+/// within the cache lifetime (a memory call at a session's pause); a
+/// little past it, since times are whole seconds.
+fn pause_due(store: &dyn Store, host: &str, ttl: Duration) -> Result<Option<Duration>> {
+    let Some(at) = store.next_due_on_host(host)? else {
+        return Ok(None);
+    };
+    let secs = u64::try_from(at.saturating_sub(store::now())).unwrap_or(0);
+    Ok((secs <= ttl.as_secs()).then(|| Duration::from_secs(secs) + Duration::from_millis(200)))
 }
 
 /// Until the turn is answered or failed, at most [`START_DELAY`].
@@ -244,6 +311,7 @@ mod tests {
             extract_model: "haiku".into(),
             side_timeout: Duration::from_secs(45),
             side_concurrency: 3,
+            cache_ttl: Duration::from_secs(300),
             session_id: "sid".into(),
             after_turn: Some(7),
         };

@@ -82,6 +82,10 @@ pub struct FactAdded {
     /// The user corrected the assistant or stated a preference.
     #[serde(default)]
     pub correction: bool,
+    /// It matters whatever the conversation is about: the profile carries
+    /// it. Written only when true (never before 0.7).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub standing: bool,
 }
 
 /// `fact.forgotten`: a fact was deleted.

@@ -102,6 +102,7 @@ pub fn fact_added(id: i64, fact: &NewFact) -> NewEvent {
         keywords: fact.keywords.to_vec(),
         turn: TurnRef::stored(fact.source_turn),
         correction: fact.correction,
+        standing: fact.standing,
     });
     let data = if fact.correction && fact.session_id.is_some() {
         EventData::Correction(data)

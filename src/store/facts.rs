@@ -1,7 +1,7 @@
 //! Key facts: what both engines read alike, and what each does its own
 //! way (its search index: FTS5 on SQLite, our BM25 on PostgreSQL).
 
-use super::db::{Engine, args, count};
+use super::db::{Engine, Param, args, count};
 use super::{Fact, FactQuery, FactScope, NewFact, Result, rows, sql};
 
 /// An agent's key facts and their search.
@@ -52,4 +52,45 @@ pub trait Facts: Engine {
 
     /// Delete the agent's facts by id; how many went.
     fn forget_facts(&mut self, agent: &str, ids: &[i64]) -> Result<usize>;
+
+    /// Mark an agent's fact standing or not; whether the agent holds it.
+    fn set_fact_standing(&mut self, agent: &str, id: i64, standing: bool) -> Result<bool> {
+        self.db()
+            .execute(&sql::SET_FACT_STANDING, args![agent, id, standing])?;
+        self.db().value(&sql::HAS_FACT, args![agent, id])
+    }
+
+    /// How many facts a scope holds.
+    fn count_scope_facts(&self, scope: FactScope) -> Result<i64> {
+        let user = scope.user.unwrap_or("");
+        self.db()
+            .value(&sql::SCOPE_FACT_COUNT, args![scope.agent, user])
+    }
+
+    /// The profile's candidates, most used first: at most `limit` of the
+    /// scope's standing facts, or of all its facts with `all`.
+    fn profile_facts(&self, scope: FactScope, all: bool, limit: usize) -> Result<Vec<Fact>> {
+        let (user, limit) = (scope.user.unwrap_or(""), count(limit));
+        self.db().rows(
+            &sql::PROFILE_FACTS,
+            args![scope.agent, user, all, limit],
+            rows::fact,
+        )
+    }
+
+    /// The facts with these ids, in the order of `ids` (those that are
+    /// gone are left out).
+    fn facts_with_ids(&self, ids: &[i64]) -> Result<Vec<Fact>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let args: Vec<Param> = ids.iter().map(|&id| Param::Int(id)).collect();
+        let found = self
+            .db()
+            .rows(&sql::facts_with_ids(ids.len()), &args, rows::fact)?;
+        Ok(ids
+            .iter()
+            .filter_map(|id| found.iter().find(|f| f.id == *id).cloned())
+            .collect())
+    }
 }

@@ -82,10 +82,11 @@ pub trait Jobs: Engine {
         self.db().value(&sql::HAS_RUNNABLE_JOBS, &args)
     }
 
-    /// When the next waiting selected job may run (epoch seconds): a failed
+    /// When the next selected retry may run (epoch seconds): a failed
     /// attempt waits a little before the next. Only waits still to come
     /// count: a job due already but not runnable waits for an earlier job
-    /// of its session, whose retry (or runner) frees it.
+    /// of its session, whose retry (or runner) frees it; a job that waits
+    /// for its session's pause is left to [`Jobs::next_due_on_host`].
     fn next_job_at(&self, s: JobSelect) -> Result<Option<i64>> {
         let pending = JobStatus::Pending;
         let args = args![s.session_id, s.agent, s.kind, pending, MAX_ATTEMPTS, now()];
@@ -166,4 +167,69 @@ pub trait Jobs: Engine {
     fn memory_watermark(&self, session_id: &str) -> Result<Option<i64>> {
         self.db().value(&sql::MEMORY_WATERMARK, args![session_id])
     }
+
+    /// The session's memory job that waits for its pause, if any: its
+    /// next memory call, which a later turn extends.
+    fn paused_memory_job(&self, session_id: &str) -> Result<Option<Job>> {
+        self.db().row(
+            &sql::PAUSED_MEMORY_JOB,
+            args![session_id, JobStatus::Pending, now()],
+            rows::job,
+        )
+    }
+
+    /// Schedule the session's next memory call through turn `m.through`,
+    /// due at `m.due`: the one waiting for the session's pause is extended
+    /// (and moved), else a new one is queued, covering the turns after the
+    /// last one a memory call covers (`input` makes its input from that
+    /// turn). So a paused conversation's exchanges are read in one call.
+    fn schedule_memory(
+        &mut self,
+        m: &MemorySchedule,
+        input: &dyn Fn(i64) -> serde_json::Value,
+    ) -> Result<i64> {
+        db::write(self, |db| {
+            let t = now();
+            let pending = JobStatus::Pending;
+            let extend = args![m.session_id, m.through, m.due, t, m.host, pending];
+            if let Some(id) = db.value_opt(&sql::EXTEND_MEMORY_JOB, extend)? {
+                return Ok(id);
+            }
+            let after: Option<i64> = db.value(&sql::MEMORY_WATERMARK, args![m.session_id])?;
+            let input = input(after.unwrap_or(0)).to_string();
+            let args = args![
+                JobKind::Memory,
+                m.agent,
+                m.session_id,
+                m.through,
+                &input,
+                pending,
+                t,
+                m.due,
+                m.host
+            ];
+            db.value(&sql::JOB_INSERT_DUE, args)
+        })
+    }
+
+    /// When the next job `host` queued falls due (epoch seconds), of those
+    /// not due yet: what a worker of that host stays alive for.
+    fn next_due_on_host(&self, host: &str) -> Result<Option<i64>> {
+        let args = args![host, JobStatus::Pending, MAX_ATTEMPTS, now()];
+        self.db().value(&sql::NEXT_DUE_ON_HOST, args)
+    }
+}
+
+/// A memory call to schedule ([`Jobs::schedule_memory`]).
+#[derive(Debug, Clone, Copy)]
+pub struct MemorySchedule<'a> {
+    pub agent: &'a str,
+    pub session_id: &'a str,
+    /// The last user turn it covers.
+    pub through: i64,
+    /// When it may run (epoch seconds): now, or once the session has been
+    /// quiet for its cache lifetime.
+    pub due: i64,
+    /// The host whose worker waits for it.
+    pub host: Option<&'a str>,
 }

@@ -34,7 +34,7 @@ pub use admin::Admin;
 pub use calls::Calls;
 pub use erasure::Erase;
 pub use facts::Facts;
-pub use jobs::Jobs;
+pub use jobs::{Jobs, MemorySchedule};
 pub use log::EventLog;
 pub use model::*;
 pub use pins::Pins;
@@ -197,6 +197,17 @@ impl Location {
                 dir.join(format!("server-{tag}.log"))
             }
         }
+    }
+}
+
+impl Location {
+    /// The lock a worker of this host holds while it waits for jobs that
+    /// fall due later (beside the worker's log).
+    pub fn waiter_path(&self) -> PathBuf {
+        let log = self.log_path();
+        let mut name = log.file_stem().unwrap_or_default().to_os_string();
+        name.push(".waiter.lock");
+        log.with_file_name(name)
     }
 }
 

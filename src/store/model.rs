@@ -107,12 +107,15 @@ text_enum! {
 }
 
 /// What a reply's main call appended to the system prompt: the pin
-/// revision it carried and a hash of the whole appended text, so the next
-/// turn can send the same bytes and tell whether it did.
+/// revision and the profile's facts it carried, and a hash of the whole
+/// appended text, so the next turn can send the same bytes and tell
+/// whether it did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SystemSent {
     /// The pin revision in the system tail; `None`: no pin there.
     pub rev: Option<i64>,
+    /// The facts of the profile block, in the order sent; empty: none.
+    pub profile: Vec<i64>,
     /// SHA-256 (hex) of the appended text; of the empty string when nothing
     /// was appended.
     pub hash: String,
@@ -122,6 +125,7 @@ impl SystemSent {
     /// For rows written without a main call's record (tests, copies).
     pub const UNRECORDED: SystemSent = SystemSent {
         rev: None,
+        profile: Vec::new(),
         hash: String::new(),
     };
 }
@@ -571,6 +575,11 @@ pub struct Fact {
     /// facts side call's `CORRECTION:` lines).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub correction: bool,
+    /// It matters whatever the conversation is about (health, family,
+    /// hard rules, fixed schedules, names and roles): the profile carries
+    /// it in every handle's system prompt.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub standing: bool,
 }
 
 pub struct NewFact<'a> {
@@ -584,6 +593,8 @@ pub struct NewFact<'a> {
     pub created_at: Option<i64>,
     pub last_used_at: Option<i64>,
     pub correction: bool,
+    /// Carried by the profile (see [`Fact::standing`]).
+    pub standing: bool,
     /// The session it came from: reported with its event, not stored.
     pub session_id: Option<&'a str>,
 }
@@ -600,6 +611,7 @@ impl<'a> NewFact<'a> {
             created_at: None,
             last_used_at: None,
             correction: false,
+            standing: false,
             session_id: None,
         }
     }

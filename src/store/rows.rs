@@ -32,6 +32,7 @@ pub fn turn(r: &dyn Row) -> Result<Turn> {
     let usage: Option<String> = r.get(6)?;
     let system_hash: Option<String> = r.get(14)?;
     let facts: Option<String> = r.get(15)?;
+    let profile: Option<String> = r.get(17)?;
     Ok(Turn {
         id: r.get(0)?,
         role: r.get(1)?,
@@ -49,6 +50,7 @@ pub fn turn(r: &dyn Row) -> Result<Turn> {
         system: match system_hash {
             Some(hash) => Some(SystemSent {
                 rev: r.get(13)?,
+                profile: fact_ids_from_text(profile.as_deref()),
                 hash,
             }),
             None => None,
@@ -86,6 +88,7 @@ pub fn fact(r: &dyn Row) -> Result<Fact> {
         last_used_at: r.get(6)?,
         source_turn: r.get(7)?,
         correction: r.get(9)?,
+        standing: r.get(10)?,
     })
 }
 

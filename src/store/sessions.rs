@@ -199,6 +199,7 @@ fn add_reply(db: &dyn Db, session_id: &str, user_turn: i64, reply: &Reply) -> Re
     let t = now();
     let usage = reply.usage.map(ToString::to_string);
     let facts = super::fact_ids_to_text(reply.facts);
+    let profile = super::fact_ids_to_text(&reply.system.profile);
     let id: i64 = db.value(
         &sql::ADD_REPLY,
         args![
@@ -217,6 +218,7 @@ fn add_reply(db: &dyn Db, session_id: &str, user_turn: i64, reply: &Reply) -> Re
             reply.system.hash.as_str(),
             facts.as_deref(),
             reply.extract,
+            profile.as_deref(),
         ],
     )?;
     let owner = db

@@ -68,14 +68,14 @@ macro_rules! session_columns {
 /// A turn row's columns, as [`rows::turn`](super::rows::turn) reads them.
 macro_rules! turn_columns {
     () => {
-        "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id, handle, system_rev, system_hash, facts, extract"
+        "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id, handle, system_rev, system_hash, facts, extract, profile"
     };
 }
 
 /// A fact row's columns (of `facts f`), as [`rows::fact`](super::rows::fact) reads them.
 macro_rules! fact_columns {
     () => {
-        "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords, f.correction"
+        "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords, f.correction, f.standing"
     };
 }
 
@@ -145,6 +145,9 @@ macro_rules! claim_ranked {
 pub(crate) use {claim_jobs, claim_ranked, job_columns, job_runnable, job_select};
 
 pub const FACT_COLUMNS: &str = fact_columns!();
+/// How many columns [`FACT_COLUMNS`] holds: a column a query adds after
+/// them is at this index.
+pub const FACT_COLUMN_COUNT: usize = 11;
 pub const JOB_RUNNABLE: &str = job_runnable!();
 
 // Sessions and their turns.
@@ -198,11 +201,12 @@ pub static REOPEN_USER_TURN: Statement =
     Statement::new("UPDATE turns SET status = $2, error = NULL WHERE id = $1 AND role = $3");
 
 /// A reply: session, role, content, status, mode, path, handle, usage,
-/// cost, duration, now, system revision, system hash, facts, extract.
+/// cost, duration, now, system revision, system hash, facts, extract,
+/// the system profile's facts.
 pub static ADD_REPLY: Statement = Statement::new(
     "INSERT INTO turns (session_id, role, content, status, mode, path, handle, usage, cost_usd, duration_ms, created_at,
-                        system_rev, system_hash, facts, extract)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id",
+                        system_rev, system_hash, facts, extract, profile)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id",
 );
 
 /// The user turn a reply answers: id, answered, mode, handle. Says whom
@@ -375,6 +379,40 @@ pub static LIST_FACTS: Statement = Statement::new(concat!(
      ORDER BY f.access_count DESC, f.id LIMIT $3"
 ));
 
+/// A profile's candidates, most useful first: the scope's standing facts,
+/// or with `$3` every fact of the scope: agent, person ('' for none), all,
+/// how many.
+pub static PROFILE_FACTS: Statement = Statement::new(concat!(
+    "SELECT ",
+    fact_columns!(),
+    " FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2) AND (f.standing OR $3)
+     ORDER BY f.standing DESC, f.access_count DESC, f.id LIMIT $4"
+));
+
+/// How many facts a scope holds: agent, person ('' for none).
+pub static SCOPE_FACT_COUNT: Statement =
+    Statement::new("SELECT COUNT(*) FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2)");
+
+/// Mark an agent's fact standing or not: agent, id, standing. Only a
+/// change is written.
+pub static SET_FACT_STANDING: Statement = Statement::new(
+    "UPDATE facts SET standing = $3 WHERE agent = $1 AND id = $2 AND standing <> $3",
+);
+
+/// Whether an agent holds a fact: agent, id.
+pub static HAS_FACT: Statement =
+    Statement::new("SELECT EXISTS (SELECT 1 FROM facts WHERE agent = $1 AND id = $2)");
+
+/// Facts by id (`$1`…`$n`), in no order.
+pub fn facts_with_ids(n: usize) -> Statement {
+    let ids: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
+    Statement::built(format!(
+        "SELECT {} FROM facts f WHERE f.id IN ({})",
+        fact_columns!(),
+        ids.join(", ")
+    ))
+}
+
 /// An agent's facts: agent, the one person or NULL for all.
 pub static ALL_FACTS: Statement = Statement::new(concat!(
     "SELECT ",
@@ -388,6 +426,40 @@ pub static ALL_FACTS: Statement = Statement::new(concat!(
 pub static JOB_INSERT: Statement = Statement::new(
     "INSERT INTO jobs (kind, agent, session_id, turn_id, input, status, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id",
+);
+
+/// Queue a job due at a time, from a host: kind, agent, session, turn,
+/// input, status, now, due, host.
+pub static JOB_INSERT_DUE: Statement = Statement::new(
+    "INSERT INTO jobs (kind, agent, session_id, turn_id, input, status, created_at, updated_at, lease_until, host)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9) RETURNING id",
+);
+
+/// A session's memory job that waits for the session's pause (never run,
+/// due later): the session, pending, now.
+pub static PAUSED_MEMORY_JOB: Statement = Statement::new(concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM jobs WHERE session_id = $1 AND kind = 'memory' AND status = $2 AND attempts = 0 AND lease_until > $3
+     ORDER BY id DESC LIMIT 1"
+));
+
+/// Make the session's memory job that waits for its pause cover through
+/// turn `$2`, due at `$3`, its host `$5` where given: the session, the
+/// turn, the due time, now, the host, pending. A job due already is left
+/// as it is (a runner may be about to take it).
+pub static EXTEND_MEMORY_JOB: Statement = Statement::new(
+    "UPDATE jobs SET turn_id = $2, lease_until = $3, host = COALESCE($5, host), updated_at = $4
+     WHERE id = (SELECT MAX(id) FROM jobs WHERE session_id = $1 AND kind = 'memory' AND status = $6
+                   AND attempts = 0 AND lease_until > $4)
+       AND turn_id <= $2
+     RETURNING id",
+);
+
+/// When the next job a host queued falls due, of those not due yet: the
+/// host, pending, the attempt limit, now.
+pub static NEXT_DUE_ON_HOST: Statement = Statement::new(
+    "SELECT MIN(lease_until) FROM jobs WHERE host = $1 AND status = $2 AND attempts < $3 AND lease_until > $4",
 );
 
 /// Whether a selected job is open: the selection, pending, running, the
@@ -407,12 +479,14 @@ pub static HAS_RUNNABLE_JOBS: Statement = Statement::new(concat!(
     ")"
 ));
 
-/// When the next waiting selected job may run: the selection, pending,
-/// the attempt limit, now.
+/// When the next selected retry may run (a job whose attempt failed waits
+/// a little; one that never ran and is due later waits for its session's
+/// pause, which is no drain's to wait for): the selection, pending, the
+/// attempt limit, now.
 pub static NEXT_JOB_AT: Statement = Statement::new(concat!(
     "SELECT MIN(lease_until) FROM jobs WHERE ",
     job_select!(),
-    " AND status = $4 AND attempts < $5 AND lease_until > $6"
+    " AND status = $4 AND attempts > 0 AND attempts < $5 AND lease_until > $6"
 ));
 
 /// A job done: id, done, now.
@@ -553,6 +627,11 @@ mod tests {
                 "kept as made"
             );
         }
+    }
+
+    #[test]
+    fn the_fact_column_count_is_the_lists() {
+        assert_eq!(FACT_COLUMNS.split(',').count(), FACT_COLUMN_COUNT);
     }
 
     /// The ordering rule spells the pin family out in SQL: keep it the

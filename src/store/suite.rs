@@ -811,6 +811,7 @@ pub fn replies_record_their_system_prompt_and_facts(open: Open) {
     let u = s.add_user_turn("sid", "hello", None).unwrap();
     let sent = crate::store::SystemSent {
         rev: Some(3),
+        profile: vec![4, 2],
         hash: "ab".repeat(32),
     };
     let r = Reply {
@@ -822,6 +823,7 @@ pub fn replies_record_their_system_prompt_and_facts(open: Open) {
     let u2 = s.add_user_turn("sid", "again", None).unwrap();
     let none = crate::store::SystemSent {
         rev: None,
+        profile: Vec::new(),
         hash: "cd".repeat(32),
     };
     s.add_reply(
@@ -1750,6 +1752,119 @@ pub fn a_watch_wakes_when_events_are_appended(open: Open) {
     written.join().unwrap();
 }
 
+/// The standing mark: stored by an add, set and cleared by hand (only on
+/// the agent's own facts), taken on by a repeat said as standing; the
+/// profile's reads keep to the scope, most used first, standing ones first
+/// when every fact is asked for; facts read back by id in the order asked.
+pub fn standing_facts_are_marked_scoped_and_read_for_the_profile(open: Open) {
+    let mut s = open();
+    let standing = |agent, user, content| NewFact {
+        standing: true,
+        ..NewFact::new(agent, user, content)
+    };
+    let ids = s
+        .add_facts(&[
+            standing("a", None, "Allergic to penicillin"),
+            NewFact::new("a", None, "Uses pnpm"),
+            standing("a", Some("u1"), "Daughter Mia was born on 3 May"),
+            standing("a", Some("u2"), "Never call after 9pm"),
+            standing("b", None, "Another agent's rule"),
+        ])
+        .unwrap();
+    let id = |i: usize| ids[i].unwrap();
+    let contents = |facts: Vec<crate::store::Fact>| -> Vec<String> {
+        facts.into_iter().map(|f| f.content).collect()
+    };
+    let u1 = FactScope {
+        agent: "a",
+        user: Some("u1"),
+    };
+    assert_eq!(
+        contents(s.profile_facts(u1, false, 10).unwrap()),
+        ["Allergic to penicillin", "Daughter Mia was born on 3 May"]
+    );
+    assert_eq!(
+        contents(s.profile_facts(scope("a"), false, 10).unwrap()),
+        ["Allergic to penicillin"]
+    );
+    assert_eq!(s.count_scope_facts(u1).unwrap(), 3);
+    assert_eq!(s.count_scope_facts(scope("a")).unwrap(), 2);
+    // Every fact: the standing ones first, then by use.
+    s.bump_facts(&[id(1), id(1)]).unwrap();
+    assert_eq!(
+        contents(s.profile_facts(u1, true, 10).unwrap()),
+        [
+            "Allergic to penicillin",
+            "Daughter Mia was born on 3 May",
+            "Uses pnpm"
+        ]
+    );
+    // By hand: the agent's own facts only.
+    assert!(s.set_fact_standing("a", id(1), true).unwrap());
+    assert!(fact_by_id(&*s, "a", id(1)).standing);
+    assert!(s.set_fact_standing("a", id(1), false).unwrap());
+    assert!(!fact_by_id(&*s, "a", id(1)).standing);
+    assert!(!s.set_fact_standing("a", id(4), true).unwrap(), "agent b's");
+    assert!(!s.set_fact_standing("a", 9_999, true).unwrap());
+    // Said again as standing, a stored fact takes the mark.
+    let again = s.add_facts(&[standing("a", None, "uses PNPM")]).unwrap();
+    assert_eq!(again, [None]);
+    assert!(fact_by_id(&*s, "a", id(1)).standing);
+    // By id, in the order asked; a gone id is left out.
+    let by_id = s.facts_with_ids(&[id(2), 9_999, id(0)]).unwrap();
+    assert_eq!(
+        by_id.iter().map(|f| f.id).collect::<Vec<_>>(),
+        [id(2), id(0)]
+    );
+    assert!(s.facts_with_ids(&[]).unwrap().is_empty());
+    // The mark is in the event of a fact added standing.
+    let added = events_since(&*s, 0);
+    assert_eq!(added[0].data["standing"], true);
+    assert!(added[1].data.get("standing").is_none());
+}
+
+/// A session's memory call at its pause is one job: scheduled for later,
+/// extended by the next turn (pushed out, covering more), made due now when
+/// enough waits; once due it is left as it is, and the next schedule queues
+/// a new job after it. A worker finds what its host waits for.
+pub fn a_memory_call_is_scheduled_once_and_extended(open: Open) {
+    let mut s = open();
+    s.ensure_session("sid", &KEY, "/").unwrap();
+    let input = |after: i64| json!({ "after": after });
+    let now = super::now();
+    let at = |through, due| super::MemorySchedule {
+        agent: "a",
+        session_id: "sid",
+        through,
+        due,
+        host: Some("h1"),
+    };
+    let job = s.schedule_memory(&at(3, now + 300), &input).unwrap();
+    let open_job = s.paused_memory_job("sid").unwrap().unwrap();
+    assert_eq!((open_job.id, open_job.turn_id), (job, Some(3)));
+    assert_eq!(s.next_due_on_host("h1").unwrap(), Some(now + 300));
+    assert_eq!(s.next_due_on_host("h2").unwrap(), None);
+    assert!(!s.has_runnable_jobs(JobSelect::session("sid")).unwrap());
+    // The next turn pushes it out and covers its exchange too.
+    assert_eq!(s.schedule_memory(&at(5, now + 400), &input).unwrap(), job);
+    assert_eq!(s.next_due_on_host("h1").unwrap(), Some(now + 400));
+    assert_eq!(s.memory_watermark("sid").unwrap(), Some(5));
+    // Enough waits: due now, no longer waiting for the pause.
+    assert_eq!(s.schedule_memory(&at(7, now), &input).unwrap(), job);
+    assert!(s.has_runnable_jobs(JobSelect::session("sid")).unwrap());
+    assert!(s.paused_memory_job("sid").unwrap().is_none());
+    // Due, it is left as it is: the next exchanges wait in a job after it.
+    let next = s.schedule_memory(&at(9, now + 300), &input).unwrap();
+    assert_ne!(next, job);
+    let row = s.paused_memory_job("sid").unwrap().unwrap();
+    assert_eq!((row.turn_id, &row.input), (Some(9), &json!({ "after": 7 })));
+    let claimed = s.claim_jobs(JobSelect::session("sid"), 60, 5).unwrap();
+    assert_eq!(
+        (claimed.len(), claimed[0].turn_id, &claimed[0].input),
+        (1, Some(7), &json!({ "after": 0 }))
+    );
+}
+
 /// Instantiate the suite for an engine: `store_suite!(open_fn)` where
 /// `open_fn()` returns a closure opening one fresh store (again).
 #[macro_export]
@@ -1768,7 +1883,9 @@ macro_rules! store_suite {
             other_agents_cannot_crowd_out_the_scope,
             all_common_terms_are_required_together,
             text_outranks_keywords,
+            standing_facts_are_marked_scoped_and_read_for_the_profile,
             jobs_lease_retry_and_list,
+            a_memory_call_is_scheduled_once_and_extended,
             a_job_is_given_up_after_its_last_attempt,
             pin_jobs_apply_in_turn_order,
             bounded_claims_are_fair_between_sessions,

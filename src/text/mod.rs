@@ -119,6 +119,22 @@ pub fn is_blank(s: &str) -> bool {
         .all(|c| c.is_whitespace() || matches!(c, '\u{200B}'..='\u{200D}' | '\u{FEFF}'))
 }
 
+/// Text on one line: control characters (newlines, tabs) become single
+/// spaces, so plain-text listings keep one item per line and their columns.
+pub fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for part in s.split(char::is_control).map(str::trim) {
+        if part.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(part);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

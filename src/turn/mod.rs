@@ -22,14 +22,14 @@ use crate::backend::{self, Backend, CallError, Outcome, Piece, ProbeCache, Probl
 use crate::error::{Kind, fail};
 use crate::memory::jobs::{self, Runner, WhenBusy};
 use crate::memory::slots::SideSlots;
-use crate::memory::{compact, erasure, recall, worker};
+use crate::memory::{compact, erasure, profile, recall, review, worker};
 use crate::output::{Line, Output, interrupted};
 use crate::session::transcript_host;
 use crate::store::{
     self, CallPath, CallRecord, FactScope, JobFilter, JobHealth, JobKind, JobSelect, Mode, Reply,
     Role, Roll, Session, SessionLock, Store, Turn, TurnStatus, Usage,
 };
-use cache::Verdict;
+use cache::{ProfileReport, Verdict};
 use plan::{Attempt, MemoryPlan, Rendered, State, Target};
 use recovery::Next;
 pub use settings::{Input, Route, SystemPin, TurnSettings};
@@ -48,6 +48,9 @@ pub struct Answer {
     pub facts_injected: Vec<String>,
     /// What the turn's system prompt did to the prompt cache, and why.
     pub cache: Verdict,
+    /// The profile the system prompt carried: its facts, and whether it was
+    /// kept or refreshed, and why.
+    pub profile: ProfileReport,
     /// The main call's tokens (of the attempt that answered).
     pub usage: Usage,
     /// claude's own figure, or the API path's estimate; `null` for a model
@@ -205,6 +208,11 @@ pub struct Gathered {
     pub summary_job_open: bool,
     pub queued: Vec<JobKind>,
     pub facts: Vec<store::ScoredFact>,
+    /// The scope's profile as it is now.
+    pub profile: Vec<store::Fact>,
+    /// The facts of the profile the session's last reply sent, read back;
+    /// `None` when one is gone or is not the sender's to see.
+    pub sent_profile: Option<Vec<store::Fact>>,
     pub cwd: Option<PathBuf>,
     pub revisions: Vec<store::PinRevision>,
     /// When it was read (epoch seconds).
@@ -221,6 +229,8 @@ impl Gathered {
             summary_job_open: false,
             queued: Vec::new(),
             facts: Vec::new(),
+            profile: Vec::new(),
+            sent_profile: Some(Vec::new()),
             cwd: Some(PathBuf::from(&session.cwd)).filter(|p| p.is_dir()),
             revisions: Vec::new(),
             now: store::now(),
@@ -234,13 +244,17 @@ impl Gathered {
         store: &dyn Store,
         session: &Session,
         message: &str,
-        user: Option<&str>,
+        settings: &TurnSettings,
         resend: Option<i64>,
     ) -> Result<Gathered> {
         let scope = FactScope {
             agent: &session.agent,
-            user,
+            user: settings.user.as_deref(),
         };
+        let live = compact::live_turns(store, session)?;
+        let profile = profile::read(store, scope, settings.profile_tokens)?;
+        let sent_profile = sent_profile(store, &live, scope)?;
+        let ranked = recall::FACTS_PER_TURN * 3 + profile.len();
         let queued = match resend {
             Some(turn) => store
                 .jobs(&JobFilter {
@@ -255,7 +269,10 @@ impl Gathered {
         };
         Ok(Gathered {
             queued,
-            live: compact::live_turns(store, session)?,
+            facts: recall::search(store, scope, message, ranked)?,
+            live,
+            profile,
+            sent_profile,
             pin_job_open: store.has_open_job(JobSelect {
                 kind: Some(JobKind::Pin),
                 ..JobSelect::session(&session.id)
@@ -264,11 +281,10 @@ impl Gathered {
                 kind: Some(JobKind::Summary),
                 ..JobSelect::session(&session.id)
             })?,
-            facts: recall::search(store, scope, message, recall::FACTS_PER_TURN * 3)?,
             cwd: Some(PathBuf::from(&session.cwd)).filter(|p| p.is_dir()),
             revisions: store.pin_history(&session.id)?,
             now: store::now(),
-            watermark: store.memory_watermark(&session.id)?,
+            watermark: review::watermark(store, &session.id)?,
         })
     }
 
@@ -280,6 +296,8 @@ impl Gathered {
             summary_job_open: self.summary_job_open,
             queued: self.queued.clone(),
             facts: self.facts.clone(),
+            profile: &self.profile,
+            sent_profile: self.sent_profile.as_deref(),
             cwd: self.cwd.clone(),
             host,
             revisions: &self.revisions,
@@ -287,6 +305,24 @@ impl Gathered {
             watermark: self.watermark,
         }
     }
+}
+
+/// The facts of the profile the session's last reply sent, read back in
+/// its order: `None` when one is gone (forgotten) or belongs to a person
+/// other than this turn's sender (a group channel), so it is not sent again.
+fn sent_profile(
+    store: &dyn Store,
+    live: &[Turn],
+    scope: FactScope,
+) -> Result<Option<Vec<store::Fact>>> {
+    let last = live.iter().rev().find(|t| t.role == Role::Assistant);
+    let ids = match last.and_then(|t| t.system.as_ref()) {
+        Some(sent) if !sent.profile.is_empty() => &sent.profile,
+        _ => return Ok(Some(Vec::new())),
+    };
+    let facts = store.facts_with_ids(ids)?;
+    let theirs = |f: &store::Fact| f.user.is_none() || f.user.as_deref() == scope.user;
+    Ok((facts.len() == ids.len() && facts.iter().all(theirs)).then_some(facts))
 }
 
 /// The model id a turn on `backend` sends to the API (its `--model`, or the
@@ -322,7 +358,7 @@ async fn answer(store: &mut dyn Store, cx: &TurnContext<'_>, out: &mut Output) -
         store,
         &session,
         cx.message,
-        settings.user.as_deref(),
+        settings,
         cx.resend.then_some(cx.turn),
     )?;
     let memory = plan::memory(&gathered.state(&session, &cx.host), cx.message, settings);
@@ -407,6 +443,7 @@ fn report(
             .map(|f| f.fact.content.clone())
             .collect(),
         cache: rendered.cache,
+        profile: rendered.profile,
         usage: outcome.usage,
         cost_usd: outcome.cost_usd,
         duration_ms: cx.elapsed_ms(),
@@ -663,14 +700,9 @@ fn roll(store: &mut dyn Store, session: &Session, from: u32, handle: &str) -> Re
     Ok(())
 }
 
-/// Store what the plan decided about memory: the facts' use, the side
-/// calls; then start a worker for them.
+/// Store the side calls the plan decided on; then start a worker for them.
 fn remember(store: &mut dyn Store, cx: &TurnContext<'_>, memory: &MemoryPlan) -> Result<()> {
     let settings = cx.settings;
-    let ids: Vec<i64> = memory.facts.iter().map(|f| f.fact.id).collect();
-    if !ids.is_empty() {
-        store.bump_facts(&ids)?;
-    }
     for job in &memory.jobs {
         store.enqueue_job(
             job.kind,
@@ -721,7 +753,13 @@ fn record_reply(store: &mut dyn Store, cx: &TurnContext<'_>, answered: &Attempte
             extract: cx.settings.extract,
         },
     )?;
-    // The usage, for `stats`: never fails the turn, the reply is recorded.
+    // The facts' use, then the usage, for `stats`: neither fails the turn,
+    // the reply is recorded.
+    if !rendered.used.is_empty()
+        && let Err(e) = store.bump_facts(&rendered.used)
+    {
+        tracing::warn!("could not count the facts' use: {e:#}");
+    }
     let call = CallRecord {
         session_id: Some(&session.id),
         agent: &session.agent,
@@ -741,26 +779,33 @@ fn record_reply(store: &mut dyn Store, cx: &TurnContext<'_>, answered: &Attempte
     Ok(())
 }
 
-/// Queue the memory call the plan found due, now that the exchange it
-/// ends on has its reply, and start a worker for it (the one started with
-/// the turn may be done already). Never fails the turn: the exchanges stay
-/// waiting for the next call.
+/// Schedule the memory call the plan found due, now that the exchange it
+/// ends on has its reply: now, or at the session's pause (its cache
+/// lifetime from now, moved by a later turn); then make sure a worker runs
+/// it or waits for it (the one started with the turn may be done already).
+/// Never fails the turn: the exchanges stay waiting for the next call.
 fn queue_review(store: &mut dyn Store, cx: &TurnContext<'_>, memory: &MemoryPlan) {
     let Some(due) = &memory.review else {
         return;
     };
     let settings = cx.settings;
-    let job = jobs::NewJob::memory(due.after, &settings.extract_model);
-    let queued = store.enqueue_job(
-        job.kind,
-        &settings.address.agent,
-        Some(cx.sid),
-        Some(cx.turn),
-        &job.input,
-    );
-    match queued {
-        Ok(_) if !settings.wait_side => worker::spawn(&settings.worker(cx.sid, None)),
-        Ok(_) => {}
+    let now = store::now();
+    let ttl = i64::try_from(settings.cache_ttl.as_secs()).unwrap_or(i64::MAX);
+    let at = store::MemorySchedule {
+        agent: &settings.address.agent,
+        session_id: cx.sid,
+        through: cx.turn,
+        due: if due.why.waits() {
+            now.saturating_add(ttl)
+        } else {
+            now
+        },
+        host: Some(&cx.host),
+    };
+    match review::schedule(store, &at, &settings.extract_model) {
+        Ok(_) if settings.wait_side => {}
+        Ok(_) if due.why.waits() => worker::wait_at_pause(&settings.worker(cx.sid, None)),
+        Ok(_) => worker::spawn(&settings.worker(cx.sid, None)),
         Err(e) => tracing::warn!("could not queue the memory call: {e:#}"),
     }
 }

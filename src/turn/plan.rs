@@ -13,11 +13,11 @@ use crate::backend::{ApiCall, Arg, Capabilities, CliCall, Request, api};
 use crate::memory::jobs::NewJob;
 use crate::memory::{compact, recall, review};
 use crate::store::{
-    CacheUse, JobKind, Mode, PinRevision, Role, ScoredFact, Session, SystemSent, Turn,
+    CacheUse, Fact, JobKind, Mode, PinRevision, Role, ScoredFact, Session, SystemSent, Turn,
 };
 use crate::text;
 use crate::turn::TurnSettings;
-use crate::turn::cache::{self, Verdict};
+use crate::turn::cache::{self, ProfileReport, Verdict};
 use crate::turn::prompt::{self, HistoryTurn, Memory};
 use crate::turn::recovery::Step;
 
@@ -34,8 +34,14 @@ pub struct State<'a> {
     pub summary_job_open: bool,
     /// Side calls queued already for this message (it is sent again).
     pub queued: Vec<JobKind>,
-    /// Facts ranked for the message, best first.
+    /// Facts ranked for the message, best first (more than a turn injects:
+    /// those the profile carries are passed over).
     pub facts: Vec<ScoredFact>,
+    /// The scope's profile as it is now ([`crate::memory::profile`]).
+    pub profile: &'a [Fact],
+    /// The facts of the profile the session's last reply sent, read back;
+    /// `None` when one of them is gone.
+    pub sent_profile: Option<&'a [Fact]>,
     /// The session's working folder, if it still exists.
     pub cwd: Option<PathBuf>,
     /// Who keeps transcripts here ([`crate::session::transcript_host`]).
@@ -64,7 +70,8 @@ pub enum Target<'a> {
 pub struct MemoryPlan {
     /// The pin to send.
     pub pin: Option<String>,
-    /// The facts to inject (their use is counted).
+    /// The facts ranked for the message, best first: each attempt injects
+    /// the best few its profile does not carry.
     pub facts: Vec<ScoredFact>,
     /// Side calls to queue before the main call.
     pub jobs: Vec<NewJob>,
@@ -140,11 +147,19 @@ pub struct Rendered {
     pub sent: SystemSent,
     /// What it does to the prompt cache, and why.
     pub cache: Verdict,
+    /// The profile the system tail carries, and why.
+    pub profile: ProfileReport,
     /// The user message: recap, facts, a replay, the message.
     pub user: String,
-    /// The facts injected: the plan's, less those the handle's transcript
-    /// holds already.
+    /// The best facts for the message that the profile does not carry,
+    /// within the turn's budget.
+    pub top: Vec<ScoredFact>,
+    /// The facts injected: `top`, less those the handle's transcript holds
+    /// already.
     pub facts: Vec<ScoredFact>,
+    /// Facts in use this turn, for their counts: `top`, and the profile's
+    /// facts that ranked among the best for the message.
+    pub used: Vec<i64>,
     pub request: Request,
     /// Estimated tokens of the injected memory (pin, recap, facts).
     pub memory_tokens: usize,
@@ -214,7 +229,7 @@ pub fn memory(state: &State, message: &str, settings: &TurnSettings) -> MemoryPl
     };
     MemoryPlan {
         pin: session.pin.clone(),
-        facts: recall::within_budget(state.facts.clone()),
+        facts: state.facts.clone(),
         jobs,
         review,
     }
@@ -296,39 +311,74 @@ pub fn render(
     } else {
         cache::previous_on(state.live, attempt.handle())
     };
-    let facts = unseen_facts(&memory.facts, state.live, attempt);
-    let texts: Vec<String> = facts.iter().map(|f| f.fact.content.clone()).collect();
     let base = Memory {
         pin: memory.pin.as_deref(),
         system_pin: None,
         summary: state.session.summary.as_deref(),
-        facts: &texts,
+        profile: &[],
+        facts: &[],
         facts_in: settings.facts_in,
     };
     let inputs = cache::Inputs {
         pin: memory.pin.as_deref(),
         revisions: state.revisions,
+        profile: state.profile,
+        sent_profile: state.sent_profile,
+        profile_tokens: settings.profile_tokens,
         previous,
         now: state.now,
         policy: settings.system_pin,
         ttl: settings.cache_ttl,
     };
-    let chosen = cache::choose(&inputs, |pin| {
+    // The facts a profile leaves to the message; with `--facts-in system`
+    // they join the appended text, so a kept tail is rebuilt with them.
+    let injected = |profile: &[i64]| {
+        let top = recall::within_budget(
+            memory
+                .facts
+                .iter()
+                .filter(|f| !profile.contains(&f.fact.id))
+                .cloned()
+                .collect(),
+        );
+        let facts = unseen_facts(&top, state.live, attempt);
+        (top, facts)
+    };
+    let chosen = cache::choose(&inputs, |pin, profile| {
+        let ids: Vec<i64> = profile.iter().map(|f| f.id).collect();
+        let facts = contents_of(&injected(&ids).1);
         prompt::system_append(&Memory {
             system_pin: pin,
+            profile: &contents(profile),
+            facts: &facts,
             ..base.clone()
         })
     });
+    let in_profile = chosen.profile_ids();
+    let used_in_profile: Vec<i64> = memory
+        .facts
+        .iter()
+        .take(recall::FACTS_PER_TURN)
+        .map(|f| f.fact.id)
+        .filter(|id| in_profile.contains(id))
+        .collect();
+    let (top, facts) = injected(&in_profile);
+    let texts = contents_of(&facts);
+    let profile_texts = contents(&chosen.profile);
     let mem = Memory {
         system_pin: chosen.pin.as_deref(),
+        profile: &profile_texts,
+        facts: &texts,
         ..base
     };
     let system = prompt::system_append(&mem);
     let sent = SystemSent {
         rev: chosen.rev,
+        profile: in_profile,
         hash: cache::hash(system.as_deref()),
     };
     let cache = cache::verdict(&inputs, &chosen, &sent, new_handle);
+    let profile = cache::profile_report(&inputs, &chosen, new_handle);
     let replayed = match attempt {
         Attempt::Replay { history, .. } => Some(history.as_slice()),
         _ => None,
@@ -356,16 +406,33 @@ pub fn render(
             state.cwd.clone(),
         )),
     };
-    let memory_tokens = memory_tokens(&mem, cache.system != CacheUse::Kept);
+    let written = cache.system != CacheUse::Kept;
+    let memory_tokens = memory_tokens(&mem, written) + if written { profile.tokens } else { 0 };
+    let used = top
+        .iter()
+        .map(|f| f.fact.id)
+        .chain(used_in_profile)
+        .collect();
     Rendered {
         system,
         sent,
         cache,
+        profile,
         user,
+        top,
         facts,
+        used,
         request,
         memory_tokens,
     }
+}
+
+fn contents(facts: &[Fact]) -> Vec<String> {
+    facts.iter().map(|f| f.content.clone()).collect()
+}
+
+fn contents_of(facts: &[ScoredFact]) -> Vec<String> {
+    facts.iter().map(|f| f.fact.content.clone()).collect()
 }
 
 /// The claude call of an attempt: its argv, the system text and the
@@ -474,6 +541,7 @@ mod tests {
             facts_in: crate::turn::prompt::FactsPlacement::Message,
             system_pin: crate::turn::SystemPin::Auto,
             cache_ttl: Duration::from_secs(300),
+            profile_tokens: 1_000,
             memory_every: 1,
             claude_args: Vec::new(),
             wait_side: false,
@@ -509,6 +577,8 @@ mod tests {
             summary_job_open: false,
             queued: Vec::new(),
             facts: Vec::new(),
+            profile: &[],
+            sent_profile: Some(&[]),
             cwd: None,
             host: "here",
             revisions: &[],
@@ -671,6 +741,7 @@ mod tests {
                 last_used_at: None,
                 source_turn: None,
                 correction: false,
+                standing: false,
             },
             score: 1.0,
         }
@@ -746,18 +817,58 @@ mod tests {
                     last_used_at: None,
                     source_turn: None,
                     correction: false,
+                    standing: false,
                 },
                 score: 1.0,
             })
             .collect();
         let mut set = settings();
         set.extract = false;
-        let m = memory(
-            &st,
-            "a long enough message to count as substantive, surely",
-            &set,
-        );
+        let message = "a long enough message to count as substantive, surely";
+        let m = memory(&st, message, &set);
         assert!(m.jobs.is_empty());
-        assert_eq!(m.facts.len(), recall::FACTS_PER_TURN);
+        let c = caps();
+        let plan = decide(&st, message, &set, Target::Cli(&c));
+        assert_eq!(plan.rendered.top.len(), recall::FACTS_PER_TURN);
+    }
+
+    /// The profile rides in the system prompt after the pin; the message's
+    /// facts are the best of the rest, and a profile fact that ranked among
+    /// them counts as used.
+    #[test]
+    fn the_profile_goes_after_the_pin_and_the_message_gets_the_rest() {
+        let s = session(0, Some("task"), None);
+        let mut st = state(&s, &[]);
+        let standing: Vec<Fact> = [1, 2]
+            .into_iter()
+            .map(|i| Fact {
+                standing: true,
+                ..fact(i).fact
+            })
+            .collect();
+        st.profile = &standing;
+        st.facts = (1..=6).map(fact).collect();
+        let c = caps();
+        let plan = decide(&st, "next", &settings(), Target::Cli(&c));
+        let system = plan.rendered.system.clone().unwrap();
+        let pin = system.find("<pinned_task").unwrap();
+        let profile = system.find("<user_profile").unwrap();
+        assert!(pin < profile, "{system}");
+        assert!(
+            system.contains("- fact 1\n- fact 2\n</user_profile>"),
+            "{system}"
+        );
+        let injected: Vec<i64> = plan.rendered.facts.iter().map(|f| f.fact.id).collect();
+        assert_eq!(injected, [3, 4, 5]);
+        assert_eq!(plan.rendered.used, [3, 4, 5, 1, 2]);
+        assert_eq!(plan.rendered.sent.profile, [1, 2]);
+        assert_eq!(plan.rendered.profile.sent, cache::ProfileUse::New);
+        assert_eq!(plan.rendered.profile.facts, ["fact 1", "fact 2"]);
+        // With 0 tokens the gather step reads no profile: nothing is left out.
+        st.profile = &[];
+        let plan = decide(&st, "next", &settings(), Target::Cli(&c));
+        let injected: Vec<i64> = plan.rendered.facts.iter().map(|f| f.fact.id).collect();
+        assert_eq!(injected, [1, 2, 3]);
+        assert!(!plan.rendered.system.unwrap().contains("user_profile"));
     }
 }

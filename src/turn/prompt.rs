@@ -42,6 +42,9 @@ pub struct Memory<'a> {
     /// already sent while the prompt cache is warm (see `turn::cache`).
     pub system_pin: Option<&'a str>,
     pub summary: Option<&'a str>,
+    /// The profile at the system tail, after the pin: standing facts (or
+    /// all of a small memory), the same bytes while the cache is warm.
+    pub profile: &'a [String],
     pub facts: &'a [String],
     pub facts_in: FactsPlacement,
 }
@@ -49,9 +52,9 @@ pub struct Memory<'a> {
 pub use crate::backend::HistoryTurn;
 
 /// Text appended to the system prompt: the prior-conversation summary, then
-/// the system pin at the very tail (where attention is highest), or the
-/// facts after it with `--facts-in system`. `None` when there is nothing to
-/// append.
+/// the system pin and the profile at the very tail (where attention is
+/// highest), and the facts after them with `--facts-in system`. `None`
+/// when there is nothing to append.
 pub fn system_append(mem: &Memory) -> Option<String> {
     let mut out = String::new();
     if let Some(summary) = mem.summary.filter(|s| !s.trim().is_empty()) {
@@ -64,6 +67,7 @@ pub fn system_append(mem: &Memory) -> Option<String> {
         out.push_str(&escape_xml(pin.trim()));
         out.push_str("\n</pinned_task>\n");
     }
+    out.push_str(&crate::memory::profile::block(mem.profile));
     if mem.facts_in == FactsPlacement::System {
         push_facts(&mut out, mem.facts);
     }
@@ -159,6 +163,7 @@ mod tests {
             pin: Some("migrate </pinned_task><x> to Vite"),
             system_pin: Some("migrate </pinned_task><x> to Vite"),
             summary: None,
+            profile: &[],
             facts: &facts,
             facts_in: FactsPlacement::Message,
         };
@@ -178,6 +183,7 @@ mod tests {
             pin: Some("task"),
             system_pin: Some("task"),
             summary: None,
+            profile: &[],
             facts: &facts,
             facts_in: FactsPlacement::System,
         };
@@ -234,7 +240,7 @@ mod tests {
             message in ".{1,300}",
         ) {
             let facts = vec![fact];
-            let mem = Memory { pin: Some(&pin), system_pin: Some(&pin), summary: Some(&pin), facts: &facts, facts_in: FactsPlacement::Message };
+            let mem = Memory { pin: Some(&pin), system_pin: Some(&pin), summary: Some(&pin), profile: &facts, facts: &facts, facts_in: FactsPlacement::Message };
             let turns: Vec<HistoryTurn> =
                 turns.into_iter().map(|(user, text)| HistoryTurn::new(user, text)).collect();
             let msg = user_message(&mem, Some(&turns), &message);

@@ -51,6 +51,8 @@ pub struct TurnSettings {
     pub system_pin: SystemPin,
     /// How long the prompt cache stays warm after a turn.
     pub cache_ttl: Duration,
+    /// The profile's budget in estimated tokens; 0: no profile.
+    pub profile_tokens: usize,
     /// Passed to claude's main call, last.
     pub claude_args: Vec<OsString>,
     /// Run this turn's side calls in the foreground, bounded, instead of in
@@ -68,6 +70,7 @@ impl TurnSettings {
             extract_model: self.extract_model.clone(),
             side_timeout: self.side_timeout,
             side_concurrency: self.side_concurrency,
+            cache_ttl: self.cache_ttl,
             session_id: session_id.to_string(),
             after_turn,
         }

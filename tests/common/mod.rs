@@ -260,16 +260,23 @@ impl Env {
         v
     }
 
-    /// Wait until no side-call job of the store is waiting or running: the
+    /// Wait until no side-call job of the store is waiting or running,
+    /// but for a memory call that waits for its session's pause: the
     /// detached workers the turns started have done their work (or given
     /// up). Fails after 60 s, saying which jobs are still open.
     pub fn settle(&self) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let at_pause = |j: &serde_json::Value| {
+            j["waiting"]
+                .as_str()
+                .is_some_and(|w| w.starts_with("the session's pause"))
+        };
         loop {
             let jobs = self.jobs();
             let open: Vec<&serde_json::Value> = jobs
                 .iter()
                 .filter(|j| j["status"] == "pending" || j["status"] == "running")
+                .filter(|j| !at_pause(j))
                 .collect();
             if open.is_empty() {
                 return;

@@ -18,7 +18,7 @@ use crate::store::db::count;
 use crate::store::events as store_events;
 use crate::store::log::redact;
 use crate::store::rows;
-use crate::store::sql::{FACT_COLUMNS, REDACT_FACT};
+use crate::store::sql::{FACT_COLUMN_COUNT, FACT_COLUMNS, REDACT_FACT};
 use crate::store::{Fact, FactQuery, FactScope, NewEvent, NewFact, Result, now};
 use crate::text::terms::{keyword_index_text, normalize, stemmed_terms};
 
@@ -178,21 +178,31 @@ fn add_batch(
     let body_len: Vec<i64> = keep.iter().map(|&i| indexed[i].body.1).collect();
     let keys_len: Vec<i64> = keep.iter().map(|&i| indexed[i].keys.1).collect();
     let correction: Vec<bool> = keep.iter().map(|&i| new[i].correction).collect();
+    let standing: Vec<bool> = keep.iter().map(|&i| new[i].standing).collect();
     let inserted = tx.query(
         "INSERT INTO facts (agent, user_id, content, norm, keywords, access_count, created_at, last_used_at,
-                            source_turn, body_len, keys_len, terms, correction)
-         SELECT a, u, c, n, k, ac, ca, lu, st, bl, kl, ARRAY(SELECT json_array_elements_text(tm::json)), co
+                            source_turn, body_len, keys_len, terms, correction, standing)
+         SELECT a, u, c, n, k, ac, ca, lu, st, bl, kl, ARRAY(SELECT json_array_elements_text(tm::json)), co, sd
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
-                     $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::boolean[])
-              WITH ORDINALITY AS x(a, u, c, n, k, ac, ca, lu, st, bl, kl, tm, co, i)
+                     $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::boolean[],
+                     $14::boolean[])
+              WITH ORDINALITY AS x(a, u, c, n, k, ac, ca, lu, st, bl, kl, tm, co, sd, i)
          ORDER BY i
          ON CONFLICT (agent, user_id, norm) DO NOTHING
          RETURNING id, agent, user_id, norm",
         &[
             &agents, &users, &contents, &norm, &keywords, &access, &created, &used, &source, &body_len,
-            &keys_len, &terms, &correction,
+            &keys_len, &terms, &correction, &standing,
         ],
     )?;
+    // A fact said again as standing makes the stored one standing.
+    if standing.contains(&true) {
+        tx.execute(
+        "UPDATE facts f SET standing = TRUE FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[]) AS x(a, u, n, sd)
+         WHERE x.sd AND NOT f.standing AND f.agent = x.a AND f.user_id = x.u AND f.norm = x.n",
+            &[&agents, &users, &norm, &standing],
+        )?;
+    }
     // Which input each new row is: the first of its key (a repeat within
     // the batch is skipped, as a fact already stored is).
     let mut ids: HashMap<(String, String, String), i64> = inserted
@@ -352,7 +362,7 @@ pub fn rank(
     )?;
     found
         .iter()
-        .map(|r| Ok((rows::fact(r)?, r.try_get::<_, f64>(10)?)))
+        .map(|r| Ok((rows::fact(r)?, r.try_get::<_, f64>(FACT_COLUMN_COUNT)?)))
         .collect()
 }
 

@@ -196,6 +196,13 @@ ALTER TABLE turns ADD COLUMN facts TEXT;
 ALTER TABLE turns ADD COLUMN extract BOOLEAN NOT NULL DEFAULT FALSE;
 ALTER TABLE calls ADD COLUMN cache TEXT;
 ",
+    // 7: as on SQLite: standing facts, each reply's profile, each job's host.
+    r"
+ALTER TABLE facts ADD COLUMN standing BOOLEAN NOT NULL DEFAULT FALSE;
+ALTER TABLE turns ADD COLUMN profile TEXT;
+ALTER TABLE jobs ADD COLUMN host TEXT;
+CREATE INDEX facts_standing ON facts(agent, user_id) WHERE standing;
+",
 ];
 
 /// The schema version this build writes (the same as SQLite's).

@@ -33,8 +33,12 @@ fn fts5(query: &FactQuery) -> String {
 pub fn add(tx: &Transaction, facts: &[NewFact]) -> Result<Vec<Option<i64>>> {
     let t = now();
     let mut ins = tx.prepare_cached(
-        "INSERT INTO facts (agent, user_id, content, norm, access_count, created_at, last_used_at, source_turn, keywords, correction)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (agent, user_id, norm) DO NOTHING",
+        "INSERT INTO facts (agent, user_id, content, norm, access_count, created_at, last_used_at, source_turn, keywords, correction, standing)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (agent, user_id, norm) DO NOTHING",
+    )?;
+    // A fact said again as standing makes the stored one standing.
+    let mut stand = tx.prepare_cached(
+        "UPDATE facts SET standing = 1 WHERE agent = ?1 AND user_id = ?2 AND norm = ?3 AND standing = 0",
     )?;
     let mut fts =
         tx.prepare_cached("INSERT INTO facts_fts (rowid, body, keys) VALUES (?1, ?2, ?3)")?;
@@ -57,9 +61,13 @@ pub fn add(tx: &Transaction, facts: &[NewFact]) -> Result<Vec<Option<i64>>> {
             f.last_used_at,
             f.source_turn,
             stored,
-            f.correction
+            f.correction,
+            f.standing
         ])?;
         if n == 0 {
+            if f.standing {
+                stand.execute(params![f.agent, f.user.unwrap_or(""), norm])?;
+            }
             out.push(None);
             continue;
         }
@@ -146,7 +154,7 @@ pub fn rank(
     while let Some(r) = rows.next()? {
         // bm25() is negative, lower is better: flip it so higher is better.
         // The score follows the fact's columns.
-        ranked.push((rows::fact(r)?, -r.get::<_, f64>(10)?));
+        ranked.push((rows::fact(r)?, -r.get::<_, f64>(sql::FACT_COLUMN_COUNT)?));
     }
     Ok(ranked)
 }

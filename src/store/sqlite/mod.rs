@@ -241,6 +241,17 @@ ALTER TABLE turns ADD COLUMN facts TEXT;
 ALTER TABLE turns ADD COLUMN extract INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE calls ADD COLUMN cache TEXT;
 ",
+    // 7: standing facts (the profile every handle's system prompt carries),
+    // which of them a reply's system prompt held (to send the same bytes
+    // while the cache is warm), and the host that queued a job (a worker
+    // stays alive while a job of its host is due soon: facts at the pause).
+    r"
+ALTER TABLE facts ADD COLUMN standing INTEGER NOT NULL DEFAULT 0;
+-- a JSON array of fact ids, in the order the profile listed them; NULL: none
+ALTER TABLE turns ADD COLUMN profile TEXT;
+ALTER TABLE jobs ADD COLUMN host TEXT;
+CREATE INDEX facts_standing ON facts(agent, user_id) WHERE standing = 1;
+",
 ];
 
 /// The schema version this build writes.
