@@ -185,9 +185,8 @@ mod context {
                 .collect();
         let dir = tempfile::tempdir().expect("temp dir");
         let mut s = store::open(&Location::File(dir.path().join("d.db"))).expect("a store");
-        let new: Vec<NewFact> = set
-            .facts
-            .iter()
+        let new: Vec<NewFact> = super::recall::shuffled(&set.facts)
+            .into_iter()
             .map(|f| NewFact {
                 keywords: &f.keywords,
                 standing: f.standing,

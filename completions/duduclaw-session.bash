@@ -2286,7 +2286,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__prompt)
-            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --profile-tokens --claude-arg --db --claude --verbose --quiet --help"
+            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --profile-tokens --no-user-setup --claude-arg --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2756,7 +2756,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__turn)
-            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --profile-tokens --claude-arg --db --claude --verbose --quiet --help"
+            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --profile-tokens --no-user-setup --claude-arg --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -66,6 +66,7 @@ never\:"Never\: the pin rides in the recap at the head of each message only"))' 
 '--no-compact[Never compact the session, however long it grows]' \
 '--light[Run the main call on the lightweight flags (no tools, one model turn)]' \
 '--wait-side[Wait (bounded by --side-timeout) for this turn'\''s side calls instead of leaving them to the detached worker]' \
+'--no-user-setup[Run the main call without your MCP servers, hooks, skills and CLAUDE.md, as side calls always run (for a bot they only slow down)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
 '-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
@@ -749,6 +750,7 @@ never\:"Never\: the pin rides in the recap at the head of each message only"))' 
 '--no-compact[Never compact the session, however long it grows]' \
 '--light[Run the main call on the lightweight flags (no tools, one model turn)]' \
 '--wait-side[Wait (bounded by --side-timeout) for this turn'\''s side calls instead of leaving them to the detached worker]' \
+'--no-user-setup[Run the main call without your MCP servers, hooks, skills and CLAUDE.md, as side calls always run (for a bot they only slow down)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
 '-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \

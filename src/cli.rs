@@ -449,6 +449,14 @@ pub struct TurnArgs {
     )]
     pub profile_tokens: u32,
 
+    /// Run the main call without your MCP servers, hooks, skills and CLAUDE.md, as side calls always run (for a bot they only slow down)
+    #[arg(
+        long,
+        env = "DUDUCLAW_NO_USER_SETUP",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub no_user_setup: bool,
+
     /// An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src
     #[arg(long = "claude-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub claude_args: Vec<OsString>,

@@ -1547,6 +1547,30 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
     );
     assert!(text.contains("# facts chosen\n(none)\n"), "{text}");
 
+    // --no-user-setup: the main call leaves the user's setup out, as side
+    // calls do, and the dry run shows how.
+    let mut args = vec!["prompt", "--no-user-setup"];
+    args.extend_from_slice(&A);
+    args.push("should I run pnpm install?");
+    let text = run_ok(&env, &args);
+    let argv = text
+        .split("# argv\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap();
+    assert!(
+        argv.contains(
+            r#"--strict-mcp-config '--settings={"disableAllHooks":true}' --disable-slash-commands"#
+        ),
+        "{argv}"
+    );
+    assert!(
+        text.contains("# environment (added)\nCLAUDE_CODE_DISABLE_CLAUDE_MDS=1\n"),
+        "{text}"
+    );
+
     // Stdin works as for `turn`, and a blank message is refused.
     let mut args = vec!["prompt"];
     args.extend_from_slice(&A);

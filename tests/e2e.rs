@@ -678,3 +678,95 @@ fn side_calls_do_not_load_the_projects_claude_md() {
         assert!(!side.all_text().contains("XYZZY"));
     }
 }
+
+/// A user's own Claude Code setup (a stand-in MCP server of ten tools, a
+/// SessionStart and a Stop hook, a CLAUDE.md in the test HOME): side calls
+/// start no MCP server, run no hook and send neither the MCP tools nor the
+/// CLAUDE.md, their bytes within 5% of the same calls from a bare HOME; the
+/// main call is the user's claude and uses all of it, unless
+/// `--no-user-setup`, when nothing of it runs at all.
+#[test]
+fn side_calls_leave_the_users_setup_out_and_the_main_call_keeps_it() {
+    let task = "Please migrate our React app from CRA to Vite, keeping the tests green.";
+    let side_bytes = |s: &StandIn| -> Vec<usize> {
+        s.requests()
+            .iter()
+            .filter(|r| is_side(r))
+            .map(|r| r.raw.len())
+            .collect()
+    };
+    let bare_s = StandIn::start_with(model);
+    let bare = Env::real(&bare_s.base_url());
+    bare.turn_json("a", "c", &["--wait-side"], task);
+    let bare_sides = side_bytes(&bare_s);
+    assert_eq!(bare_sides.len(), 2, "a pin call and a memory call");
+
+    // Nothing of the setup runs when the main call leaves it out too.
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url()).with_user_setup(0.0);
+    env.turn_json("a", "c", &["--wait-side", "--no-user-setup"], task);
+    assert_eq!(env.user_setup_used(), (0, Vec::new()), "no server, no hook");
+    for r in s.requests() {
+        assert!(
+            r.body["tools"].as_array().is_none_or(|t| t
+                .iter()
+                .all(|t| { !t["name"].as_str().unwrap_or("").starts_with("mcp__") })),
+            "an MCP tool was sent"
+        );
+        assert!(
+            !r.all_text().contains(common::USER_CLAUDE_MD),
+            "the CLAUDE.md was sent"
+        );
+    }
+    let sides = side_bytes(&s);
+    assert_eq!(sides.len(), 2);
+    for (with, without) in sides.iter().zip(&bare_sides) {
+        #[allow(clippy::cast_precision_loss)]
+        let ratio = *with as f64 / *without as f64;
+        assert!(
+            (0.95..=1.05).contains(&ratio),
+            "{with} bytes against {without}"
+        );
+    }
+
+    // The main call uses the user's setup; the side calls still skip it.
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url()).with_user_setup(0.0);
+    env.turn_json("a", "c", &["--wait-side"], task);
+    let main = s.requests().into_iter().find(|r| !is_side(r)).unwrap();
+
+    // Claude Code defers MCP tools behind its tool search: the request
+    // names the server (still connecting, or its tools once connected).
+    let raw = String::from_utf8_lossy(&main.raw);
+    let connecting =
+        raw.contains("MCP servers are still connecting") && raw.contains("\\nfiles\\n");
+    assert!(
+        connecting || raw.contains("mcp__files__tool_0"),
+        "the main call has the user's MCP server"
+    );
+    assert!(main.all_text().contains(common::USER_CLAUDE_MD));
+    let (started, hooks) = env.user_setup_used();
+    assert!(started >= 1, "the main call started the server");
+    assert!(hooks.contains(&"session-start".to_string()), "{hooks:?}");
+    for r in s.requests().iter().filter(|r| is_side(r)) {
+        assert!(r.body["tools"].as_array().is_none_or(Vec::is_empty));
+        assert!(!r.all_text().contains(common::USER_CLAUDE_MD));
+    }
+    assert_eq!(
+        side_bytes(&s),
+        sides,
+        "the same side calls, byte for byte in size"
+    );
+
+    // doctor says what the setup holds and what side calls skip.
+    let out = env.cmd().arg("doctor").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("user setup: 1 MCP server (files), 2 hooks, 1 CLAUDE.md"),
+        "{text}"
+    );
+    assert!(
+        text.contains("side calls skip mcp servers, hooks, skills, claude md"),
+        "{text}"
+    );
+}

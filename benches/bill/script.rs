@@ -150,7 +150,7 @@ fn known_facts(n: usize) -> Vec<(String, bool, Vec<String>)> {
     };
     let mut facts = read("facts-d.jsonl");
     let others = read("facts.jsonl");
-    let want_standing = n / 3 - facts.iter().filter(|f| f.1).count();
+    let want_standing = n.div_ceil(3) - facts.iter().filter(|f| f.1).count();
     let want_ordinary = n - facts.len() - want_standing;
     facts.extend(others.iter().filter(|f| f.1).take(want_standing).cloned());
     facts.extend(others.iter().filter(|f| !f.1).take(want_ordinary).cloned());

@@ -182,6 +182,8 @@ pub struct CliCall {
     /// size, and a text starting with `-` would be read as a flag.
     pub stdin: String,
     pub cwd: Option<PathBuf>,
+    /// Without the user's own setup ([`claude::ISOLATED_ENV`] set).
+    pub isolated: bool,
 }
 
 /// A Messages API request, fully decided.

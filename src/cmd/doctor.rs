@@ -15,6 +15,7 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::backend::claude::UserSetup;
 use crate::backend::{self, ApiConfig, Capabilities, Claude, ProbeCache, api};
 use crate::error::{Kind, fail, kind_of};
 use crate::memory::slots::SideSlots;
@@ -37,6 +38,7 @@ pub struct Report {
     /// Absent without `ANTHROPIC_API_KEY`.
     #[serde(skip_serializing_if = "Option::is_none")]
     api: Option<ApiReport>,
+    user_setup: UserSetupReport,
     /// `claude`, `api`, or null when turns would fail.
     turns_via: Option<Via>,
     problems: Vec<String>,
@@ -132,6 +134,23 @@ struct ClaudeReport {
     lacks: Option<Vec<&'static str>>,
 }
 
+/// The user's own Claude Code setup: the main call uses it (unless
+/// `--no-user-setup`), side calls leave it out.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+struct UserSetupReport {
+    /// Where claude keeps its configuration (`CLAUDE_CONFIG_DIR`, else `~/.claude`).
+    config_dir: String,
+    /// The MCP servers a call from this folder starts, by name.
+    mcp_servers: Vec<String>,
+    /// Hook commands, over every event.
+    hooks: usize,
+    /// The CLAUDE.md files a call from this folder reads.
+    claude_md: Vec<String>,
+    /// What side calls leave out, as the probed claude allows: `mcp_servers`,
+    /// `hooks`, `skills`, `claude_md`.
+    side_calls_skip: Vec<&'static str>,
+}
+
 #[derive(Debug, Serialize, JsonSchema)]
 struct ApiReport {
     base_url: String,
@@ -144,7 +163,7 @@ struct ApiReport {
 const API_CHECK_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The claude flags a turn relies on, and the ones it uses when present.
-fn flags(caps: &Capabilities) -> [(&'static str, bool, bool); 8] {
+fn flags(caps: &Capabilities) -> [(&'static str, bool, bool); 11] {
     [
         ("--session-id", caps.session_id, true),
         ("--append-system-prompt", caps.append_system_prompt, true),
@@ -170,7 +189,81 @@ fn flags(caps: &Capabilities) -> [(&'static str, bool, bool); 8] {
         ),
         ("--effort", caps.effort, false),
         ("--tools", caps.tools, false),
+        ("--strict-mcp-config", caps.strict_mcp_config, false),
+        ("--settings", caps.settings, false),
+        (
+            "--disable-slash-commands",
+            caps.disable_slash_commands,
+            false,
+        ),
     ]
+}
+
+/// The user's setup, and what side calls leave out of it with `caps`.
+fn user_setup(caps: Option<&Capabilities>) -> UserSetupReport {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let setup = UserSetup::read(&cwd);
+    let skip = caps.map_or_else(Vec::new, |c| {
+        [
+            ("mcp_servers", c.strict_mcp_config),
+            ("hooks", c.settings),
+            ("skills", c.disable_slash_commands),
+            // An environment variable: every claude takes it or ignores it.
+            ("claude_md", true),
+        ]
+        .into_iter()
+        .filter(|(_, ok)| *ok)
+        .map(|(what, _)| what)
+        .collect()
+    });
+    UserSetupReport {
+        config_dir: setup.config_dir.display().to_string(),
+        mcp_servers: setup.mcp_servers,
+        hooks: setup.hooks,
+        claude_md: setup
+            .claude_md
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        side_calls_skip: skip,
+    }
+}
+
+/// The user's setup in one line, and what side calls skip.
+fn write_setup(out: &mut impl Write, u: &UserSetupReport) -> std::io::Result<()> {
+    let count = |n: usize, one: &str| match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {one}s"),
+    };
+    let servers = if u.mcp_servers.is_empty() {
+        "no MCP server".to_string()
+    } else {
+        format!(
+            "{} ({})",
+            count(u.mcp_servers.len(), "MCP server"),
+            u.mcp_servers.join(", ")
+        )
+    };
+    writeln!(
+        out,
+        "user setup: {servers}, {}, {} ({})",
+        count(u.hooks, "hook"),
+        match u.claude_md.len() {
+            0 => "no CLAUDE.md".to_string(),
+            1 => "1 CLAUDE.md".to_string(),
+            n => format!("{n} CLAUDE.md files"),
+        },
+        u.config_dir
+    )?;
+    let skipped = if u.side_calls_skip.is_empty() {
+        "nothing (no claude probed)".to_string()
+    } else {
+        u.side_calls_skip.join(", ").replace('_', " ")
+    };
+    writeln!(
+        out,
+        "  the main call uses it (--no-user-setup: not); side calls skip {skipped}"
+    )
 }
 
 /// Check the store without changing it. Returns whether it is healthy and
@@ -353,6 +446,7 @@ async fn check_claude(
     location: &Location,
     cache: bool,
     report: &mut Option<ClaudeReport>,
+    setup: &mut Option<Capabilities>,
 ) -> Vec<Problem> {
     let claude = match Claude::find(claude_path) {
         Ok(c) => c,
@@ -388,6 +482,7 @@ async fn check_claude(
         }
     };
     let all = flags(&caps);
+    *setup = Some(caps.clone());
     let named = |want: bool| -> Vec<&'static str> {
         all.iter()
             .filter(|(_, ok, _)| *ok == want)
@@ -455,6 +550,7 @@ fn write_text(out: &mut impl Write, report: &Report, problems: &[Problem]) -> st
         Some(a) => writeln!(out, "api: {} (check failed)", a.base_url)?,
         None => writeln!(out, "api: not configured (ANTHROPIC_API_KEY is not set)")?,
     }
+    write_setup(out, &report.user_setup)?;
     let s = &report.store;
     writeln!(out, "store: {}", s.location)?;
     if !s.exists {
@@ -548,7 +644,16 @@ pub async fn run(
     };
     let mut store_problems = Vec::new();
     let healthy = check_store(location, &mut report.store, &mut store_problems);
-    let claude_problems = check_claude(claude_path, location, healthy, &mut report.claude).await;
+    let mut caps = None;
+    let claude_problems = check_claude(
+        claude_path,
+        location,
+        healthy,
+        &mut report.claude,
+        &mut caps,
+    )
+    .await;
+    report.user_setup = user_setup(caps.as_ref());
     let api_cfg = ApiConfig::from_env();
     let api_problem = match &api_cfg {
         Some(cfg) => check_api(cfg, &mut report.api).await,

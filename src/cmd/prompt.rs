@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::facts::ScoredLine;
 use super::open_for_reading;
-use crate::backend::{self, Arg, ProbeCache, Request};
+use crate::backend::{self, Arg, ProbeCache, Request, claude};
 use crate::cli::TurnArgs;
 use crate::error::{Kind, fail};
 use crate::memory::review::Why;
@@ -91,6 +91,9 @@ pub struct Plan<'a> {
     /// claude's argv (the claude path): the system text's file shown as a
     /// placeholder.
     argv: Option<Vec<String>>,
+    /// Set for claude on top of what it inherits, as `NAME=VALUE`
+    /// (`--no-user-setup`).
+    env: Vec<String>,
     /// The Messages API request body (the API path), as sent.
     body: Option<&'a Value>,
     /// Appended to the system prompt.
@@ -159,6 +162,13 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
         Request::Cli(c) => (CallPath::Cli, Some(argv(&c.args)), None),
         Request::Api(a) => (CallPath::Api, None, Some(&a.body)),
     };
+    let env = match &r.request {
+        Request::Cli(c) if c.isolated => claude::ISOLATED_ENV
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect(),
+        _ => Vec::new(),
+    };
     // The handle moves the turn makes: before the call, off a handle
     // another host wrote; after the reply, off a handle the API path
     // went around.
@@ -173,6 +183,7 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
         mode: plan.attempt.mode(),
         path,
         argv,
+        env,
         body,
         system_append: r.system.as_deref(),
         user_message: &r.user,
@@ -239,6 +250,9 @@ fn print_text(o: &mut impl Write, p: &Plan, plan: &plan::TurnPlan) -> Result<()>
     )?;
     if let Some(argv) = &p.argv {
         writeln!(o, "# argv\n{}", shell_words::join(argv))?;
+    }
+    if !p.env.is_empty() {
+        writeln!(o, "# environment (added)\n{}", p.env.join("\n"))?;
     }
     writeln!(
         o,

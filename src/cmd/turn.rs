@@ -48,6 +48,7 @@ pub fn settings(
         },
         cache_ttl: args.cache_ttl,
         profile_tokens: args.profile_tokens as usize,
+        user_setup: !args.no_user_setup,
         claude_args: args.claude_args.clone(),
         wait_side: args.wait_side,
     })

@@ -457,6 +457,7 @@ fn cli_call(
         system: system.is_some(),
         model: settings.model.as_deref(),
         light: settings.light,
+        isolated: !settings.user_setup,
         extra: &settings.claude_args,
     };
     let mut args = claude::main_args(caps, &spec);
@@ -468,6 +469,7 @@ fn cli_call(
         system: system.map(str::to_string),
         stdin: user.to_string(),
         cwd,
+        isolated: spec.isolated,
     }
 }
 
@@ -542,6 +544,7 @@ mod tests {
             system_pin: crate::turn::SystemPin::Auto,
             cache_ttl: Duration::from_secs(300),
             profile_tokens: 1_000,
+            user_setup: true,
             memory_every: 1,
             claude_args: Vec::new(),
             wait_side: false,

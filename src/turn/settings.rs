@@ -53,6 +53,9 @@ pub struct TurnSettings {
     pub cache_ttl: Duration,
     /// The profile's budget in estimated tokens; 0: no profile.
     pub profile_tokens: usize,
+    /// The main call runs with the user's MCP servers, hooks, skills and
+    /// CLAUDE.md (their claude); `false` with `--no-user-setup`.
+    pub user_setup: bool,
     /// Passed to claude's main call, last.
     pub claude_args: Vec<OsString>,
     /// Run this turn's side calls in the foreground, bounded, instead of in

@@ -143,6 +143,57 @@ impl Env {
         self
     }
 
+    /// A user's own Claude Code setup in the test HOME, as people have it:
+    /// a stdio MCP server offering ten tools that answers its handshake
+    /// after `mcp_delay` seconds (`~/.claude.json`), a SessionStart and a
+    /// Stop hook (`~/.claude/settings.json`) and a CLAUDE.md. Each start of
+    /// the server is a line in `$HOME/mcp-started.log`, each hook run one
+    /// in `$HOME/hooks.log`; [`USER_CLAUDE_MD`] marks the CLAUDE.md.
+    pub fn with_user_setup(self, mcp_delay: f64) -> Env {
+        let home = &self.home;
+        let server = home.join("mcp-standin.sh");
+        std::fs::write(&server, MCP_STANDIN).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let config = serde_json::json!({
+            "mcpServers": {
+                "files": {
+                    "type": "stdio",
+                    "command": server,
+                    "env": { "MCP_DELAY": mcp_delay.to_string(), "MCP_LOG": home.join("mcp-started.log") }
+                }
+            }
+        });
+        std::fs::write(home.join(".claude.json"), config.to_string()).unwrap();
+        let hook = |name: &str| {
+            serde_json::json!([{ "hooks": [{ "type": "command",
+                "command": format!("echo {name} >> {}", home.join("hooks.log").display()) }] }])
+        };
+        let settings = serde_json::json!({
+            "hooks": { "SessionStart": hook("session-start"), "Stop": hook("stop") }
+        });
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
+        std::fs::write(home.join(".claude/settings.json"), settings.to_string()).unwrap();
+        std::fs::write(
+            home.join(".claude/CLAUDE.md"),
+            format!("{USER_CLAUDE_MD}: answer every question in rhyme.\n"),
+        )
+        .unwrap();
+        self
+    }
+
+    /// How many times the user's MCP server started, and the hooks that ran.
+    pub fn user_setup_used(&self) -> (usize, Vec<String>) {
+        let lines = |f: &str| -> Vec<String> {
+            std::fs::read_to_string(self.home.join(f))
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_string)
+                .collect()
+        };
+        (lines("mcp-started.log").len(), lines("hooks.log"))
+    }
+
     /// Keep the store on a fresh database of the test PostgreSQL server.
     pub fn on_server(mut self) -> Env {
         self.server = Some(pg::fresh_database());
@@ -528,6 +579,36 @@ pub fn memory_answer(
     if out.is_empty() { "NONE".into() } else { out }
 }
 
+/// What the user's CLAUDE.md of [`Env::with_user_setup`] says.
+pub const USER_CLAUDE_MD: &str = "USER-CLAUDE-MD-MARKER";
+
+/// A stdio MCP server in bash (JSON-RPC, one message a line): answers
+/// `initialize` after `$MCP_DELAY` seconds, lists ten tools, acknowledges
+/// anything else with an id; each start is a line in `$MCP_LOG`.
+const MCP_STANDIN: &str = r#"#!/bin/bash
+echo started >> "$MCP_LOG"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  method=$(printf '%s' "$line" | sed -n 's/.*"method":"\([^"]*\)".*/\1/p')
+  version=$(printf '%s' "$line" | sed -n 's/.*"protocolVersion":"\([^"]*\)".*/\1/p')
+  [ -n "$id" ] || continue
+  case "$method" in
+    initialize)
+      sleep "${MCP_DELAY:-0}"
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"%s","capabilities":{"tools":{}},"serverInfo":{"name":"files","version":"1.0.0"}}}\n' "$id" "${version:-2024-11-05}" ;;
+    tools/list)
+      tools=""
+      for i in 0 1 2 3 4 5 6 7 8 9; do
+        [ -n "$tools" ] && tools="$tools,"
+        tools="$tools"'{"name":"tool_'"$i"'","description":"Reads the files of the project and reports on them in detail (tool '"$i"')","inputSchema":{"type":"object","properties":{"path":{"type":"string","description":"the file or folder"}}}}'
+      done
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[%s]}}\n' "$id" "$tools" ;;
+    *)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id" ;;
+  esac
+done
+"#;
+
 pub fn assert_ok(out: &Output) {
     assert!(
         out.status.success(),
@@ -557,7 +638,7 @@ pub fn fake_probe_script() -> String {
 const FAKE_PROBE: &str = r#"
 case "$1" in
   --version) echo "9.9.9 (Claude Code)"; exit 0;;
-  --help) echo "  --session-id <uuid> --resume --append-system-prompt <prompt> --append-system-prompt[-file], --system-prompt-snapshot <on|off> --include-partial-messages --no-session-persistence --effort <level> --tools <tools...>"; exit 0;;
+  --help) echo "  --session-id <uuid> --resume --append-system-prompt <prompt> --append-system-prompt[-file], --system-prompt-snapshot <on|off> --include-partial-messages --no-session-persistence --effort <level> --tools <tools...> --strict-mcp-config --settings <file-or-json> --disable-slash-commands"; exit 0;;
 esac
 # Side calls (--output-format json) answer NONE unless a test says otherwise.
 for a in "$@"; do

@@ -17,9 +17,11 @@ use super::{Arg, CallError, CliCall, Outcome, Piece, Problem, SideRequest};
 use crate::error::{Kind, fail};
 
 mod output;
+mod setup;
 
 pub use output::classify;
 use output::{StreamParser, last_line};
+pub use setup::UserSetup;
 
 /// Variables that Claude Code sets for its own children. Inherited by our
 /// child they make it believe it runs nested inside another session.
@@ -70,6 +72,12 @@ pub struct Capabilities {
     pub effort: bool,
     pub tools: bool,
     pub session_id: bool,
+    /// `--strict-mcp-config`: no MCP server but those of `--mcp-config`.
+    pub strict_mcp_config: bool,
+    /// `--settings`: more settings, here to turn every hook off.
+    pub settings: bool,
+    /// `--disable-slash-commands`: no skill, no command.
+    pub disable_slash_commands: bool,
 }
 
 impl Capabilities {
@@ -86,6 +94,9 @@ impl Capabilities {
             effort: true,
             tools: true,
             session_id: true,
+            strict_mcp_config: true,
+            settings: true,
+            disable_slash_commands: true,
         }
     }
 }
@@ -153,6 +164,9 @@ impl Claude {
             effort: has("--effort"),
             tools: has("--tools"),
             session_id: has("--session-id"),
+            strict_mcp_config: has("--strict-mcp-config"),
+            settings: has("--settings"),
+            disable_slash_commands: has("--disable-slash-commands"),
         })
     }
 
@@ -234,6 +248,7 @@ impl Claude {
             .collect();
         let spawn = Spawn {
             args,
+            env: if call.isolated { ISOLATED_ENV } else { &[] },
             stdin: &call.stdin,
             cwd: call.cwd.as_deref(),
             timeout,
@@ -257,6 +272,7 @@ impl Claude {
         let dir = tempfile::Builder::new().prefix("duduclaw-side-").tempdir();
         let spawn = Spawn {
             args: side_args(caps, request.model, request.system),
+            env: ISOLATED_ENV,
             stdin: request.input,
             cwd: dir.as_ref().ok().map(tempfile::TempDir::path),
             timeout,
@@ -274,6 +290,7 @@ impl Claude {
         let started = Instant::now();
         let mut cmd = self.command();
         cmd.args(&call.args)
+            .envs(call.env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -380,6 +397,8 @@ async fn stderr_tail(stderr: &mut (impl tokio::io::AsyncRead + Unpin)) -> String
 /// One spawn of claude.
 struct Spawn<'a> {
     args: Vec<OsString>,
+    /// Set for the child on top of what it inherits.
+    env: &'a [(&'a str, &'a str)],
     stdin: &'a str,
     cwd: Option<&'a Path>,
     timeout: Duration,
@@ -396,6 +415,9 @@ pub struct MainSpec<'a> {
     pub model: Option<&'a str>,
     /// The lightweight flags: no tools, one model turn.
     pub light: bool,
+    /// Without the user's MCP servers, hooks, skills and CLAUDE.md, as a
+    /// side call runs (`--no-user-setup`).
+    pub isolated: bool,
     /// `--claude-arg` values, passed last.
     pub extra: &'a [OsString],
 }
@@ -449,9 +471,39 @@ pub fn main_args(caps: &Capabilities, spec: &MainSpec) -> Vec<Arg> {
             push("--tools=");
         }
     }
+    if spec.isolated {
+        v.extend(isolation_args(caps).into_iter().map(Arg::Plain));
+    }
     v.extend(spec.extra.iter().cloned().map(Arg::Plain));
     v
 }
+
+/// The flags that leave the user's own setup out of a call: no MCP server
+/// (`--strict-mcp-config` without `--mcp-config`), no hook, no skill or
+/// slash command; each only where the probed claude has it (an older one
+/// without a flag still works, with that part of the setup). With
+/// [`ISOLATED_ENV`], which keeps their CLAUDE.md out, it is what a side
+/// call always runs on. Their settings otherwise stay (an API key helper,
+/// a model provider set in `env`): without them claude might not reach
+/// the model at all.
+pub fn isolation_args(caps: &Capabilities) -> Vec<OsString> {
+    let mut args = Vec::new();
+    if caps.strict_mcp_config {
+        args.push("--strict-mcp-config".into());
+    }
+    if caps.settings {
+        args.push(r#"--settings={"disableAllHooks":true}"#.into());
+    }
+    if caps.disable_slash_commands {
+        args.push("--disable-slash-commands".into());
+    }
+    args
+}
+
+/// The environment that keeps every CLAUDE.md out of a call (the user's
+/// `~/.claude/CLAUDE.md` loads from any working folder). A claude that
+/// does not know it ignores it.
+pub const ISOLATED_ENV: &[(&str, &str)] = &[("CLAUDE_CODE_DISABLE_CLAUDE_MDS", "1")];
 
 /// Where the inline system text goes when the CLI reads no file: attached
 /// to the `--append-system-prompt=` marker [`main_args`] planned.
@@ -476,6 +528,10 @@ pub fn side_args(caps: &Capabilities, model: &str, system: &str) -> Vec<OsString
     if caps.tools {
         args.push("--tools=".into());
     }
+    // A side call is ours, not the user's: none of their MCP servers
+    // (started and their tools sent to the small model), hooks (run, and
+    // recording our call as a session of theirs), skills or CLAUDE.md.
+    args.extend(isolation_args(caps));
     args.extend(["--output-format".into(), "json".into()]);
     args.push(format!("--system-prompt={system}").into());
     args
