@@ -37,6 +37,9 @@ _duduclaw__session() {
             duduclaw__session,history)
                 cmd="duduclaw__session__subcmd__history"
                 ;;
+            duduclaw__session,host)
+                cmd="duduclaw__session__subcmd__host"
+                ;;
             duduclaw__session,id)
                 cmd="duduclaw__session__subcmd__id"
                 ;;
@@ -153,6 +156,9 @@ _duduclaw__session() {
                 ;;
             duduclaw__session__subcmd__help,history)
                 cmd="duduclaw__session__subcmd__help__subcmd__history"
+                ;;
+            duduclaw__session__subcmd__help,host)
+                cmd="duduclaw__session__subcmd__help__subcmd__host"
                 ;;
             duduclaw__session__subcmd__help,id)
                 cmd="duduclaw__session__subcmd__help__subcmd__id"
@@ -386,7 +392,7 @@ _duduclaw__session() {
 
     case "${cmd}" in
         duduclaw__session)
-            opts="-v -q -h -V --db --claude --verbose --quiet --help --version turn id pin facts history sessions jobs prompt store forget events stats doctor completions man schema help"
+            opts="-v -q -h -V --db --claude --verbose --quiet --help --version turn id pin facts history sessions jobs prompt store forget events stats doctor completions man host schema help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1018,7 +1024,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help)
-            opts="turn id pin facts history sessions jobs prompt store forget events stats doctor completions man schema help"
+            opts="turn id pin facts history sessions jobs prompt store forget events stats doctor completions man host schema help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1242,6 +1248,20 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help__subcmd__history)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__host)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1650,6 +1670,20 @@ _duduclaw__session() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__host)
+            opts="-v -q -h --status --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;
@@ -2286,7 +2320,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__prompt)
-            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --profile-tokens --no-user-setup --claude-arg --db --claude --verbose --quiet --help"
+            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --profile-tokens --no-user-setup --no-warm --warm-max --claude-arg --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2349,6 +2383,10 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --profile-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --warm-max)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2756,7 +2794,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__turn)
-            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --profile-tokens --no-user-setup --claude-arg --db --claude --verbose --quiet --help"
+            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --profile-tokens --no-user-setup --no-warm --warm-max --claude-arg --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2819,6 +2857,10 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --profile-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --warm-max)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

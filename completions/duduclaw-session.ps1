@@ -46,6 +46,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check claude, the Messages API and the store, and say what is wrong')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff) of the program, or of a subcommand: `man facts list`')
+            [CompletionResult]::new('host', 'host', [CompletionResultType]::ParameterValue, 'The per-host process that keeps the sessions'' claudes running between turns, started by a turn (not for people)')
             [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the JSON Schema (draft 2020-12) of a JSON output, or list the outputs: `schema turn`')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -66,6 +67,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--system-pin', '--system-pin', [CompletionResultType]::ParameterName, 'When the pin goes at the system-prompt tail (the recap always carries the newest pin)')
             [CompletionResult]::new('--cache-ttl', '--cache-ttl', [CompletionResultType]::ParameterName, 'How long the prompt cache stays warm after a turn (the API''s default lifetime is 5m; 0s: always cold; at most 24h)')
             [CompletionResult]::new('--profile-tokens', '--profile-tokens', [CompletionResultType]::ParameterName, 'The profile''s budget, in estimated tokens: the scope''s standing facts (all its facts when they fit) at the system-prompt tail, after the pin (0: no profile)')
+            [CompletionResult]::new('--warm-max', '--warm-max', [CompletionResultType]::ParameterName, 'At most this many claudes kept running on this host, over every session (the least recently used ends first)')
             [CompletionResult]::new('--claude-arg', '--claude-arg', [CompletionResultType]::ParameterName, 'An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
@@ -79,6 +81,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--light', '--light', [CompletionResultType]::ParameterName, 'Run the main call on the lightweight flags (no tools, one model turn)')
             [CompletionResult]::new('--wait-side', '--wait-side', [CompletionResultType]::ParameterName, 'Wait (bounded by --side-timeout) for this turn''s side calls instead of leaving them to the detached worker')
             [CompletionResult]::new('--no-user-setup', '--no-user-setup', [CompletionResultType]::ParameterName, 'Run the main call without your MCP servers, hooks, skills and CLAUDE.md, as side calls always run (for a bot they only slow down)')
+            [CompletionResult]::new('--no-warm', '--no-warm', [CompletionResultType]::ParameterName, 'Start claude afresh for every turn instead of keeping the session''s claude running between turns (in the per-host process `duduclaw-session host`)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
@@ -632,6 +635,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--system-pin', '--system-pin', [CompletionResultType]::ParameterName, 'When the pin goes at the system-prompt tail (the recap always carries the newest pin)')
             [CompletionResult]::new('--cache-ttl', '--cache-ttl', [CompletionResultType]::ParameterName, 'How long the prompt cache stays warm after a turn (the API''s default lifetime is 5m; 0s: always cold; at most 24h)')
             [CompletionResult]::new('--profile-tokens', '--profile-tokens', [CompletionResultType]::ParameterName, 'The profile''s budget, in estimated tokens: the scope''s standing facts (all its facts when they fit) at the system-prompt tail, after the pin (0: no profile)')
+            [CompletionResult]::new('--warm-max', '--warm-max', [CompletionResultType]::ParameterName, 'At most this many claudes kept running on this host, over every session (the least recently used ends first)')
             [CompletionResult]::new('--claude-arg', '--claude-arg', [CompletionResultType]::ParameterName, 'An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
@@ -645,6 +649,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--light', '--light', [CompletionResultType]::ParameterName, 'Run the main call on the lightweight flags (no tools, one model turn)')
             [CompletionResult]::new('--wait-side', '--wait-side', [CompletionResultType]::ParameterName, 'Wait (bounded by --side-timeout) for this turn''s side calls instead of leaving them to the detached worker')
             [CompletionResult]::new('--no-user-setup', '--no-user-setup', [CompletionResultType]::ParameterName, 'Run the main call without your MCP servers, hooks, skills and CLAUDE.md, as side calls always run (for a bot they only slow down)')
+            [CompletionResult]::new('--no-warm', '--no-warm', [CompletionResultType]::ParameterName, 'Start claude afresh for every turn instead of keeping the session''s claude running between turns (in the per-host process `duduclaw-session host`)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
@@ -816,6 +821,16 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'duduclaw-session;host' {
+            [CompletionResult]::new('--status', '--status', [CompletionResultType]::ParameterName, 'Print the claudes the running host keeps (JSON) instead of serving')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'duduclaw-session;schema' {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
@@ -841,6 +856,7 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check claude, the Messages API and the store, and say what is wrong')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff) of the program, or of a subcommand: `man facts list`')
+            [CompletionResult]::new('host', 'host', [CompletionResultType]::ParameterValue, 'The per-host process that keeps the sessions'' claudes running between turns, started by a turn (not for people)')
             [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the JSON Schema (draft 2020-12) of a JSON output, or list the outputs: `schema turn`')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -988,6 +1004,9 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;help;man' {
+            break
+        }
+        'duduclaw-session;help;host' {
             break
         }
         'duduclaw-session;help;schema' {

@@ -54,6 +54,7 @@ always\:"The newest pin on every turn\: each pin change while the cache is warm 
 never\:"Never\: the pin rides in the recap at the head of each message only"))' \
 '--cache-ttl=[How long the prompt cache stays warm after a turn (the API'\''s default lifetime is 5m; 0s\: always cold; at most 24h)]:DURATION:_default' \
 '--profile-tokens=[The profile'\''s budget, in estimated tokens\: the scope'\''s standing facts (all its facts when they fit) at the system-prompt tail, after the pin (0\: no profile)]:N:_default' \
+'--warm-max=[At most this many claudes kept running on this host, over every session (the least recently used ends first)]:N:_default' \
 '*--claude-arg=[An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src]:ARG:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
@@ -67,6 +68,7 @@ never\:"Never\: the pin rides in the recap at the head of each message only"))' 
 '--light[Run the main call on the lightweight flags (no tools, one model turn)]' \
 '--wait-side[Wait (bounded by --side-timeout) for this turn'\''s side calls instead of leaving them to the detached worker]' \
 '--no-user-setup[Run the main call without your MCP servers, hooks, skills and CLAUDE.md, as side calls always run (for a bot they only slow down)]' \
+'--no-warm[Start claude afresh for every turn instead of keeping the session'\''s claude running between turns (in the per-host process \`duduclaw-session host\`)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
 '-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
@@ -738,6 +740,7 @@ always\:"The newest pin on every turn\: each pin change while the cache is warm 
 never\:"Never\: the pin rides in the recap at the head of each message only"))' \
 '--cache-ttl=[How long the prompt cache stays warm after a turn (the API'\''s default lifetime is 5m; 0s\: always cold; at most 24h)]:DURATION:_default' \
 '--profile-tokens=[The profile'\''s budget, in estimated tokens\: the scope'\''s standing facts (all its facts when they fit) at the system-prompt tail, after the pin (0\: no profile)]:N:_default' \
+'--warm-max=[At most this many claudes kept running on this host, over every session (the least recently used ends first)]:N:_default' \
 '*--claude-arg=[An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src]:ARG:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
@@ -751,6 +754,7 @@ never\:"Never\: the pin rides in the recap at the head of each message only"))' 
 '--light[Run the main call on the lightweight flags (no tools, one model turn)]' \
 '--wait-side[Wait (bounded by --side-timeout) for this turn'\''s side calls instead of leaving them to the detached worker]' \
 '--no-user-setup[Run the main call without your MCP servers, hooks, skills and CLAUDE.md, as side calls always run (for a bot they only slow down)]' \
+'--no-warm[Start claude afresh for every turn instead of keeping the session'\''s claude running between turns (in the per-host process \`duduclaw-session host\`)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
 '-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
@@ -978,6 +982,17 @@ _arguments "${_arguments_options[@]}" : \
 '-h[Print help]' \
 '--help[Print help]' \
 '*::subcommand -- The subcommand whose page to print, e.g. `facts list` \[default\: the program'\''s page\]:_default' \
+&& ret=0
+;;
+(host)
+_arguments "${_arguments_options[@]}" : \
+'--status[Print the claudes the running host keeps (JSON) instead of serving]' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'-h[Print help]' \
+'--help[Print help]' \
 && ret=0
 ;;
 (schema)
@@ -1251,6 +1266,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(host)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (schema)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -1286,6 +1305,7 @@ _duduclaw-session_commands() {
 'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
 'man:Print the man page (roff) of the program, or of a subcommand\: \`man facts list\`' \
+'host:The per-host process that keeps the sessions'\'' claudes running between turns, started by a turn (not for people)' \
 'schema:Print the JSON Schema (draft 2020-12) of a JSON output, or list the outputs\: \`schema turn\`' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -1470,6 +1490,7 @@ _duduclaw-session__subcmd__help_commands() {
 'doctor:Check claude, the Messages API and the store, and say what is wrong' \
 'completions:Print a shell completion script' \
 'man:Print the man page (roff) of the program, or of a subcommand\: \`man facts list\`' \
+'host:The per-host process that keeps the sessions'\'' claudes running between turns, started by a turn (not for people)' \
 'schema:Print the JSON Schema (draft 2020-12) of a JSON output, or list the outputs\: \`schema turn\`' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -1565,6 +1586,11 @@ _duduclaw-session__subcmd__help__subcmd__help_commands() {
 _duduclaw-session__subcmd__help__subcmd__history_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session help history commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__host_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__host_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help host commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__id_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__id_commands() {
@@ -1720,6 +1746,11 @@ _duduclaw-session__subcmd__help__subcmd__turn_commands() {
 _duduclaw-session__subcmd__history_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session history commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__host_commands] )) ||
+_duduclaw-session__subcmd__host_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session host commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__id_commands] )) ||
 _duduclaw-session__subcmd__id_commands() {

@@ -202,6 +202,13 @@ pub enum Command {
         #[arg(value_name = "SUBCOMMAND")]
         subcommand: Vec<String>,
     },
+    /// The per-host process that keeps the sessions' claudes running between turns, started by a turn (not for people)
+    #[command(hide = true)]
+    Host {
+        /// Print the claudes the running host keeps (JSON) instead of serving
+        #[arg(long)]
+        status: bool,
+    },
     /// Print the JSON Schema (draft 2020-12) of a JSON output, or list the outputs: `schema turn`
     #[command(after_long_help = SCHEMA_AFTER)]
     Schema {
@@ -456,6 +463,24 @@ pub struct TurnArgs {
         value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub no_user_setup: bool,
+
+    /// Start claude afresh for every turn instead of keeping the session's claude running between turns (in the per-host process `duduclaw-session host`)
+    #[arg(
+        long,
+        env = "DUDUCLAW_NO_WARM",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub no_warm: bool,
+
+    /// At most this many claudes kept running on this host, over every session (the least recently used ends first)
+    #[arg(
+        long,
+        env = "DUDUCLAW_WARM_MAX",
+        value_name = "N",
+        default_value_t = crate::backend::claude::warm::DEFAULT_MAX as u16,
+        value_parser = clap::value_parser!(u16).range(1..=crate::backend::claude::warm::MAX_MAX as i64)
+    )]
+    pub warm_max: u16,
 
     /// An argument passed to claude for the main call (repeatable), e.g. --claude-arg=--add-dir=/src
     #[arg(long = "claude-arg", value_name = "ARG", allow_hyphen_values = true)]

@@ -4,6 +4,7 @@
 //! interrupt a turn.
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -200,4 +201,32 @@ impl Output {
             self.text("\n");
         }
     }
+}
+
+/// A detached process's log is cut when it passes this size (one older copy kept).
+const LOG_MAX_BYTES: u64 = 1024 * 1024;
+
+/// A detached process (the side-call worker, the warm host) logs to `path`
+/// (appended, private), keeping it small: past [`LOG_MAX_BYTES`] it is
+/// moved aside to `path.1` and started afresh.
+pub fn log_to_file(path: &std::path::Path) {
+    if std::fs::metadata(path).is_ok_and(|m| m.len() > LOG_MAX_BYTES) {
+        let mut old = path.as_os_str().to_os_string();
+        old.push(".1");
+        let _ = std::fs::rename(path, old);
+    }
+    let Ok(file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+    else {
+        return;
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(std::sync::Mutex::new(file))
+        .with_ansi(false)
+        .with_target(false)
+        .try_init();
 }

@@ -770,3 +770,310 @@ fn side_calls_leave_the_users_setup_out_and_the_main_call_keeps_it() {
         "{text}"
     );
 }
+
+/// Warm turns, as the model receives them: the session's claude started by
+/// its first turn answers the later ones (`warm`: started, then kept),
+/// with the very requests a cold claude sends (the same system prompt and
+/// messages, the history growing by each exchange), the reply and the
+/// usage as `turn --json` always gives them.
+#[test]
+fn a_warm_claude_answers_the_later_turns_with_the_same_requests() {
+    let s = StandIn::start_with(model);
+    let cold_s = StandIn::start_with(model);
+    let warm = Env::real(&s.base_url()).warm();
+    let cold = Env::real(&cold_s.base_url());
+    let messages = ["first, about pnpm", "second one", "and a third"];
+    for (i, m) in messages.iter().enumerate() {
+        let w = warm.turn_json("a", "c", &["--no-extract"], m);
+        let c = cold.turn_json("a", "c", &["--no-extract"], m);
+        assert_eq!(w["warm"], if i == 0 { "started" } else { "kept" }, "{w}");
+        assert_eq!(c["warm"], "cold");
+        assert_eq!((&w["reply"], &w["mode"]), (&c["reply"], &c["mode"]));
+        // The same tokens, but for a word of the machine's own section
+        // (each side has its own temporary folders).
+        for k in [
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+            "output_tokens",
+        ] {
+            let (a, b) = (
+                w["usage"][k].as_f64().unwrap(),
+                c["usage"][k].as_f64().unwrap(),
+            );
+            assert!(
+                (a - b).abs() <= 1.0 + b * 0.01,
+                "turn {}: {k} {a} against {b}",
+                i + 1
+            );
+        }
+    }
+    let (w, c) = (main_requests(&s), main_requests(&cold_s));
+    assert_eq!(w.len(), 3);
+    // Each side's own temporary folder is named in the requests.
+    let name = |e: &Env| {
+        let n = e
+            .dir
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        n.trim_start_matches('.').to_string()
+    };
+    let same =
+        |r: &Recorded, e: &Env, part: &str| r.body[part].to_string().replace(&name(e), "TMP");
+    // The tools too, by name: a claude reading messages on stdin words one
+    // of them a little differently (its background commands' timeout),
+    // which is why a warm session's turns always run in that mode.
+    let tools = |r: &Recorded| -> Vec<String> {
+        r.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].to_string())
+            .collect()
+    };
+    for (a, b) in w.iter().zip(&c) {
+        for part in ["system", "messages", "model"] {
+            assert_eq!(
+                same(a, &warm, part),
+                same(b, &cold, part),
+                "the request's {part}"
+            );
+        }
+        assert_eq!(tools(a), tools(b));
+    }
+    // Warm turns read the whole prefix from the cache, as cold ones do.
+    assert!(w[2].usage.cache_read_input_tokens > 10 * w[2].usage.cache_creation_input_tokens);
+    warm.end_processes();
+}
+
+/// The process group leaders of this test's warm claudes (a claude may
+/// fork helpers of its own: one group is one claude).
+fn warm_claudes(env: &Env) -> Vec<u32> {
+    let mut groups: Vec<u32> = env
+        .processes()
+        .into_iter()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.contains("--input-format\0stream-json"))
+        })
+        .filter_map(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            stat[stat.rfind(')')? + 2..]
+                .split_whitespace()
+                .nth(2)?
+                .parse()
+                .ok()
+        })
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    groups
+}
+
+/// A warm turn prints what a cold one prints, text and JSON Lines; a warm
+/// claude killed between turns costs nothing (the next turn starts one on
+/// the transcript, which has the whole conversation); `--timeout` bounds a
+/// warm turn (exit 7) and ends that claude, and the next turn works; `sessions
+/// rm` ends the session's warm claude before it erases the transcripts.
+#[test]
+fn warm_turns_print_as_cold_ones_and_survive_a_kill_a_timeout_and_a_removal() {
+    let gate = Gate::new();
+    let hold = gate.clone();
+    let s = StandIn::start_with(move |r: &Recorded| {
+        if !is_side(r) && r.last_user_text().ends_with("wait for it") {
+            return Reply::Held {
+                text: "too late".into(),
+                gate: hold.clone(),
+            };
+        }
+        model(r)
+    });
+    let env = Env::real(&s.base_url()).warm();
+    let text = env.turn("a", "c", &["--no-extract"], "hello there");
+    assert_ok(&text);
+    assert_eq!(
+        String::from_utf8_lossy(&text.stdout),
+        "reply to: hello there\n"
+    );
+    let out = env.turn("a", "c", &["--no-extract", "--stream-json"], "second");
+    assert_ok(&out);
+    let lines = common::conforming_lines("stream", &out.stdout);
+    assert_eq!(lines[0]["type"], "start");
+    let said: String = lines
+        .iter()
+        .filter(|l| l["type"] == "text")
+        .map(|l| l["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(said, "reply to: second");
+    let done = lines.last().unwrap();
+    assert_eq!(
+        (&done["type"], &done["warm"]),
+        (&"done".into(), &"kept".into()),
+        "{done}"
+    );
+
+    // Killed between turns, as the host's own end or a crash would.
+    let killed = warm_claudes(&env);
+    assert_eq!(killed.len(), 1, "one warm claude");
+    for g in killed {
+        let pid = rustix::process::Pid::from_raw(i32::try_from(g).unwrap()).unwrap();
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+    while !warm_claudes(&env).is_empty() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let v = env.turn_json("a", "c", &["--no-extract"], "third");
+    assert_eq!(
+        (&v["warm"], &v["mode"]),
+        (&"started".into(), &"resumed".into()),
+        "{v}"
+    );
+    let r = main_requests(&s).pop().unwrap();
+    let users = r.user_texts();
+    assert!(
+        users.iter().any(|u| u.ends_with("hello there"))
+            && users.iter().any(|u| u.ends_with("second")),
+        "the whole conversation: {users:?}"
+    );
+
+    // A warm turn past its --timeout: exit 7, that claude ended.
+    let out = env
+        .cmd()
+        .args([
+            "turn",
+            "--agent",
+            "a",
+            "--channel",
+            "c",
+            "--no-extract",
+            "--timeout",
+            "5",
+        ])
+        .arg("now wait for it")
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+    gate.open();
+    // The timed-out message may be in that handle's transcript: the turn
+    // after it replays the stored history on a new handle, as after any
+    // failed claude turn.
+    let v = env.turn_json("a", "c", &["--no-extract"], "after the timeout");
+    assert_eq!(
+        (&v["mode"], &v["warm"]),
+        (&"replayed".into(), &"started".into()),
+        "{v}"
+    );
+    let r = main_requests(&s).pop().unwrap();
+    assert!(r.last_user_text().contains("after the timeout"));
+
+    // sessions rm ends the session's warm claude first.
+    assert_eq!(warm_claudes(&env).len(), 1);
+    let out = env
+        .cmd()
+        .args(["sessions", "rm", v["session_id"].as_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    assert!(
+        warm_claudes(&env).is_empty(),
+        "the warm claude outlived its session"
+    );
+    assert!(env.transcripts().is_empty());
+    env.end_processes();
+}
+
+/// Turns in six sessions leave at most four warm claudes (`--warm-max`,
+/// the least recently used ends first); once idle past the cache lifetime
+/// they end, and the host with them: nothing of ours or claude's is left.
+#[test]
+fn six_sessions_keep_at_most_four_warm_claudes_and_nothing_outlives_the_cache() {
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url()).warm();
+    let mut peak = 0;
+    for i in 0..6 {
+        let v = env.turn_json(
+            "a",
+            &format!("chat-{i}"),
+            &["--no-extract", "--cache-ttl", "3s"],
+            "hi",
+        );
+        assert_eq!(v["warm"], "started", "{v}");
+        peak = peak.max(warm_claudes(&env).len());
+    }
+    assert_eq!(peak, 4, "at most four at once");
+    // The newest four are kept: the fifth session's next turn finds its claude.
+    let v = env.turn_json(
+        "a",
+        "chat-5",
+        &["--no-extract", "--cache-ttl", "3s"],
+        "again",
+    );
+    assert_eq!(v["warm"], "kept", "{v}");
+    let v = env.turn_json(
+        "a",
+        "chat-0",
+        &["--no-extract", "--cache-ttl", "3s"],
+        "again",
+    );
+    assert_eq!(v["warm"], "started", "the oldest went first: {v}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !env.processes().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running after a minute: {:?}",
+            env.processes()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// The warm host is the user's alone: its socket lies in a folder only they
+/// may enter (0700; the socket 0600), and where that is opened up anyway,
+/// the host checks the peer's uid and serves no one else. Another uid is
+/// nobody's, where the tests run as root.
+#[test]
+fn another_user_cannot_use_the_warm_host() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url()).warm();
+    // A runtime folder both users name: the host's own folder lies inside.
+    let run = env.dir.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let env = env.env("XDG_RUNTIME_DIR", run.to_str().unwrap());
+    env.turn_json("a", "c", &["--no-extract"], "hello");
+    let dir = run.join("duduclaw-session");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let socket = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "sock"))
+        .expect("the host's socket");
+    assert_eq!((mode(&dir), mode(&socket)), (0o700, 0o600));
+    let status = |env: &Env| env.as_unprivileged(&["host".into(), "--status".into()]);
+    let mine = env.cmd().args(["host", "--status"]).output().unwrap();
+    assert_ok(&mine);
+    assert!(String::from_utf8_lossy(&mine.stdout).contains("\"turns\":1"));
+    if !rustix::process::geteuid().is_root() {
+        println!("not root: no second uid to try the socket with");
+        env.end_processes();
+        return;
+    }
+    let theirs = status(&env);
+    assert_eq!(theirs.status.code(), Some(13), "{}", stderr(&theirs));
+    // Opened up by mistake: the host still serves only its own user.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711)).unwrap();
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let theirs = status(&env);
+    assert_eq!(theirs.status.code(), Some(13), "{}", stderr(&theirs));
+    let log = std::fs::read_to_string(dir.join("host.log")).unwrap();
+    assert!(
+        log.contains("refused a connection from uid Some(65534)"),
+        "{log}"
+    );
+    env.end_processes();
+}

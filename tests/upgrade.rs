@@ -630,7 +630,7 @@ fn read_only_file_release(release: &str) {
     mode(&env.db, 0o444);
     mode(&folder, 0o555);
     for args in read_commands(&task) {
-        let out = as_unprivileged(&env, &args);
+        let out = env.as_unprivileged(&args);
         read_where_it_cannot_be_written(&out, stored.version, &args);
     }
     mode(&folder, 0o755);
@@ -639,69 +639,6 @@ fn read_only_file_release(release: &str) {
         original,
         "the read-only file was written"
     );
-}
-
-/// Run the program as a user permission bits hold for: as it is when the
-/// tests are not root, else as nobody (`setpriv`), from a copy of the
-/// binary and with the test's folders opened to others.
-fn as_unprivileged(env: &Env, args: &[String]) -> Output {
-    use std::os::unix::fs::PermissionsExt;
-    if !rustix::process::geteuid().is_root() {
-        return run(env, args);
-    }
-    let open_up = |path: &Path| {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    };
-    open_up(env.dir.path());
-    open_up(&env.home);
-    let bin = env.dir.path().join("unprivileged/duduclaw-session");
-    if !bin.exists() {
-        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
-        open_up(bin.parent().unwrap());
-        // A link opens no file for writing; a copy does, and a child that
-        // another test thread forks meanwhile holds it open until it execs.
-        let built = env!("CARGO_BIN_EXE_duduclaw-session");
-        if std::fs::hard_link(built, &bin).is_err() {
-            std::fs::copy(built, &bin).unwrap();
-        }
-    }
-    // The test's claude may sit where nobody cannot reach it (a clone in a
-    // private temporary folder): `doctor` would report that before the
-    // store. A stand-in that answers the probe, beside the binary, as the
-    // claude of this run: what is tested is the store.
-    let claude = bin.with_file_name("claude");
-    if !claude.exists() {
-        std::fs::write(&claude, common::fake_probe_script()).unwrap();
-        std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let mut inner = env.std_cmd();
-    inner.env("DUDUCLAW_CLAUDE", &claude);
-    let attempt = || {
-        std::process::Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&bin)
-            .args(args)
-            .env_clear()
-            .envs(inner.get_envs().filter_map(|(k, v)| Some((k, v?))))
-            .current_dir(&env.work)
-            .output()
-            .expect("setpriv (util-linux) runs the program as nobody: is it installed?")
-    };
-    let mut out = attempt();
-    // The copy's "text file busy" lasts only until that child execs.
-    for _ in 0..100 {
-        if !stderr(&out).contains("Text file busy") {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        out = attempt();
-    }
-    assert!(
-        !stderr(&out).starts_with("setpriv:"),
-        "setpriv could not run the program: {}",
-        stderr(&out)
-    );
-    out
 }
 
 macro_rules! per_release {

@@ -16,6 +16,7 @@ use crate::error::{Failure, Kind, fail};
 use crate::store::{CallPath, Store, Usage};
 
 pub use api::ApiConfig;
+pub use claude::warm::WarmUse;
 pub use claude::{Capabilities, Claude};
 pub use models::Catalog;
 
@@ -184,6 +185,9 @@ pub struct CliCall {
     pub cwd: Option<PathBuf>,
     /// Without the user's own setup ([`claude::ISOLATED_ENV`] set).
     pub isolated: bool,
+    /// Through the session's warm claude, when the host has it or can
+    /// start it ([`claude::warm`]); `None`: a claude just for this call.
+    pub warm: Option<claude::warm::WarmSpec>,
 }
 
 /// A Messages API request, fully decided.
@@ -231,14 +235,16 @@ impl Backend {
         request: &Request,
         timeout: Duration,
         mut on_piece: impl FnMut(Piece),
-    ) -> Result<Outcome, CallError> {
+    ) -> Result<(Outcome, WarmUse), CallError> {
         match (self, request) {
             (Backend::Cli { claude, .. }, Request::Cli(call)) => {
                 claude.run_main(call, timeout, on_piece).await
             }
             (Backend::Api { cfg, .. }, Request::Api(call)) => {
                 // No tools on the API path: text is all it streams.
-                api::send(cfg, &call.body, timeout, |t| on_piece(Piece::Text(t))).await
+                api::send(cfg, &call.body, timeout, |t| on_piece(Piece::Text(t)))
+                    .await
+                    .map(|o| (o, WarmUse::Cold))
             }
             _ => Err(CallError::new(
                 Problem::Other,

@@ -88,6 +88,8 @@ pub async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Schema { name } => schema::run(*name),
+        Command::Host { status: false } => crate::backend::claude::host::serve().await,
+        Command::Host { status: true } => host_status().await,
         Command::Man { subcommand } => {
             let page = crate::cli::man_page_of(subcommand).map_err(usage)?;
             std::io::stdout().write_all(&page)?;
@@ -177,6 +179,8 @@ fn erase_sessions(store: &mut dyn crate::store::Store, handles: &[String]) -> Re
         return Ok(());
     }
     store.record_erased_handles(handles)?;
+    // A warm claude of the session could write its transcript again.
+    crate::backend::claude::warm::end_now(handles);
     let gone = crate::session::delete_transcripts(handles)
         .context("could not delete claude's transcripts of the deleted sessions")?;
     let how = store.erase()?;
@@ -184,6 +188,22 @@ fn erase_sessions(store: &mut dyn crate::store::Store, handles: &[String]) -> Re
         "erased: {how}; {gone} claude transcript(s) deleted on this host"
     ));
     Ok(())
+}
+
+/// What the running host of this version keeps: its warm claudes, as JSON.
+async fn host_status() -> Result<()> {
+    use crate::backend::claude::warm::{self, FromHost, ToHost};
+    match warm::ask(&ToHost::Status).await {
+        Some(FromHost::Held { warm }) => {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{}", serde_json::to_string(&warm)?)?;
+            Ok(())
+        }
+        _ => Err(not_found(format!(
+            "no host answers at {}",
+            warm::socket_path().display()
+        ))),
+    }
 }
 
 /// Seconds since the epoch as RFC 3339 (UTC), the one time format shown.

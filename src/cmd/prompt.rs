@@ -94,6 +94,10 @@ pub struct Plan<'a> {
     /// Set for claude on top of what it inherits, as `NAME=VALUE`
     /// (`--no-user-setup`).
     env: Vec<String>,
+    /// Whether the turn goes through the session's warm claude (started
+    /// if the host has none): then claude also gets `--input-format
+    /// stream-json` and the message as one stream-json line on stdin.
+    warm: bool,
     /// The Messages API request body (the API path), as sent.
     body: Option<&'a Value>,
     /// Appended to the system prompt.
@@ -184,6 +188,7 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
         path,
         argv,
         env,
+        warm: matches!(&r.request, Request::Cli(c) if c.warm.is_some()),
         body,
         system_append: r.system.as_deref(),
         user_message: &r.user,
@@ -253,6 +258,13 @@ fn print_text(o: &mut impl Write, p: &Plan, plan: &plan::TurnPlan) -> Result<()>
     }
     if !p.env.is_empty() {
         writeln!(o, "# environment (added)\n{}", p.env.join("\n"))?;
+    }
+    if p.warm {
+        writeln!(
+            o,
+            "# warm: the session's claude, kept running by `duduclaw-session host` (started if none runs), \
+             with `--input-format stream-json` after `-p` and the message below as one stream-json line"
+        )?;
     }
     writeln!(
         o,

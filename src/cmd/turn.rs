@@ -49,6 +49,8 @@ pub fn settings(
         cache_ttl: args.cache_ttl,
         profile_tokens: args.profile_tokens as usize,
         user_setup: !args.no_user_setup,
+        warm: !args.no_warm,
+        warm_max: usize::from(args.warm_max),
         claude_args: args.claude_args.clone(),
         wait_side: args.wait_side,
     })

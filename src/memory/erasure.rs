@@ -172,6 +172,8 @@ pub fn forget_person(
     store.redact_person_events(user, agent)?;
     if !handles.is_empty() {
         store.record_erased_handles(&handles)?;
+        // A warm claude of a session touched would keep what was erased.
+        crate::backend::claude::warm::end_now(&handles);
         crate::session::delete_transcripts(&handles)?;
     }
     store.erase()?;

@@ -8,9 +8,6 @@
 //! worker killed mid-call leaves its jobs to the next worker, turn or
 //! `jobs run`, once their lease has expired.
 
-use std::fs::{self, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -27,9 +24,6 @@ use crate::store::{self, JobSelect, Location, Store, TurnStatus};
 /// side calls start after the reply so they do not compete with the main
 /// call's start-up for the CPU.
 pub const START_DELAY: Duration = Duration::from_secs(2);
-
-/// The worker's log is cut when it passes this size (one older copy kept).
-const LOG_MAX_BYTES: u64 = 1024 * 1024;
 
 /// The environment variable that carries a worker's settings (JSON) from
 /// the turn that starts it to `jobs work` (whose clap definition reads it).
@@ -170,7 +164,7 @@ pub async fn work(w: &WorkerSettings) -> Result<()> {
     // A new session: no controlling terminal, so no signal meant for the
     // caller's terminal (Ctrl-C, a closed window) reaches the worker.
     let _ = rustix::process::setsid();
-    init_log(&w.location.log_path());
+    crate::output::log_to_file(&w.location.log_path());
     match run(w).await {
         Ok(d) => {
             tracing::info!(
@@ -272,30 +266,6 @@ async fn wait_for_turn(store: &dyn Store, session_id: &str, turn: i64) {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-/// Log to `path` (appended, private), keeping it small: past
-/// [`LOG_MAX_BYTES`] it is moved aside to `path.1` and started afresh.
-fn init_log(path: &Path) {
-    if fs::metadata(path).is_ok_and(|m| m.len() > LOG_MAX_BYTES) {
-        let mut old = path.as_os_str().to_os_string();
-        old.push(".1");
-        let _ = fs::rename(path, old);
-    }
-    let Ok(file) = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
-    else {
-        return;
-    };
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
-        .with_writer(std::sync::Mutex::new(file))
-        .with_ansi(false)
-        .with_target(false)
-        .try_init();
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::backend::{self, Backend, CallError, Outcome, Piece, ProbeCache, Problem, api};
+use crate::backend::{self, Backend, CallError, Outcome, Piece, ProbeCache, Problem, WarmUse, api};
 use crate::error::{Kind, fail};
 use crate::memory::jobs::{self, Runner, WhenBusy};
 use crate::memory::slots::SideSlots;
@@ -51,6 +51,10 @@ pub struct Answer {
     /// The profile the system prompt carried: its facts, and whether it was
     /// kept or refreshed, and why.
     pub profile: ProfileReport,
+    /// How claude ran: `kept` (the session's claude, still running from
+    /// its previous turn), `started` (one started for it, kept for the
+    /// next turn), `cold` (one just for this turn, or the API).
+    pub warm: WarmUse,
     /// The main call's tokens (of the attempt that answered).
     pub usage: Usage,
     /// claude's own figure, or the API path's estimate; `null` for a model
@@ -427,6 +431,7 @@ fn report(
         attempt,
         rendered,
         outcome,
+        warm,
         backend,
         ..
     } = answered;
@@ -444,6 +449,7 @@ fn report(
             .collect(),
         cache: rendered.cache,
         profile: rendered.profile,
+        warm,
         usage: outcome.usage,
         cost_usd: outcome.cost_usd,
         duration_ms: cx.elapsed_ms(),
@@ -472,6 +478,9 @@ struct Attempted {
     attempt: Attempt,
     rendered: Rendered,
     outcome: Outcome,
+    /// How claude ran: the session's warm claude, one started for it, or
+    /// one of its own.
+    warm: WarmUse,
     session: Session,
     backend: Backend,
 }
@@ -534,7 +543,7 @@ async fn attempt_until_answered(
             })
             .await
         {
-            Ok(outcome) => {
+            Ok((outcome, warm)) => {
                 for r in &recovered {
                     out.notice(&format!("{}; answered on {}", r.error, r.then));
                 }
@@ -542,6 +551,7 @@ async fn attempt_until_answered(
                     attempt,
                     rendered,
                     outcome,
+                    warm,
                     session,
                     backend,
                 });
@@ -730,6 +740,7 @@ fn record_reply(store: &mut dyn Store, cx: &TurnContext<'_>, answered: &Attempte
         outcome,
         session,
         backend,
+        ..
     } = answered;
     let path = backend.path();
     let facts: Vec<i64> = rendered.facts.iter().map(|f| f.fact.id).collect();

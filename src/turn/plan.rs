@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 
+use crate::backend::claude::warm::WarmSpec;
 use crate::backend::claude::{self, MainSpec};
 use crate::backend::{ApiCall, Arg, Capabilities, CliCall, Request, api};
 use crate::memory::jobs::NewJob;
@@ -400,7 +401,7 @@ pub fn render(
         }
         (target, _) => Request::Cli(cli_call(
             target,
-            attempt,
+            (attempt, state.session.handle_turns),
             settings,
             (system.as_deref(), &user),
             state.cwd.clone(),
@@ -435,11 +436,12 @@ fn contents_of(facts: &[ScoredFact]) -> Vec<String> {
     facts.iter().map(|f| f.fact.content.clone()).collect()
 }
 
-/// The claude call of an attempt: its argv, the system text and the
-/// message for stdin.
+/// The claude call of an attempt (with the turns its handle has, which a
+/// warm claude must have seen): its argv, the system text, the message
+/// for stdin, and whether it goes through a warm claude.
 fn cli_call(
     target: Target,
-    attempt: &Attempt,
+    (attempt, handle_turns): (&Attempt, i64),
     settings: &TurnSettings,
     (system, user): (Option<&str>, &str),
     cwd: Option<PathBuf>,
@@ -464,12 +466,22 @@ fn cli_call(
     if let Some(text) = system.filter(|_| !args.contains(&Arg::SystemFile)) {
         claude::attach_inline_system(&mut args, text);
     }
+    let warm = settings.warm.then(|| WarmSpec {
+        handle: attempt.handle().to_string(),
+        expect_turns: match attempt {
+            Attempt::Resume { .. } => handle_turns,
+            _ => 0,
+        },
+        idle: settings.cache_ttl,
+        max: settings.warm_max,
+    });
     CliCall {
         args,
         system: system.map(str::to_string),
         stdin: user.to_string(),
         cwd,
         isolated: spec.isolated,
+        warm,
     }
 }
 
@@ -545,6 +557,8 @@ mod tests {
             cache_ttl: Duration::from_secs(300),
             profile_tokens: 1_000,
             user_setup: true,
+            warm: false,
+            warm_max: 4,
             memory_every: 1,
             claude_args: Vec::new(),
             wait_side: false,

@@ -56,6 +56,10 @@ pub struct TurnSettings {
     /// The main call runs with the user's MCP servers, hooks, skills and
     /// CLAUDE.md (their claude); `false` with `--no-user-setup`.
     pub user_setup: bool,
+    /// The main call through the session's warm claude (`--no-warm`: not).
+    pub warm: bool,
+    /// At most this many warm claudes on the host.
+    pub warm_max: usize,
     /// Passed to claude's main call, last.
     pub claude_args: Vec<OsString>,
     /// Run this turn's side calls in the foreground, bounded, instead of in

@@ -845,6 +845,34 @@ pub fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
+/// A stand-in for a user's MCP server, for the setups tests and benches
+/// put in a HOME's `~/.claude.json`: a stdio MCP server in bash (JSON-RPC, one message a line): answers
+/// `initialize` after `$MCP_DELAY` seconds, lists ten tools, acknowledges
+/// anything else with an id; each start is a line in `$MCP_LOG`.
+pub const MCP_SERVER_SCRIPT: &str = r#"#!/bin/bash
+echo started >> "$MCP_LOG"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  method=$(printf '%s' "$line" | sed -n 's/.*"method":"\([^"]*\)".*/\1/p')
+  version=$(printf '%s' "$line" | sed -n 's/.*"protocolVersion":"\([^"]*\)".*/\1/p')
+  [ -n "$id" ] || continue
+  case "$method" in
+    initialize)
+      sleep "${MCP_DELAY:-0}"
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"%s","capabilities":{"tools":{}},"serverInfo":{"name":"files","version":"1.0.0"}}}\n' "$id" "${version:-2024-11-05}" ;;
+    tools/list)
+      tools=""
+      for i in 0 1 2 3 4 5 6 7 8 9; do
+        [ -n "$tools" ] && tools="$tools,"
+        tools="$tools"'{"name":"tool_'"$i"'","description":"Reads the files of the project and reports on them in detail (tool '"$i"')","inputSchema":{"type":"object","properties":{"path":{"type":"string","description":"the file or folder"}}}}'
+      done
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[%s]}}\n' "$id" "$tools" ;;
+    *)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id" ;;
+  esac
+done
+"#;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -107,7 +107,14 @@ impl Env {
             // Each exchange judged by a memory call right after its turn, as
             // before batching: most tests are about what a call does, not
             // when. Tests of the batching set it back (`.env(…, "4")`).
-            extra_env: vec![("DUDUCLAW_MEMORY_EVERY".into(), "1".into())],
+            // A claude of its own for each turn, as before warm claudes:
+            // most tests count the processes a turn leaves, and a warm one
+            // stays for the cache lifetime. The tests of warm turns turn
+            // them back on (`.warm()`).
+            extra_env: vec![
+                ("DUDUCLAW_MEMORY_EVERY".into(), "1".into()),
+                ("DUDUCLAW_NO_WARM".into(), "1".into()),
+            ],
         }
     }
 
@@ -152,7 +159,7 @@ impl Env {
     pub fn with_user_setup(self, mcp_delay: f64) -> Env {
         let home = &self.home;
         let server = home.join("mcp-standin.sh");
-        std::fs::write(&server, MCP_STANDIN).unwrap();
+        std::fs::write(&server, standin::MCP_SERVER_SCRIPT).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
         let config = serde_json::json!({
@@ -192,6 +199,12 @@ impl Env {
                 .collect()
         };
         (lines("mcp-started.log").len(), lines("hooks.log"))
+    }
+
+    /// Warm turns on: the session's claude kept running between turns by
+    /// the host process (in this test's own runtime folder, under TMPDIR).
+    pub fn warm(self) -> Env {
+        self.env("DUDUCLAW_NO_WARM", "0")
     }
 
     /// Keep the store on a fresh database of the test PostgreSQL server.
@@ -375,6 +388,88 @@ impl Env {
             }
         }
         pids
+    }
+
+    /// Run the program as a user permission bits hold for: as it is when the
+    /// tests are not root, else as nobody (`setpriv`), from a copy of the
+    /// binary and with the test's folders opened to others.
+    pub fn as_unprivileged(&self, args: &[String]) -> Output {
+        let env = self;
+        use std::os::unix::fs::PermissionsExt;
+        if !rustix::process::geteuid().is_root() {
+            return env.cmd().args(args).output().unwrap();
+        }
+        let open_up = |path: &Path| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        open_up(env.dir.path());
+        open_up(&env.home);
+        let bin = env.dir.path().join("unprivileged/duduclaw-session");
+        if !bin.exists() {
+            std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+            open_up(bin.parent().unwrap());
+            // A link opens no file for writing; a copy does, and a child that
+            // another test thread forks meanwhile holds it open until it execs.
+            let built = env!("CARGO_BIN_EXE_duduclaw-session");
+            if std::fs::hard_link(built, &bin).is_err() {
+                std::fs::copy(built, &bin).unwrap();
+            }
+        }
+        // The test's claude may sit where nobody cannot reach it (a clone in a
+        // private temporary folder): `doctor` would report that before the
+        // store. A stand-in that answers the probe, beside the binary, as the
+        // claude of this run: what is tested is the store.
+        let claude = bin.with_file_name("claude");
+        if !claude.exists() {
+            std::fs::write(&claude, fake_probe_script()).unwrap();
+            std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let mut inner = env.std_cmd();
+        inner.env("DUDUCLAW_CLAUDE", &claude);
+        let attempt = || {
+            std::process::Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(&bin)
+                .args(args)
+                .env_clear()
+                .envs(inner.get_envs().filter_map(|(k, v)| Some((k, v?))))
+                .current_dir(&env.work)
+                .output()
+                .expect("setpriv (util-linux) runs the program as nobody: is it installed?")
+        };
+        let mut out = attempt();
+        // The copy's "text file busy" lasts only until that child execs.
+        for _ in 0..100 {
+            if !stderr(&out).contains("Text file busy") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            out = attempt();
+        }
+        assert!(
+            !stderr(&out).starts_with("setpriv:"),
+            "setpriv could not run the program: {}",
+            stderr(&out)
+        );
+        out
+    }
+
+    /// Kill every process of this test (a warm host and its claudes, which
+    /// would otherwise live out their cache lifetime), again until none is
+    /// left: a claude may start a helper while the others are killed.
+    pub fn end_processes(&self) {
+        for _ in 0..100 {
+            let pids = self.processes();
+            if pids.is_empty() {
+                return;
+            }
+            for pid in pids {
+                if let Some(pid) = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap_or(0)) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 
     /// No process of this test is left (within a few seconds: a worker
@@ -581,33 +676,6 @@ pub fn memory_answer(
 
 /// What the user's CLAUDE.md of [`Env::with_user_setup`] says.
 pub const USER_CLAUDE_MD: &str = "USER-CLAUDE-MD-MARKER";
-
-/// A stdio MCP server in bash (JSON-RPC, one message a line): answers
-/// `initialize` after `$MCP_DELAY` seconds, lists ten tools, acknowledges
-/// anything else with an id; each start is a line in `$MCP_LOG`.
-const MCP_STANDIN: &str = r#"#!/bin/bash
-echo started >> "$MCP_LOG"
-while IFS= read -r line; do
-  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
-  method=$(printf '%s' "$line" | sed -n 's/.*"method":"\([^"]*\)".*/\1/p')
-  version=$(printf '%s' "$line" | sed -n 's/.*"protocolVersion":"\([^"]*\)".*/\1/p')
-  [ -n "$id" ] || continue
-  case "$method" in
-    initialize)
-      sleep "${MCP_DELAY:-0}"
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"%s","capabilities":{"tools":{}},"serverInfo":{"name":"files","version":"1.0.0"}}}\n' "$id" "${version:-2024-11-05}" ;;
-    tools/list)
-      tools=""
-      for i in 0 1 2 3 4 5 6 7 8 9; do
-        [ -n "$tools" ] && tools="$tools,"
-        tools="$tools"'{"name":"tool_'"$i"'","description":"Reads the files of the project and reports on them in detail (tool '"$i"')","inputSchema":{"type":"object","properties":{"path":{"type":"string","description":"the file or folder"}}}}'
-      done
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[%s]}}\n' "$id" "$tools" ;;
-    *)
-      printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id" ;;
-  esac
-done
-"#;
 
 pub fn assert_ok(out: &Output) {
     assert!(

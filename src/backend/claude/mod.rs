@@ -16,8 +16,10 @@ use tokio::process::Command;
 use super::{Arg, CallError, CliCall, Outcome, Piece, Problem, SideRequest};
 use crate::error::{Kind, fail};
 
+pub mod host;
 mod output;
 mod setup;
+pub mod warm;
 
 pub use output::classify;
 use output::{StreamParser, last_line};
@@ -219,9 +221,68 @@ impl Claude {
         )
     }
 
-    /// Run a planned main call: the appended system text goes into a
-    /// private file (or inline where the CLI reads no file), the rest as planned.
+    /// Run a planned main call: through the session's warm claude where
+    /// the plan says so ([`warm`]), else (or when the host cannot take the
+    /// message) a claude of its own. The outcome says which.
     pub async fn run_main(
+        &self,
+        call: &CliCall,
+        timeout: Duration,
+        mut on_piece: impl FnMut(Piece),
+    ) -> Result<(Outcome, warm::WarmUse), CallError> {
+        if let Some(spec) = &call.warm {
+            let started = Instant::now();
+            let req = self.warm_request(call, spec);
+            match warm::turn(&req, timeout, &mut on_piece).await {
+                Ok(answered) => return Ok(answered),
+                Err(warm::WarmError::Failed(e)) => return Err(e),
+                Err(warm::WarmError::NotDelivered(why)) => {
+                    tracing::info!("no warm claude for this turn ({why}): starting one of its own");
+                    let left = timeout.saturating_sub(started.elapsed());
+                    return self
+                        .run_cold(call, left, on_piece)
+                        .await
+                        .map(|o| (o, warm::WarmUse::Cold));
+                }
+            }
+        }
+        self.run_cold(call, timeout, on_piece)
+            .await
+            .map(|o| (o, warm::WarmUse::Cold))
+    }
+
+    /// What the host needs to run `call` in a warm claude.
+    fn warm_request(&self, call: &CliCall, spec: &warm::WarmSpec) -> warm::TurnRequest {
+        let cold: Vec<OsString> = call
+            .args
+            .iter()
+            .map(|a| match a {
+                Arg::Plain(a) => a.clone(),
+                Arg::SystemFile => warm::SYSTEM_FILE_ARG.into(),
+            })
+            .collect();
+        let extra = if call.isolated { ISOLATED_ENV } else { &[] };
+        warm::TurnRequest {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            claude: self.path.clone(),
+            args: warm::warm_args(&cold),
+            system: call.system.clone(),
+            env: warm::child_env(extra),
+            cwd: call.cwd.clone(),
+            spec: warm::WireSpec {
+                handle: spec.handle.clone(),
+                expect_turns: spec.expect_turns,
+                idle_secs: spec.idle.as_secs(),
+                max: spec.max,
+            },
+            message: call.stdin.clone(),
+        }
+    }
+
+    /// Run a planned main call in a claude of its own: the appended system
+    /// text goes into a private file (or inline where the CLI reads no
+    /// file), the rest as planned.
+    async fn run_cold(
         &self,
         call: &CliCall,
         timeout: Duration,
@@ -236,7 +297,7 @@ impl Claude {
             })?),
             _ => None,
         };
-        let args = call
+        let mut args: Vec<OsString> = call
             .args
             .iter()
             .map(|a| match (a, &file) {
@@ -246,10 +307,25 @@ impl Claude {
                 (Arg::SystemFile, None) => OsString::new(),
             })
             .collect();
+        // A turn of a session with warm claudes that one could not take
+        // runs in the same input mode, so it sends what a warm claude
+        // sends (claude's tools read a little differently in it, and a
+        // prefix that changes is written to the cache again).
+        let line;
+        let stdin = if call.warm.is_some() {
+            args = warm::warm_args(&args)
+                .into_iter()
+                .map(OsString::from)
+                .collect();
+            line = warm::message_line(&call.stdin);
+            &line
+        } else {
+            &call.stdin
+        };
         let spawn = Spawn {
             args,
             env: if call.isolated { ISOLATED_ENV } else { &[] },
-            stdin: &call.stdin,
+            stdin,
             cwd: call.cwd.as_deref(),
             timeout,
         };

@@ -169,6 +169,11 @@ impl StreamParser {
         }
     }
 
+    /// Whether a `result` line was read: a warm claude's turn is over.
+    pub(super) fn has_result(&self) -> bool {
+        self.result.is_some()
+    }
+
     pub(super) fn finish(
         self,
         status: std::process::ExitStatus,
