@@ -2,8 +2,9 @@
 # The whole test suite on a fresh machine: installs the pinned Claude Code
 # (the real CLI the end-to-end tests drive against a loopback stand-in) and
 # the system tools the tests use, then checks formatting and lints, checks
-# the benches build, and runs every test. A test never skips because a tool
-# is missing: it fails saying what is missing, so this script installs them.
+# the benches build, and runs every test. Plain `cargo test` ignores the
+# tests that need the pinned claude or the PostgreSQL server (saying so);
+# here both are provided, and a test ignored for either fails the run.
 #
 # CLAUDE_VERSION=latest (or a version): after the whole suite on the pinned
 # Claude Code, the whole suite runs again on that version, installed beside
@@ -42,20 +43,16 @@ fi
 
 "$claude" --version >&2
 
-cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -- -D warnings
-# Everything the tests run, and the benches in the same (test) profile: they
-# must keep compiling and linking, but `cargo bench --no-run` would build
-# them in the release profile with LTO, which took 5 of the 14 minutes of a
-# run and gave the tests nothing. Cargo's JSON lists the test executables.
 artifacts=$(mktemp)
 scratch=$(mktemp -d)
 pgdir=$(mktemp -d)
 # A throwaway PostgreSQL server for the store tests on a server (see
-# scripts/pg.sh); they read its URL from DUDUCLAW_TEST_PG_URL and fail,
-# never skip, without it. Stopped and removed on exit, whatever happens.
+# scripts/pg.sh), and the pinned claude for the end-to-end tests: both
+# given before anything is built, since the build decides from
+# DUDUCLAW_TEST_PG_URL and DUDUCLAW_TEST_CLAUDE which tests plain `cargo
+# test` must ignore (build.rs). The server is stopped and removed on exit,
+# whatever happens.
 trap 'scripts/pg.sh stop "$pgdir/data" || true; rm -rf "$pgdir" "$scratch"; rm -f "$artifacts"' EXIT
-cargo test --workspace --all-targets --no-run --message-format=json-render-diagnostics >"$artifacts"
 if ! DUDUCLAW_TEST_PG_URL=$(scripts/pg.sh start "$pgdir/data"); then
   echo "scripts/test.sh: could not start the test PostgreSQL server (scripts/pg.sh start, message above)" >&2
   exit 1
@@ -63,6 +60,15 @@ fi
 export DUDUCLAW_TEST_PG_URL
 # The CA that signed the test server's TLS certificate (see scripts/pg.sh).
 export DUDUCLAW_TEST_PG_CA="$pgdir/data/ca.pem"
+export DUDUCLAW_TEST_CLAUDE=$claude
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+# Everything the tests run, and the benches in the same (test) profile: they
+# must keep compiling and linking, but `cargo bench --no-run` would build
+# them in the release profile with LTO, which took 5 of the 14 minutes of a
+# run and gave the tests nothing. Cargo's JSON lists the test executables.
+cargo test --workspace --all-targets --no-run --message-format=json-render-diagnostics >"$artifacts"
 
 # The test executables (not the benches): name, path, package folder, one
 # per line, the slowest first (the order jobs start in). `cargo test` runs
@@ -121,6 +127,15 @@ run_suite() {
   done
   # One closing line over every test executable (each prints its own).
   cat "$out"/*.log | awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }'
+  # A test ignored for a missing server or claude is a test that did not
+  # run: here both are given, so one means the build did not see them.
+  local skipped
+  skipped=$(grep -h "ignored, needs " "$out"/*.log || true)
+  if [ -n "$skipped" ]; then
+    echo "scripts/test.sh: tests were ignored for want of what this script provides:" >&2
+    echo "$skipped" >&2
+    failed=1
+  fi
   return "$failed"
 }
 

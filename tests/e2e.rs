@@ -79,8 +79,7 @@ fn model(r: &Recorded) -> Reply {
     Reply::Text(format!("reply to: {last}"))
 }
 
-on_both_stores!(
-    second_turn_resumes_natively_with_the_first_in_context,
+on_both_stores!(claude: second_turn_resumes_natively_with_the_first_in_context,
     a_lost_transcript_is_replayed_then_resumed_natively,
     the_recap_leads_at_once_and_the_pin_reaches_the_system_tail_when_the_cache_is_cold,
     a_clarification_reaches_the_recap_at_once_and_the_system_prompt_when_cold,
@@ -165,6 +164,10 @@ fn a_lost_transcript_is_replayed_then_resumed_natively(server: bool) {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn dash_leading_and_200kb_messages_arrive_intact() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
@@ -367,6 +370,10 @@ fn facts_reach_other_sessions_of_the_agent_and_never_other_agents(server: bool) 
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn a_failing_side_call_never_fails_the_turn_and_is_retried() {
     let failures = Arc::new(AtomicUsize::new(0));
     let f = failures.clone();
@@ -421,6 +428,10 @@ fn a_failing_side_call_never_fails_the_turn_and_is_retried() {
 /// answers, it lands in the store without any further command, and then no
 /// process of ours is left.
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn a_turn_returns_before_its_slow_side_calls_which_land_afterwards() {
     for json in [false, true] {
         let gate = Gate::new();
@@ -466,6 +477,10 @@ fn a_turn_returns_before_its_slow_side_calls_which_land_afterwards() {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn dry_run_prints_what_the_turn_sends_and_writes_nothing() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
@@ -532,6 +547,10 @@ fn conversation_chars(r: &Recorded) -> usize {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn a_long_session_is_compacted_once_and_continues_on_a_smaller_prompt() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
@@ -614,6 +633,10 @@ fn a_long_session_is_compacted_once_and_continues_on_a_smaller_prompt() {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn a_failing_summary_leaves_the_session_working_and_whole() {
     let s = StandIn::start_with(|r: &Recorded| {
         if r.system_text().contains(SUMMARY_SYSTEM) {
@@ -652,6 +675,10 @@ fn a_failing_summary_leaves_the_session_working_and_whole() {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn side_calls_do_not_load_the_projects_claude_md() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
@@ -686,6 +713,10 @@ fn side_calls_do_not_load_the_projects_claude_md() {
 /// main call is the user's claude and uses all of it, unless
 /// `--no-user-setup`, when nothing of it runs at all.
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn side_calls_leave_the_users_setup_out_and_the_main_call_keeps_it() {
     let task = "Please migrate our React app from CRA to Vite, keeping the tests green.";
     let side_bytes = |s: &StandIn| -> Vec<usize> {
@@ -777,6 +808,10 @@ fn side_calls_leave_the_users_setup_out_and_the_main_call_keeps_it() {
 /// messages, the history growing by each exchange), the reply and the
 /// usage as `turn --json` always gives them.
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn a_warm_claude_answers_the_later_turns_with_the_same_requests() {
     let s = StandIn::start_with(model);
     let cold_s = StandIn::start_with(model);
@@ -878,6 +913,10 @@ fn warm_claudes(env: &Env) -> Vec<u32> {
 /// warm turn (exit 7) and ends that claude, and the next turn works; `sessions
 /// rm` ends the session's warm claude before it erases the transcripts.
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn warm_turns_print_as_cold_ones_and_survive_a_kill_a_timeout_and_a_removal() {
     let gate = Gate::new();
     let hold = gate.clone();
@@ -989,6 +1028,10 @@ fn warm_turns_print_as_cold_ones_and_survive_a_kill_a_timeout_and_a_removal() {
 /// the least recently used ends first); once idle past the cache lifetime
 /// they end, and the host with them: nothing of ours or claude's is left.
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn six_sessions_keep_at_most_four_warm_claudes_and_nothing_outlives_the_cache() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url()).warm();
@@ -1035,6 +1078,10 @@ fn six_sessions_keep_at_most_four_warm_claudes_and_nothing_outlives_the_cache() 
 /// the host checks the peer's uid and serves no one else. Another uid is
 /// nobody's, where the tests run as root.
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn another_user_cannot_use_the_warm_host() {
     use std::os::unix::fs::PermissionsExt;
     let s = StandIn::start_with(model);

@@ -78,7 +78,7 @@ fn events(env: &Env, args: &[&str]) -> Vec<Value> {
     common::conforming_lines("event", &out.stdout)
 }
 
-on_both_stores!(drift_and_corrections_come_from_the_memory_call);
+on_both_stores!(claude: drift_and_corrections_come_from_the_memory_call);
 
 fn drift_and_corrections_come_from_the_memory_call(server: bool) {
     let s = StandIn::start_with(model);

@@ -77,8 +77,7 @@ fn json(env: &Env, args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-on_both_stores!(
-    erased_text_is_in_no_file_and_no_row_and_the_rest_goes_on,
+on_both_stores!(claude: erased_text_is_in_no_file_and_no_row_and_the_rest_goes_on,
     a_person_forgotten_in_a_group_channel_leaves_tombstones_and_the_others_words
 );
 

@@ -390,8 +390,7 @@ fn assert_carries(r: &Recorded, message: &str, earlier: &[String], what: &str) {
 // the tests, each on both stores
 // ---------------------------------------------------------------------------
 
-on_both_stores!(
-    a_session_moves_between_hosts_and_every_request_has_the_whole_history,
+on_both_stores!(claude: a_session_moves_between_hosts_and_every_request_has_the_whole_history,
     the_pin_and_facts_from_one_host_reach_a_turn_on_the_other,
     parallel_turns_from_two_hosts_on_two_sessions_are_serialized_and_complete,
     a_session_erased_on_one_host_leaves_no_transcript_on_the_other,
@@ -722,6 +721,14 @@ fn parallel_turns_from_two_hosts_on_two_sessions_are_serialized_and_complete(ser
 /// The server's password never reaches `claude`'s environment (its tools
 /// could read it) nor any output or file, while a turn and its worker run.
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
+#[cfg_attr(
+    all(test_claude, not(test_pg)),
+    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
+)]
 fn the_server_password_never_reaches_claude() {
     let store = Store::postgres();
     let (s, _arrivals) = standin(3000);
@@ -788,6 +795,10 @@ fn the_server_password_never_reaches_claude() {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_pg),
+    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
+)]
 fn test_server_urls_are_rewritten_and_redacted() {
     let u = "postgres://duduclaw:duduclaw-test-pw@127.0.0.1:5432/postgres";
     assert_eq!(

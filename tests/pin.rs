@@ -92,7 +92,7 @@ fn pin_show(env: &Env, channel: &str) -> String {
     stdout(&out)
 }
 
-on_both_stores!(the_pin_holds_the_task_and_the_condensed_answer_never_a_raw_message);
+on_both_stores!(claude: the_pin_holds_the_task_and_the_condensed_answer_never_a_raw_message);
 
 fn the_pin_holds_the_task_and_the_condensed_answer_never_a_raw_message(server: bool) {
     let s = StandIn::start_with(conversation_model);
@@ -198,6 +198,10 @@ fn consolidate(pinned: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn fifteen_clarifications_fit_in_the_pin_by_consolidation_and_keep_the_first() {
     let consolidations = Arc::new(AtomicUsize::new(0));
     let seen = consolidations.clone();

@@ -112,6 +112,10 @@ fn a_server_that_is_down_is_exit_4_in_one_line_without_the_password() {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_pg),
+    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
+)]
 fn doctor_checks_a_server_store_without_showing_the_password() {
     let env = Env::fake(&fake_success("fine")).on_server();
     let url = env.server.clone().unwrap();
@@ -149,6 +153,10 @@ fn doctor_checks_a_server_store_without_showing_the_password() {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_pg),
+    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
+)]
 fn a_full_server_is_waited_for_within_the_timeout_then_named() {
     // A role limited to two connections, owning its database: what a
     // managed server's per-user limit looks like. (Superusers are exempt
@@ -207,6 +215,10 @@ fn a_full_server_is_waited_for_within_the_timeout_then_named() {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_pg),
+    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
+)]
 fn a_connection_dropped_mid_turn_keeps_the_message_for_again() {
     // claude takes a while; meanwhile the server drops every connection of
     // the turn (a failover, an idle-killer, a restart).
@@ -283,6 +295,14 @@ fn echo(r: &Recorded) -> Reply {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
+#[cfg_attr(
+    all(test_claude, not(test_pg)),
+    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
+)]
 fn a_file_store_copied_to_a_server_continues_there() {
     let s = StandIn::start_with(echo);
     let mut env = Env::real(&s.base_url());
@@ -384,6 +404,10 @@ fn test_ca() -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_pg),
+    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
+)]
 fn tls_is_used_and_sslmode_checks_what_libpq_checks() {
     // A role that may log in over TLS only (scripts/pg.sh's pg_hba), so a
     // command that gets in proves the connection was encrypted.
@@ -445,6 +469,10 @@ fn tls_is_used_and_sslmode_checks_what_libpq_checks() {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_pg),
+    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
+)]
 fn a_follower_whose_connections_drop_ends_with_4_and_says_where_to_pick_up() {
     let env = Env::fake("").on_server();
     let url = env.server.clone().unwrap();

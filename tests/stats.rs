@@ -49,6 +49,10 @@ fn sums(reqs: &[Recorded]) -> (u64, u64) {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn stats_add_up_to_what_the_model_answered() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());

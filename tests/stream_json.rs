@@ -76,6 +76,10 @@ fn json_keys(env: &Env, extra: &[&str]) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn through_claude_lines_come_in_order_and_text_before_the_stream_ends() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
@@ -140,6 +144,10 @@ fn through_claude_lines_come_in_order_and_text_before_the_stream_ends() {
 /// A turn whose transcript was lost recovers by replay: its lines
 /// validate, `start` says the attempt it began with, `done` the replay.
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn a_recovered_turn_streams_valid_lines_and_its_done_says_replayed() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
@@ -171,6 +179,10 @@ fn a_recovered_turn_streams_valid_lines_and_its_done_says_replayed() {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn a_failure_ends_with_an_error_line_and_its_exit_code() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url()).env("CLAUDE_CODE_MAX_RETRIES", "0");
@@ -212,6 +224,10 @@ fn a_failure_ends_with_an_error_line_and_its_exit_code() {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn on_the_api_path_the_same_lines() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());

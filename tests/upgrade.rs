@@ -641,17 +641,37 @@ fn read_only_file_release(release: &str) {
     );
 }
 
+/// One test per release, each carrying `attrs` (what it needs).
 macro_rules! per_release {
-    ($runner:ident: $($name:ident = $release:literal),+ $(,)?) => {
+    ($attrs:tt $runner:ident: $($name:ident = $release:literal),+ $(,)?) => {
         mod $runner {
-            $(#[test] fn $name() { super::$runner($release) })+
+            $(with_attrs!($attrs #[test] fn $name() { super::$runner($release) });)+
         }
     };
 }
 
-per_release!(file_release: v0_1 = "0.1", v0_2 = "0.2", v0_3 = "0.3", v0_4 = "0.4", v0_5 = "0.5");
-per_release!(read_only_file_release: v0_1 = "0.1", v0_2 = "0.2", v0_3 = "0.3", v0_4 = "0.4", v0_5 = "0.5");
-per_release!(server_release: v0_2 = "0.2", v0_3 = "0.3", v0_4 = "0.4", v0_5 = "0.5");
+/// The item, with the attributes in the brackets before it.
+macro_rules! with_attrs {
+    ([$($attr:tt)*] $item:item) => {
+        $($attr)* $item
+    };
+}
+
+per_release!(
+    [#[cfg_attr(not(test_claude), ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE")]]
+    file_release: v0_1 = "0.1", v0_2 = "0.2", v0_3 = "0.3", v0_4 = "0.4", v0_5 = "0.5"
+);
+per_release!(
+    [#[cfg_attr(not(test_claude), ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE")]]
+    read_only_file_release: v0_1 = "0.1", v0_2 = "0.2", v0_3 = "0.3", v0_4 = "0.4", v0_5 = "0.5"
+);
+per_release!(
+    [
+        #[cfg_attr(not(test_claude), ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE")]
+        #[cfg_attr(all(test_claude, not(test_pg)), ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL")]
+    ]
+    server_release: v0_2 = "0.2", v0_3 = "0.3", v0_4 = "0.4", v0_5 = "0.5"
+);
 
 /// A role of the test server that may read the tables of one database and
 /// nothing more; dropped with what it was granted when the test ends.
@@ -788,6 +808,10 @@ fn newer_is_refused(env: &Env) {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn a_newer_file_is_refused_and_left_as_it_was() {
     let standin = standin();
     let (env, _) = file_env("0.5", &standin);
@@ -811,6 +835,14 @@ fn a_newer_file_is_refused_and_left_as_it_was() {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
+#[cfg_attr(
+    all(test_claude, not(test_pg)),
+    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
+)]
 fn a_newer_server_store_is_refused_and_left_as_it_was() {
     let standin = standin();
     let env = Env::real(&standin.base_url()).on_server();
@@ -854,6 +886,10 @@ fn a_newer_server_store_is_refused_and_left_as_it_was() {
 /// database is a store not yet initialised, for reading commands as for
 /// `turn`; where it cannot be written, there is nothing to read.
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn an_empty_file_is_initialised_by_every_command_that_reads() {
     let standin = standin();
     let env = Env::real(&standin.base_url());
@@ -902,6 +938,10 @@ fn an_empty_file_is_initialised_by_every_command_that_reads() {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn another_programs_database_is_refused_untouched() {
     let standin = standin();
     let env = Env::real(&standin.base_url());
@@ -933,6 +973,10 @@ fn another_programs_database_is_refused_untouched() {
 }
 
 #[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
 fn store_migrate_says_what_it_did() {
     let standin = standin();
     let (env, _) = file_env("0.1", &standin);

@@ -192,6 +192,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        not(test_pg),
+        ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
+    )]
     fn a_file_goes_to_a_server_and_back_the_same_and_again_is_a_no_op() {
         let dir = tempfile::tempdir().unwrap();
         let file = filled(&dir.path().join("a.db"));

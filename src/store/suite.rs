@@ -1869,8 +1869,9 @@ pub fn a_memory_call_is_scheduled_once_and_extended(open: Open) {
 /// `open_fn()` returns a closure opening one fresh store (again).
 #[macro_export]
 macro_rules! store_suite {
-    ($fixture:expr) => {
-        $crate::store_suite!(@cases $fixture;
+    // `store_suite!([#[attr]…] fixture)`: every case carries the attributes.
+    ([$($attr:tt)*] $fixture:expr) => {
+        $crate::store_suite!(@cases [$($attr)*] $fixture;
             sessions_and_turns,
             turns_are_numbered_by_exchange,
             handles_and_pins,
@@ -1907,13 +1908,17 @@ macro_rules! store_suite {
             a_watch_wakes_when_events_are_appended
         );
     };
-    (@cases $fixture:expr; $($case:ident),+) => {
-        $(
-            #[test]
-            fn $case() {
-                let fixture = $fixture;
-                $crate::store::suite::$case(&*fixture);
-            }
-        )+
+    ($fixture:expr) => {
+        $crate::store_suite!([] $fixture);
     };
+    (@cases [$($attr:tt)*] $fixture:expr; $case:ident $(, $rest:ident)*) => {
+        #[test]
+        $($attr)*
+        fn $case() {
+            let fixture = $fixture;
+            $crate::store::suite::$case(&*fixture);
+        }
+        $crate::store_suite!(@cases [$($attr)*] $fixture; $($rest),*);
+    };
+    (@cases [$($attr:tt)*] $fixture:expr;) => {};
 }

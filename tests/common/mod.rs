@@ -732,12 +732,35 @@ echo '{{"type":"result","subtype":"success","is_error":false,"result":"{text}","
 /// of the test PostgreSQL server).
 #[macro_export]
 macro_rules! on_both_stores {
+    // Scenarios through the real claude: ignored without it, and on the
+    // server without the test server.
+    (claude: $($name:ident),+ $(,)?) => {
+        mod on_file {
+            $(
+                #[test]
+                #[cfg_attr(not(test_claude), ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE")]
+                fn $name() { super::$name(false) }
+            )+
+        }
+        mod on_server {
+            $(
+                #[test]
+                #[cfg_attr(not(test_claude), ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE")]
+                #[cfg_attr(all(test_claude, not(test_pg)), ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL")]
+                fn $name() { super::$name(true) }
+            )+
+        }
+    };
     ($($name:ident),+ $(,)?) => {
         mod on_file {
             $(#[test] fn $name() { super::$name(false) })+
         }
         mod on_server {
-            $(#[test] fn $name() { super::$name(true) })+
+            $(
+                #[test]
+                #[cfg_attr(not(test_pg), ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL")]
+                fn $name() { super::$name(true) }
+            )+
         }
     };
 }

@@ -549,7 +549,10 @@ mod suite {
         Box::new(move || Box::new(super::PgStore::open(&url, super::DEFAULT_WAIT).unwrap()))
     }
 
-    crate::store_suite!(fixture());
+    crate::store_suite!(
+        [#[cfg_attr(not(test_pg), ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL")]]
+        fixture()
+    );
 }
 
 #[cfg(test)]
@@ -577,6 +580,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        not(test_pg),
+        ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
+    )]
     fn opening_twice_migrates_once_and_reads_existing() {
         let url = testing::fresh_database();
         assert!(
@@ -596,6 +603,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        not(test_pg),
+        ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
+    )]
     fn a_newer_schema_is_refused() {
         let url = testing::fresh_database();
         let s = PgStore::open(&url, DEFAULT_WAIT).unwrap();
@@ -613,6 +624,10 @@ mod tests {
     /// What the model or claude wrote is kept even with a NUL in it, which
     /// a PostgreSQL text value cannot hold.
     #[test]
+    #[cfg_attr(
+        not(test_pg),
+        ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
+    )]
     fn a_nul_from_the_model_is_kept_as_a_replacement_character() {
         use crate::store::{CallPath, Mode, NewFact, Reply};
         let url = testing::fresh_database();
@@ -686,6 +701,10 @@ mod tests {
     /// commits behind the follower's back with an id it has passed. (With
     /// ids taken from a sequence instead, it failed on each of 4 runs.)
     #[test]
+    #[cfg_attr(
+        not(test_pg),
+        ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
+    )]
     fn event_ids_follow_commit_order_under_concurrent_writers() {
         use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -798,6 +817,10 @@ mod tests {
     /// Queries, transactions and the turn lock, from inside a runtime of
     /// either kind (where tokio would refuse a nested one), and outside.
     #[test]
+    #[cfg_attr(
+        not(test_pg),
+        ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
+    )]
     fn store_calls_work_inside_the_runtime() {
         let url = testing::fresh_database();
         let calls = |url: &ServerUrl, session: &str| {
