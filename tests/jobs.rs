@@ -444,19 +444,33 @@ fn later_turns_move_the_pause_and_a_killed_waiter_loses_nothing() {
             .unwrap()
     };
     assert!(due(&memory) >= due(&first), "pushed out, never earlier");
-    // The worker waiting for it is killed, as a reboot would.
-    let mut killed = 0;
-    for pid in env.processes() {
-        let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if cmdline.contains("jobs\0work") {
-            let _ = rustix::process::kill_process(
-                rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap(),
-                rustix::process::Signal::KILL,
-            );
-            killed += 1;
-        }
+    // One worker waits for the host's pauses: the second turn's may still
+    // be on its way out when it finds the first waiting (it exits then).
+    let workers = || -> Vec<u32> {
+        env.processes()
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.contains("jobs\0work"))
+            })
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while workers().len() != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not one waiting worker: {:?}",
+            workers()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    assert_eq!(killed, 1, "one worker waits for the host's pauses");
+    // It is killed, as a reboot would.
+    for pid in workers() {
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap(),
+            rustix::process::Signal::KILL,
+        );
+    }
     env.assert_no_processes_left();
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0);
     assert_ok(&run(&env, &["jobs", "run", "--all"]));
