@@ -4,7 +4,7 @@
 # goes to stderr).
 #
 #   scripts/claude.sh           the pinned version, in .tools/claude (where
-#                               tests/common/mod.rs looks by default)
+#                               tests/it/common/mod.rs looks by default)
 #   scripts/claude.sh VERSION   that version, in .tools/claude-VERSION, so
 #                               the pinned install is never replaced
 #   scripts/claude.sh latest    the newest on the npm registry (`npm view`),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The stores under tests/fixtures/, written by the earlier releases
-# themselves, for tests/upgrade.rs (a store of every release must open with
+# themselves, for tests/it/upgrade.rs (a store of every release must open with
 # the current build and lose nothing).
 #
 #   scripts/fixtures.sh [RELEASE…]   every release below, or the ones named

@@ -52,7 +52,7 @@ mkdir -p "$tour/home" "$tour/tmp"
 # one fact with its search keywords (`- FACT | keyword, …`), condenses an
 # answer to the reply's question into one line (taken only where the
 # message answered one) and judges the reply on task; the consolidation and
-# the summary answer as theirs would. tests/first_hour.rs
+# the summary answer as theirs would. tests/it/first_hour.rs
 # runs the tour and checks that the pin is the task.
 "$target/standin" \
   --reply "Start with vite.config.ts: add @vitejs/plugin-react and move index.html to the root. Which Node version do you run?" \

@@ -2,7 +2,7 @@
 //! with a memory (pin, recap, key facts) that costs almost nothing.
 //!
 //! The folders read like the architecture, in layers; a module uses only
-//! the layers below it (`tests/layers.rs` fails on any cycle):
+//! the layers below it (`tests/it/layers.rs` fails on any cycle):
 //!
 //! 1. `text` (prompt text, the fact index's words), `session` (addresses,
 //!    ids, claude's transcripts), `error` (kinds and exit codes), `output`,

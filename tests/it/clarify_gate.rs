@@ -1,7 +1,7 @@
 //! The clarify gate on a labelled corpus of (reply, next message) pairs in
 //! English and Chinese, written apart from the gate: no paste and no new
 //! question may pass, and at least 90% of the answers must. The figures
-//! print with `cargo test --test clarify_gate -- --nocapture`.
+//! print with `cargo test --test it clarify_gate:: -- --nocapture`.
 
 use std::collections::BTreeMap;
 

@@ -1,9 +1,9 @@
 //! The progress bar of long commands: drawn on a terminal's stderr, never
 //! on a pipe, not with `--quiet` (or `DUDUCLAW_QUIET`) nor under `TERM=dumb`,
 //! and never a byte of difference to what a pipeline reads. The terminal
-//! is a pseudo-terminal from `script`, as in tests/cli.rs.
+//! is a pseudo-terminal from `script`, as in tests/it/cli.rs.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -9,11 +9,11 @@
 //! `generated_files_are_current` fails when they are stale; after changing
 //! the command line or an output's type, regenerate them with
 //!
-//!     UPDATE_GENERATED=1 cargo test --test cli generated_files
+//!     UPDATE_GENERATED=1 cargo test --test it cli::generated_files
 //!
 //! and commit the result.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -167,7 +167,7 @@ fn generated_files_are_current() {
     assert!(
         stale.is_empty(),
         "the generated files do not match src/cli.rs and the output types:\n{}\n\nregenerate them with \
-         `UPDATE_GENERATED=1 cargo test --test cli generated_files` and commit the result",
+         `UPDATE_GENERATED=1 cargo test --test it cli::generated_files` and commit the result",
         stale.join("\n")
     );
 }

@@ -1,7 +1,7 @@
 //! `stats` on the user's own traffic: after turns with side calls through
 //! the real claude, the figures add up to what the stand-in answered.
 
-mod common;
+use crate::common;
 
 use common::{Env, assert_ok, stdout};
 use duduclaw_session::memory::jobs::PIN_SYSTEM;

@@ -2,7 +2,7 @@
 //! through the real claude, by hand (`facts add --keywords`), carried by
 //! import and export, and filled in for older facts by `facts enrich`.
 
-mod common;
+use crate::common;
 
 use common::{Env, assert_ok, stderr, stdout};
 use duduclaw_session::memory::jobs::{ENRICH_SYSTEM, PIN_SYSTEM};

@@ -3,7 +3,7 @@
 //! race. The real claude against the stand-in where the timing is the
 //! point; a fake claude where a failure is.
 
-mod common;
+use crate::common;
 
 use common::{Env, assert_ok, stderr, stdout};
 use duduclaw_session::memory::compact::SUMMARY_SYSTEM;

@@ -5,7 +5,7 @@
 //! (a `correction` event) that the next related message gets injected; the
 //! conversation's every change is in the log once, in order.
 
-mod common;
+use crate::common;
 
 use common::{Env, assert_ok, memory_answer, memory_call, stdout};
 use duduclaw_session::memory::jobs::PIN_SYSTEM;

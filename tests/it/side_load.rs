@@ -4,7 +4,7 @@
 //! still does every one; a worker killed while it holds a slot frees the
 //! slot at once, and its job is run by the next runner after its lease.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -1,7 +1,7 @@
 //! The direct Messages API path, driven through the binary against the
 //! stand-in: used when claude is missing or not logged in and a key is set.
 
-mod common;
+use crate::common;
 
 use common::{Env, assert_ok, stderr, stdout};
 use duduclaw_session::memory::jobs::PIN_SYSTEM;

@@ -7,12 +7,12 @@
 //! was written last, blind to the keywords and the other sets, and nothing
 //! was tuned on it.
 //!
-//! `cargo test --test recall -- --nocapture` prints hit@1 and hit@3
+//! `cargo test --test it recall:: -- --nocapture` prints hit@1 and hit@3
 //! without keywords, at the chosen keyword weight and per kind of question,
 //! and (on the file) for the other weights it was picked from.
 
-mod common;
-#[path = "../benches/common/recall.rs"]
+use crate::common;
+#[path = "../../benches/common/recall.rs"]
 mod through_model;
 
 use std::collections::HashMap;

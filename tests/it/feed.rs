@@ -8,7 +8,7 @@
 //! two-hosts test on a fresh database of the test PostgreSQL server (which
 //! needs `DUDUCLAW_TEST_PG_URL`, see scripts/test.sh).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};

@@ -6,7 +6,7 @@
 //! messages use a fake claude; where a turn's content matters (the tour,
 //! turn numbers), the real claude against the loopback stand-in.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! constraint, and `pin history` shows each step. Memory work that fails
 //! shows in `turn --json`, on a terminal and in `doctor`.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! connection mid-turn), moving a file store onto a server, and `doctor`
 //! on one. The password of the URL never shows in any output.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

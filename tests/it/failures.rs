@@ -1,7 +1,7 @@
 //! Failure injection with a fake `claude`: every failure has its exit code,
 //! a one-line message, and loses nothing that was typed.
 
-mod common;
+use crate::common;
 
 use common::{Env, assert_ok, fake_success, hanging_fake, process_gone, stderr, stdout};
 

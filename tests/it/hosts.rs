@@ -9,7 +9,7 @@
 //! and `on_server::<name>` (which needs `DUDUCLAW_TEST_PG_URL`, see
 //! scripts/test.sh).
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::Write;

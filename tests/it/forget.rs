@@ -6,7 +6,7 @@
 //! server in no row of a dump, while another person's marker in a session
 //! of the same agent is still there and that conversation goes on.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

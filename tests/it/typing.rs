@@ -3,7 +3,7 @@
 //! is lost, and the messages a person sees when something is off. A fake
 //! claude that keeps every message it was sent answers fast.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -6,7 +6,7 @@
 //! published schema (`schemas/stream.json`): of a normal turn, of one that
 //! recovered a lost transcript, and of a failed one.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

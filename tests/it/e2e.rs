@@ -2,7 +2,7 @@
 //! the loopback stand-in: the assertions are on the requests the model would
 //! have received.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -311,7 +311,7 @@ fn facts_reach_other_sessions_of_the_agent_and_never_other_agents(server: bool) 
     );
     env.settle();
     // Ranked for the message (the profile would carry this one-fact memory
-    // whole: tests/bill.rs shows that way).
+    // whole: tests/it/bill.rs shows that way).
     let ranked = ["--no-extract", "--profile-tokens", "0"];
     let v = env.turn_json("a", "two", &ranked, "how do I add a package with pnpm?");
     assert_eq!(

@@ -1,6 +1,5 @@
 //! Test support: a temp HOME and store per test, the real or a fake claude,
 //! and a builder for running the binary with a clean environment.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -11,7 +10,7 @@ use tempfile::TempDir;
 pub mod pg;
 
 /// The validator of the committed schema `schemas/NAME.json` (the
-/// published contract, which `tests/cli.rs` keeps equal to what the types
+/// published contract, which `tests/it/cli.rs` keeps equal to what the types
 /// generate), compiled once per test process.
 pub fn schema(name: &str) -> std::sync::Arc<jsonschema::Validator> {
     use std::collections::HashMap;

@@ -1,7 +1,7 @@
 //! What survives what: concurrency, crashes, hangs, hostile input and a bad
 //! environment. Each test proves one line of the README's guarantee table.
 
-mod common;
+use crate::common;
 
 use std::process::{Command as StdCommand, Stdio};
 use std::time::Duration;

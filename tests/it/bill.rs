@@ -7,7 +7,7 @@
 //! reply, a last "thanks" included; bad values of the new options are
 //! refused before anything is written.
 
-mod common;
+use crate::common;
 
 use common::{Env, assert_ok, memory_answer, memory_call, stderr};
 use duduclaw_session::memory::jobs::PIN_SYSTEM;

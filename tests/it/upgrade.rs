@@ -14,7 +14,7 @@
 //! what to run, and is left as it was. A store from a newer schema is
 //! refused naming both versions, and nothing is written.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

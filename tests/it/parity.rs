@@ -4,7 +4,7 @@
 //! from `turn` (or its API request body is the body sent), and its side
 //! calls are the jobs the turn queues, a compaction among them.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

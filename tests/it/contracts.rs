@@ -8,7 +8,7 @@
 //! Other suites validate what they read as they go (`common::conforms`:
 //! `turn --json` on both paths, `jobs list --json`, the stream's lines).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -1,0 +1,36 @@
+//! The integration tests, one executable (as ripgrep's `tests/tests.rs` and
+//! cargo's `tests/testsuite/main.rs`): the crate and the helpers are built
+//! and linked once. A module per concern; `common` holds the helpers
+//! (an environment per test, the real or a fake claude, the test server).
+//! `cargo test --test it MODULE::` runs one of them.
+
+#[macro_use]
+mod common;
+
+mod api;
+mod bill;
+mod clarify_gate;
+mod cli;
+mod contracts;
+mod direct;
+mod e2e;
+mod events;
+mod failures;
+mod feed;
+mod first_hour;
+mod forget;
+mod hosts;
+mod jobs;
+mod keywords;
+mod layers;
+mod parity;
+mod pin;
+mod progress;
+mod recall;
+mod robust;
+mod server;
+mod side_load;
+mod stats;
+mod stream_json;
+mod typing;
+mod upgrade;
