@@ -45,7 +45,7 @@
 
 #[path = "bill/answers.rs"]
 mod answers;
-mod common;
+use bench_common as common;
 #[path = "bill/report.rs"]
 mod report;
 #[path = "bill/script.rs"]
@@ -86,7 +86,10 @@ fn main() {
         return;
     };
     let names: Vec<&str> = conversations.iter().map(|c| c.name).collect();
-    let knobs = match Knobs::from_env(find_bin(&args), &names) {
+    let knobs = match Knobs::from_env(
+        find_bin(&args, env!("CARGO_BIN_EXE_duduclaw-session")),
+        &names,
+    ) {
         Ok(k) => k,
         Err(e) => {
             eprintln!("bill: {e}");

@@ -4,18 +4,18 @@
 //!
 //! `cargo bench --bench core -- --warm-up-time 1 --measurement-time 3`
 
-mod common;
+use bench_common as common;
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use duduclaw_session::memory::recall;
-use duduclaw_session::session::{SessionKey, session_id};
-use duduclaw_session::store::{self, FactScope, Location, NewFact, Store};
-use duduclaw_session::text::terms::query_terms;
-use duduclaw_session::text::trim_turn;
-use duduclaw_session::turn::prompt::{
+use duduclaw_session::internals::memory::recall;
+use duduclaw_session::internals::session::{SessionKey, session_id};
+use duduclaw_session::internals::store::{self, FactScope, Location, NewFact, Store};
+use duduclaw_session::internals::text::terms::query_terms;
+use duduclaw_session::internals::text::trim_turn;
+use duduclaw_session::internals::turn::prompt::{
     FactsPlacement, HistoryTurn, Memory, system_append, user_message,
 };
 use tempfile::TempDir;

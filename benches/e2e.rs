@@ -24,7 +24,7 @@
 //! A harness-less bench: `cargo test --all-targets` runs it without
 //! `--bench`, and then it does nothing.
 
-mod common;
+use bench_common as common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -33,9 +33,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use duduclaw_session::memory::clarify::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM};
-use duduclaw_session::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
-use duduclaw_session::text::estimate_tokens;
+use duduclaw_session::internals::memory::clarify::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM};
+use duduclaw_session::internals::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::internals::text::estimate_tokens;
 use standin::{PromptCache, Recorded, Reply, StandIn, common_prefix_len};
 use tempfile::TempDir;
 
@@ -80,7 +80,7 @@ fn main() {
         println!("{}", claude_missing("e2e"));
         return;
     };
-    let bin = find_bin(&args);
+    let bin = find_bin(&args, env!("CARGO_BIN_EXE_duduclaw-session"));
     let runs: usize = std::env::var("BENCH_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -1973,7 +1973,7 @@ fn event_log(b: &Bench, runs: usize, rows: &mut Vec<Row>) {
 /// (so the follower is idle, as it mostly is), timed from the write's
 /// commit to the follower's line on its stdout: (p50, p95, count) in ms.
 fn follow_latency(b: &Bench, db: &std::ffi::OsStr, n: usize) -> (f64, f64, usize) {
-    use duduclaw_session::store::{self, Location, NewFact};
+    use duduclaw_session::internals::store::{self, Location, NewFact};
     let location = Location::resolve(Some(db)).expect("the follow store");
     let mut writer = store::open(&location).expect("open the follow store");
     let mut follower = b

@@ -20,7 +20,7 @@
 //! never saw the questions. Without `--bench` (`cargo test --benches`) it
 //! only checks that every set reads and every question's fact is in its set.
 
-mod common;
+use bench_common as common;
 
 use std::path::{Path, PathBuf};
 
@@ -84,7 +84,7 @@ fn main() {
         println!("{}", claude_missing("recall"));
         return;
     };
-    let bin = find_bin(&args);
+    let bin = find_bin(&args, env!("CARGO_BIN_EXE_duduclaw-session"));
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     let budgets: Vec<String> = var("RECALL_BUDGETS")
         .unwrap_or_else(|| "0,1200".into())
@@ -166,12 +166,12 @@ fn row(set: &Set, budget: &str, outcomes: &[Outcome]) {
 mod context {
     use std::collections::HashMap;
 
-    use duduclaw_session::memory::{profile, recall};
-    use duduclaw_session::store::{self, FactScope, Location, NewFact, ScoredFact};
+    use duduclaw_session::internals::memory::{profile, recall};
+    use duduclaw_session::internals::store::{self, FactScope, Location, NewFact, ScoredFact};
 
     use super::{Set, data};
 
-    pub fn measure(set: &Set) {
+    pub(crate) fn measure(set: &Set) {
         let contexts: HashMap<String, (String, String)> =
             std::fs::read_to_string(data("context-d.jsonl"))
                 .expect("tests/data/recall/context-d.jsonl")
@@ -282,7 +282,7 @@ mod context {
     /// Whether the opening shares a content term with the message: the
     /// message follows up the session's task rather than asking aside.
     fn related(opening: &str, message: &str) -> bool {
-        let terms = duduclaw_session::text::terms::query_terms;
+        let terms = duduclaw_session::internals::text::terms::query_terms;
         let a = terms(opening);
         terms(message).iter().any(|t| a.contains(t))
     }

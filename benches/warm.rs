@@ -13,7 +13,7 @@
 //! Each side has its own stand-in (no shared cache) and its own HOME.
 //! Without `--bench` (`cargo test --benches`) it does nothing.
 
-mod common;
+use bench_common as common;
 
 use std::path::Path;
 use std::process::Command;
@@ -35,7 +35,7 @@ fn main() {
         println!("{}", claude_missing("warm"));
         return;
     };
-    let bin = find_bin(&args);
+    let bin = find_bin(&args, env!("CARGO_BIN_EXE_duduclaw-session"));
     let runs: usize = std::env::var("WARM_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())

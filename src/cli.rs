@@ -842,8 +842,8 @@ pub struct ConcurrencyArgs {
         long,
         env = "DUDUCLAW_SIDE_CONCURRENCY",
         value_name = "N",
-        default_value = "2",
-        value_parser = clap::value_parser!(u16).range(1..=64)
+        default_value_t = crate::memory::slots::DEFAULT_CONCURRENCY,
+        value_parser = clap::value_parser!(u16).range(1..=i64::from(crate::memory::slots::MAX_CONCURRENCY))
     )]
     pub side_concurrency: u16,
 }
@@ -1037,7 +1037,7 @@ fn subcommand_error(
 
 /// A usage error found after `args` parsed (a required value given empty),
 /// shown with the usage of the subcommand they name.
-pub fn usage_error(args: &[OsString], message: &str) -> clap::Error {
+pub(crate) fn usage_error(args: &[OsString], message: &str) -> clap::Error {
     let mut path = Vec::new();
     if let Ok(matches) = Cli::command().try_get_matches_from(args) {
         let mut at = &matches;
@@ -1055,7 +1055,7 @@ pub fn usage_error(args: &[OsString], message: &str) -> clap::Error {
 }
 
 /// The program's name, as installed and as the completions name it.
-pub const BIN: &str = "duduclaw-session";
+pub(crate) const BIN: &str = "duduclaw-session";
 
 /// The completion script for `shell`, generated from this definition.
 pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
@@ -1075,7 +1075,7 @@ pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
 
 /// The man page of the subcommand at `path` (`["facts", "list"]`; empty:
 /// the program's), as committed under `man/`; an unknown name is said.
-pub fn man_page_of(path: &[String]) -> Result<Vec<u8>, String> {
+pub(crate) fn man_page_of(path: &[String]) -> Result<Vec<u8>, String> {
     let mut cmd = Cli::command();
     cmd.build();
     let mut at = &cmd;

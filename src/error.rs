@@ -119,7 +119,7 @@ impl Kind {
 }
 
 /// The exit-code section of `--help` and the man page, from [`Kind::TABLE`].
-pub fn exit_codes_help() -> String {
+pub(crate) fn exit_codes_help() -> String {
     let mut out = String::from("Exit codes:\n");
     let mut line = |code: &str, what: &str| out.push_str(&format!("  {code:<4}{what}\n"));
     line("0", "success");
@@ -134,13 +134,13 @@ pub fn exit_codes_help() -> String {
 
 /// An error carrying a [`Kind`]; `main` finds it in the `anyhow` chain.
 #[derive(Debug)]
-pub struct Failure {
+pub(crate) struct Failure {
     pub kind: Kind,
     pub message: String,
 }
 
 impl Failure {
-    pub fn new(kind: Kind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: Kind, message: impl Into<String>) -> Self {
         Failure {
             kind,
             message: message.into(),
@@ -160,7 +160,7 @@ impl std::error::Error for Failure {}
 /// shows it as clap shows its own, with the usage of the subcommand typed,
 /// and exits 2.
 #[derive(Debug)]
-pub struct Usage(pub String);
+pub(crate) struct Usage(pub String);
 
 impl fmt::Display for Usage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -178,7 +178,7 @@ impl std::error::Error for Usage {}
 pub struct StoreError(anyhow::Error);
 
 /// A store call's result.
-pub type StoreResult<T, E = StoreError> = std::result::Result<T, E>;
+pub(crate) type StoreResult<T, E = StoreError> = std::result::Result<T, E>;
 
 impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -195,13 +195,13 @@ impl From<anyhow::Error> for StoreError {
 }
 
 /// Shorthand: `bail!`-like constructor returning an `anyhow::Error`.
-pub fn fail(kind: Kind, message: impl Into<String>) -> anyhow::Error {
+pub(crate) fn fail(kind: Kind, message: impl Into<String>) -> anyhow::Error {
     Failure::new(kind, message).into()
 }
 
 /// The kind of an error: the first [`Failure`] in its chain, else
 /// [`Kind::Store`] for a store error anywhere in it.
-pub fn kind_of(err: &anyhow::Error) -> Option<Kind> {
+pub(crate) fn kind_of(err: &anyhow::Error) -> Option<Kind> {
     err.chain()
         .find_map(|e| e.downcast_ref::<Failure>().map(|f| f.kind))
         .or_else(|| {
@@ -215,21 +215,21 @@ pub fn kind_of(err: &anyhow::Error) -> Option<Kind> {
 /// --stream-json`): its [`Kind`], a usage error (exit 2), or anything
 /// else (exit 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
+pub(crate) enum ErrorKind {
     Kind(Kind),
     Usage,
     Other,
 }
 
 impl ErrorKind {
-    pub fn of(err: &anyhow::Error) -> ErrorKind {
+    pub(crate) fn of(err: &anyhow::Error) -> ErrorKind {
         if err.chain().any(|e| e.is::<Usage>()) {
             return ErrorKind::Usage;
         }
         kind_of(err).map_or(ErrorKind::Other, ErrorKind::Kind)
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ErrorKind::Kind(k) => k.name(),
             ErrorKind::Usage => "usage",
@@ -238,7 +238,7 @@ impl ErrorKind {
     }
 
     /// The process's exit code for it, as `main` maps it.
-    pub fn exit_code(self) -> u8 {
+    pub(crate) fn exit_code(self) -> u8 {
         match self {
             ErrorKind::Kind(k) => k.exit_code(),
             ErrorKind::Usage => 2,
@@ -270,12 +270,12 @@ impl schemars::JsonSchema for ErrorKind {
 }
 
 /// The exit code for an error: its [`kind_of`], else 1.
-pub fn exit_code_of(err: &anyhow::Error) -> u8 {
+pub(crate) fn exit_code_of(err: &anyhow::Error) -> u8 {
     kind_of(err).map_or(1, Kind::exit_code)
 }
 
 /// Attach a [`Kind`] to any error while keeping its message chain.
-pub trait ResultExt<T> {
+pub(crate) trait ResultExt<T> {
     fn kind(self, kind: Kind) -> anyhow::Result<T>;
 }
 

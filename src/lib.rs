@@ -14,17 +14,168 @@
 //! 5. `turn/`: plan, recovery and execution of one turn;
 //! 6. `cmd/` (one file per command, flags to settings) and `cli` (the flags).
 //!
-//! The binary is a thin `main` over this library, so benchmarks and tests
-//! reach the same code paths.
+//! Everything is private to the crate: the binary is a thin `main` over
+//! [`main`], and the integration tests and the benches reach what they
+//! check through [`internals`], one list, so the compiler reports any item
+//! nothing uses (`unreachable_pub` and `dead_code` in `Cargo.toml`).
 
-pub mod backend;
-pub mod cli;
-pub mod cmd;
-pub mod error;
-pub mod memory;
-pub mod output;
-pub mod progress;
-pub mod session;
-pub mod store;
-pub mod text;
-pub mod turn;
+use std::process::ExitCode;
+
+mod backend;
+mod cli;
+mod cmd;
+mod error;
+mod memory;
+mod output;
+mod progress;
+mod session;
+mod store;
+mod text;
+mod turn;
+
+/// The program: parse the arguments, run the command, map its error to an
+/// exit code (the table in `error`).
+pub fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match cli::Cli::parse_args(args.clone()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("duduclaw-session: could not start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(cmd::run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            // Usage errors found after parsing look like clap's own, with
+            // the usage of the subcommand typed.
+            if let Some(usage) = e.downcast_ref::<error::Usage>() {
+                let _ = cli::usage_error(&args, &usage.0).print();
+                return ExitCode::from(2);
+            }
+            eprintln!("duduclaw-session: {e:#}");
+            ExitCode::from(error::exit_code_of(&e))
+        }
+    }
+}
+
+/// A reader that went away (`| head`) is not our failure.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => return,
+        1 => tracing::Level::INFO,
+        _ => tracing::Level::DEBUG,
+    };
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(
+            std::env::var_os("NO_COLOR").is_none()
+                && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        )
+        .init();
+}
+
+/// What the integration tests (`tests/it`) and the benches reach inside
+/// the crate, under the paths it has inside: the side calls' system
+/// prompts (the stand-in tells a side call by them), the store (tests set
+/// up and read stores directly), the prompt builders and the ranking (the
+/// benches time them), the generated files' sources (man page,
+/// completions, schemas). Not an API: nothing here is promised to anyone
+/// but this repository's tests, and an item leaves the list when no test
+/// uses it.
+#[doc(hidden)]
+pub mod internals {
+    pub mod backend {
+        pub use crate::backend::{CallError, HistoryTurn, Outcome, SideRequest};
+        pub mod api {
+            pub use crate::backend::api::{
+                ApiConfig, ApiTurn, BASE_SYSTEM, SIDE_MAX_TOKENS, request_body, send, side_call,
+            };
+        }
+    }
+    pub mod cli {
+        pub use crate::cli::{Cli, SchemaName, completions, man_page};
+    }
+    pub mod cmd {
+        pub mod schema {
+            pub use crate::cmd::schema::{name, schema};
+        }
+    }
+    pub mod error {
+        pub use crate::error::Kind;
+    }
+    pub mod memory {
+        pub mod clarify {
+            pub use crate::memory::clarify::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM, gate, question};
+        }
+        pub mod compact {
+            pub use crate::memory::compact::{DEFAULT_THRESHOLD, SUMMARY_SYSTEM};
+        }
+        pub mod facts {
+            pub use crate::memory::facts::looks_like_secret;
+        }
+        pub mod jobs {
+            pub use crate::memory::jobs::{ENRICH_SYSTEM, FACTS_SYSTEM, PIN_SYSTEM};
+        }
+        pub mod pin {
+            pub use crate::memory::pin::CLARIFIED_MAX;
+        }
+        pub mod profile {
+            pub use crate::memory::profile::{DEFAULT_TOKENS, read};
+        }
+        pub mod recall {
+            pub use crate::memory::recall::{
+                KEYWORD_WEIGHT, for_turn, search, search_weighted, within_budget,
+            };
+        }
+        pub mod review {
+            pub use crate::memory::review::MEMORY_SYSTEM;
+        }
+    }
+    pub mod session {
+        pub use crate::session::{Address, SessionKey, session_id};
+    }
+    pub mod store {
+        pub use crate::store::{
+            CallPath, EventKind, FactScope, JobKind, JobSelect, Location, Mode, NewEvent, NewFact,
+            PinChange, PinSource, Reply, Roll, SCHEMA_VERSION, ScoredFact, Store, SystemSent, open,
+        };
+        pub mod event_data {
+            pub use crate::store::event_data::{Drift, Drifted, EventData, Kept, TurnRef};
+        }
+        pub mod events {
+            pub use crate::store::events::Owner;
+        }
+    }
+    pub mod text {
+        pub use crate::text::{estimate_tokens, trim_turn};
+        pub mod terms {
+            pub use crate::text::terms::{normalize, query_terms, stemmed_terms};
+        }
+    }
+    pub mod turn {
+        pub mod prompt {
+            pub use crate::turn::prompt::{
+                FactsPlacement, HistoryTurn, Memory, system_append, user_message,
+            };
+        }
+    }
+}

@@ -15,7 +15,7 @@ use crate::error::ErrorKind;
 /// Resolves when SIGINT, SIGTERM or SIGHUP arrives. The claude children
 /// run in their own process groups, so without this an interrupted turn
 /// would leave them running.
-pub async fn interrupted() -> &'static str {
+pub(crate) async fn interrupted() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
         signal(SignalKind::interrupt()),
@@ -69,7 +69,7 @@ impl Spinner {
 
 /// How a turn's output is shaped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
+pub(crate) enum Shape {
     /// The reply as text, as it arrives.
     Text,
     /// One JSON object at the end (written by the command).
@@ -86,7 +86,7 @@ pub enum Shape {
 /// `turn::StreamLine`.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase")]
-pub enum Line<'a, S, D> {
+pub(crate) enum Line<'a, S, D> {
     /// Before the model's first token: what the turn is about to do.
     Start {
         #[serde(flatten)]
@@ -113,7 +113,7 @@ pub enum Line<'a, S, D> {
 type Plain<'a> = Line<'a, (), ()>;
 
 /// The reply on stdout as it arrives; a closed pipe stops output, not the turn.
-pub struct Output {
+pub(crate) struct Output {
     shape: Shape,
     broken: bool,
     last: Option<char>,
@@ -121,7 +121,7 @@ pub struct Output {
 }
 
 impl Output {
-    pub fn new(shape: Shape) -> Output {
+    pub(crate) fn new(shape: Shape) -> Output {
         Output {
             shape,
             broken: false,
@@ -134,14 +134,14 @@ impl Output {
         }
     }
 
-    pub fn stop_spinner(&mut self) {
+    pub(crate) fn stop_spinner(&mut self) {
         if let Some(s) = self.spinner.take() {
             s.stop();
         }
     }
 
     /// A piece of the reply.
-    pub fn text(&mut self, t: &str) {
+    pub(crate) fn text(&mut self, t: &str) {
         if t.is_empty() {
             return;
         }
@@ -157,7 +157,7 @@ impl Output {
     }
 
     /// claude started using a tool: said in `--stream-json` only.
-    pub fn tool(&mut self, name: &str) {
+    pub(crate) fn tool(&mut self, name: &str) {
         if self.shape == Shape::StreamJson {
             self.event(&Plain::Tool { name });
         }
@@ -165,7 +165,7 @@ impl Output {
 
     /// One line of `--stream-json` (nothing in the other shapes), flushed at
     /// once: the reader acts on each as it comes.
-    pub fn event<S: Serialize, D: Serialize>(&mut self, event: &Line<'_, S, D>) {
+    pub(crate) fn event<S: Serialize, D: Serialize>(&mut self, event: &Line<'_, S, D>) {
         if self.shape != Shape::StreamJson {
             return;
         }
@@ -190,13 +190,13 @@ impl Output {
 
     /// A line for the person at the terminal about how the turn is going
     /// (a recovery), on stderr, never mixed into the reply.
-    pub fn notice(&mut self, message: &str) {
+    pub(crate) fn notice(&mut self, message: &str) {
         self.stop_spinner();
         eprintln!("duduclaw-session: {message}");
     }
 
     /// The reply's end: a final newline for text that lacks one.
-    pub fn end(&mut self) {
+    pub(crate) fn end(&mut self) {
         if self.shape == Shape::Text && self.last.is_some_and(|c| c != '\n') {
             self.text("\n");
         }
@@ -209,7 +209,7 @@ const LOG_MAX_BYTES: u64 = 1024 * 1024;
 /// A detached process (the side-call worker, the warm host) logs to `path`
 /// (appended, private), keeping it small: past [`LOG_MAX_BYTES`] it is
 /// moved aside to `path.1` and started afresh.
-pub fn log_to_file(path: &std::path::Path) {
+pub(crate) fn log_to_file(path: &std::path::Path) {
     if std::fs::metadata(path).is_ok_and(|m| m.len() > LOG_MAX_BYTES) {
         let mut old = path.as_os_str().to_os_string();
         old.push(".1");

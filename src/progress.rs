@@ -11,26 +11,27 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// Whether a command may draw bars: the global flags' verdict, handed from
 /// `cmd` to whoever draws.
 #[derive(Debug, Clone, Copy)]
-pub struct Bars {
+pub(crate) struct Bars {
     shown: bool,
 }
 
 impl Bars {
     /// `-v` turns bars off too: log lines and a bar redrawn in place on one
     /// stderr would tear each other.
-    pub fn new(quiet: bool, verbose: u8) -> Bars {
+    pub(crate) fn new(quiet: bool, verbose: u8) -> Bars {
         Bars {
             shown: !quiet && verbose == 0,
         }
     }
 
-    /// Never drawn (for callers with no terminal to speak of, and tests).
-    pub fn off() -> Bars {
+    /// Never drawn (the tests' bars).
+    #[cfg(test)]
+    pub(crate) fn off() -> Bars {
         Bars { shown: false }
     }
 
     /// A bar of `len` steps, each one of `unit` ("facts", "jobs"), named `what`.
-    pub fn bar(self, what: &str, len: u64, unit: &'static str) -> Progress {
+    pub(crate) fn bar(self, what: &str, len: u64, unit: &'static str) -> Progress {
         let target = if self.shown {
             ProgressDrawTarget::stderr()
         } else {
@@ -59,19 +60,19 @@ fn style(template: &str) -> ProgressStyle {
 
 /// One bar. Dropped unfinished (an error), it is cleared, so the error
 /// message stands alone.
-pub struct Progress {
+pub(crate) struct Progress {
     bar: ProgressBar,
     unit: &'static str,
 }
 
 impl Progress {
-    pub fn inc(&self, steps: u64) {
+    pub(crate) fn inc(&self, steps: u64) {
         self.bar.inc(steps);
     }
 
     /// Set how far it is; the length grows when work turned out to be more
     /// than counted (a job retried within the run).
-    pub fn set_position(&self, at: u64) {
+    pub(crate) fn set_position(&self, at: u64) {
         if self.bar.length().is_some_and(|len| at > len) {
             self.bar.set_length(at);
         }
@@ -79,12 +80,12 @@ impl Progress {
     }
 
     /// More steps than counted at the start (work queued along the way).
-    pub fn add_length(&self, steps: u64) {
+    pub(crate) fn add_length(&self, steps: u64) {
         self.bar.inc_length(steps);
     }
 
     /// What it is on now ("agent bot"), after the counts.
-    pub fn set_message(&self, message: impl Into<String>) {
+    pub(crate) fn set_message(&self, message: impl Into<String>) {
         self.bar.set_message(message.into());
     }
 
@@ -92,7 +93,7 @@ impl Progress {
     /// the refresh rate allowed before; the command's summary follows it.
     /// The count stays where the work got (indicatif's `finish` would fill
     /// the bar): jobs another worker holds were not run here.
-    pub fn finish(self) {
+    pub(crate) fn finish(self) {
         self.bar.set_style(style(&format!(
             "{{prefix}} {{pos}}/{{len}} {} in {{elapsed}}",
             self.unit

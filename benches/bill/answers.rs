@@ -5,10 +5,10 @@
 //! facts, and a prompt reworded or merged by a later build is still
 //! answered sensibly.
 
-use duduclaw_session::memory::clarify::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM};
-use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
-use duduclaw_session::memory::jobs::{ENRICH_SYSTEM, FACTS_SYSTEM, PIN_SYSTEM};
-use duduclaw_session::memory::review::MEMORY_SYSTEM;
+use duduclaw_session::internals::memory::clarify::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM};
+use duduclaw_session::internals::memory::compact::SUMMARY_SYSTEM;
+use duduclaw_session::internals::memory::jobs::{ENRICH_SYSTEM, FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
 use serde_json::json;
 use standin::{Recorded, Usage};
 
@@ -16,7 +16,7 @@ use crate::script::Conversation;
 
 /// What a side call asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Asked {
+pub(crate) enum Asked {
     /// Condense the opening message into the pinned task.
     Pin,
     /// Condense an answer to the assistant's question into a pin line.
@@ -45,7 +45,7 @@ impl Asked {
     /// `FACT | keywords`), else by what it asks to do. The order matters:
     /// the summary prompt mentions facts, a consolidation clarifications,
     /// and a batched memory call may mention everything.
-    pub fn of(r: &Recorded) -> Asked {
+    pub(crate) fn of(r: &Recorded) -> Asked {
         let s = r.system_tail().to_lowercase();
         if s.contains("<exchange") {
             Asked::Memory
@@ -69,7 +69,7 @@ impl Asked {
     /// Panics unless each side-call prompt of this tree reads as what it
     /// asks: a prompt reworded past recognition would otherwise be answered
     /// `NONE`, and the memory would stay empty without a word.
-    pub fn check_prompts() {
+    pub(crate) fn check_prompts() {
         for (system, expected) in [
             (PIN_SYSTEM, Asked::Pin),
             (FACTS_SYSTEM, Asked::Facts),
@@ -98,7 +98,7 @@ impl Asked {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Asked::Pin => "pin",
             Asked::Clarify => "clarify",
@@ -115,7 +115,7 @@ impl Asked {
 /// The answer to request `r`, made during turn `turn` (0-based). A pure
 /// function of both, so the bill recomputes each answer's output tokens
 /// from the recorded request.
-pub fn answer(conv: &Conversation, turn: usize, r: &Recorded) -> String {
+pub(crate) fn answer(conv: &Conversation, turn: usize, r: &Recorded) -> String {
     if !r.is_side_call() {
         let last = conv.exchanges.len() - 1;
         return conv.exchanges[turn.min(last)].reply.clone();
@@ -150,7 +150,7 @@ pub fn answer(conv: &Conversation, turn: usize, r: &Recorded) -> String {
 }
 
 /// Output tokens of an answer, by the stand-in's rule.
-pub fn output_tokens(answer: &str) -> u64 {
+pub(crate) fn output_tokens(answer: &str) -> u64 {
     answer.chars().count() as u64 / 4 + 1
 }
 

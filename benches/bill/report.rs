@@ -14,9 +14,9 @@ use crate::script::Conversation;
 
 /// Prices per token, relative to a fresh input token on the main model:
 /// the API's ratios.
-pub const CACHE_WRITE: f64 = 1.25;
-pub const CACHE_READ: f64 = 0.1;
-pub const OUTPUT: f64 = 5.0;
+pub(crate) const CACHE_WRITE: f64 = 1.25;
+pub(crate) const CACHE_READ: f64 = 0.1;
+pub(crate) const OUTPUT: f64 = 5.0;
 /// The small model costs a third of the main one, whatever the kind of token.
 const SMALL_MODEL: f64 = 1.0 / 3.0;
 
@@ -29,7 +29,7 @@ const REWRITE_FLOOR: u64 = 2_000;
 
 /// Tokens and their price, summed over some requests.
 #[derive(Default, Clone, Copy)]
-pub struct Tally {
+pub(crate) struct Tally {
     requests: usize,
     fresh: u64,
     write: u64,
@@ -61,7 +61,7 @@ impl Tally {
 
 /// What our store holds after the conversation.
 #[derive(Default)]
-pub struct Memory {
+pub(crate) struct Memory {
     /// Pin revisions by source (extracted, clarified, consolidated, ...).
     pub pin_revisions: BTreeMap<String, usize>,
     pub pin_chars: usize,
@@ -91,7 +91,7 @@ struct TurnRow {
 }
 
 /// One conversation's bill, both sides.
-pub struct Bill {
+pub(crate) struct Bill {
     pub conv: Arc<Conversation>,
     pub bare: Tally,
     pub main: Tally,
@@ -112,7 +112,7 @@ impl Bill {
     /// Prices what both sides sent. Each request's output is recomputed
     /// from the answer the stand-in gave it, a pure function of the
     /// request and its turn.
-    pub fn price(conv: Arc<Conversation>, bare: &Sent, ours: &Sent, memory: Memory) -> Bill {
+    pub(crate) fn price(conv: Arc<Conversation>, bare: &Sent, ours: &Sent, memory: Memory) -> Bill {
         let mut bill = Bill {
             bare: Tally::default(),
             main: Tally::default(),
@@ -187,7 +187,7 @@ impl Bill {
 
     /// Ours against bare claude: (main calls, side calls), each as a share
     /// of bare claude's bill.
-    pub fn shares(&self) -> (f64, f64) {
+    pub(crate) fn shares(&self) -> (f64, f64) {
         (
             self.main.cost / self.bare.cost,
             self.side.cost / self.bare.cost,
@@ -196,7 +196,7 @@ impl Bill {
 
     /// The conversation's section: the tokens of each side, where the
     /// difference comes from, and with `per_turn` every turn's cache traffic.
-    pub fn print(&self, per_turn: bool) {
+    pub(crate) fn print(&self, per_turn: bool) {
         let c = &self.conv;
         println!("## {}: {}\n", c.name, c.about);
         println!(

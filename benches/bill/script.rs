@@ -8,19 +8,19 @@
 //! and code blocks: only their length and whether they end by asking
 //! something matter to the bill.
 
-use duduclaw_session::memory::clarify;
-use duduclaw_session::memory::compact::DEFAULT_THRESHOLD;
-use duduclaw_session::text::estimate_tokens;
+use duduclaw_session::internals::memory::clarify;
+use duduclaw_session::internals::memory::compact::DEFAULT_THRESHOLD;
+use duduclaw_session::internals::text::estimate_tokens;
 
 use crate::common::Rng;
 
 /// One turn: what the person sends, and what the main model answers.
-pub struct Exchange {
+pub(crate) struct Exchange {
     pub message: String,
     pub reply: String,
 }
 
-pub struct Conversation {
+pub(crate) struct Conversation {
     /// What `BILL_ONLY` selects it by.
     pub name: &'static str,
     /// The table's description.
@@ -36,7 +36,7 @@ pub struct Conversation {
 
 /// Where the ratio (ours / bare claude) must fall: issue 30's targets, and
 /// the control's tolerance.
-pub struct Target {
+pub(crate) struct Target {
     pub within: std::ops::RangeInclusive<f64>,
     pub label: &'static str,
 }
@@ -50,14 +50,14 @@ impl Target {
         }
     }
 
-    pub fn met(&self, ratio: f64) -> bool {
+    pub(crate) fn met(&self, ratio: f64) -> bool {
         self.within.contains(&ratio)
     }
 }
 
 impl Conversation {
     /// Estimated tokens of every message and reply, as compaction counts them.
-    pub fn estimated_tokens(&self) -> usize {
+    pub(crate) fn estimated_tokens(&self) -> usize {
         self.exchanges
             .iter()
             .map(|e| estimate_tokens(&e.message) + estimate_tokens(&e.reply))
@@ -65,7 +65,7 @@ impl Conversation {
     }
 
     /// How many replies end with a question, as the clarify gate reads them.
-    pub fn questions(&self) -> usize {
+    pub(crate) fn questions(&self) -> usize {
         self.exchanges
             .iter()
             .filter(|e| clarify::question(&e.reply).is_some())
@@ -74,7 +74,7 @@ impl Conversation {
 
     /// How many messages the clarify gate lets through: an answer to the
     /// question the reply before it ends with.
-    pub fn answers(&self) -> usize {
+    pub(crate) fn answers(&self) -> usize {
         self.exchanges
             .windows(2)
             .filter(|w| clarify::gate(&w[0].reply, &w[1].message).is_some())
@@ -83,7 +83,7 @@ impl Conversation {
 }
 
 /// All of them, in the order they run and print.
-pub fn all() -> Vec<Conversation> {
+pub(crate) fn all() -> Vec<Conversation> {
     vec![
         plain(),
         questions(),

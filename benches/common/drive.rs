@@ -28,8 +28,10 @@ pub fn claude_missing(bench: &str) -> String {
     )
 }
 
-/// `--bin PATH`, else `$DUDUCLAW_BIN`, else the binary cargo built for this bench.
-pub fn find_bin(args: &[String]) -> PathBuf {
+/// `--bin PATH`, else `$DUDUCLAW_BIN`, else `built`: the binary cargo built
+/// for the bench (its `CARGO_BIN_EXE_duduclaw-session`, which only a bench
+/// of the package itself is given).
+pub fn find_bin(args: &[String], built: &str) -> PathBuf {
     if let Some(i) = args.iter().position(|a| a == "--bin")
         && let Some(p) = args.get(i + 1)
     {
@@ -38,7 +40,7 @@ pub fn find_bin(args: &[String]) -> PathBuf {
     if let Some(p) = std::env::var_os("DUDUCLAW_BIN") {
         return PathBuf::from(p);
     }
-    PathBuf::from(env!("CARGO_BIN_EXE_duduclaw-session"))
+    PathBuf::from(built)
 }
 
 /// One line on the machine the figures were taken on.

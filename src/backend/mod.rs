@@ -2,9 +2,9 @@
 //! behind one [`Backend`] for the turn's own call and for side calls, with
 //! one [`Outcome`] and one [`CallError`].
 
-pub mod api;
-pub mod claude;
-pub mod models;
+pub(crate) mod api;
+pub(crate) mod claude;
+pub(crate) mod models;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -15,14 +15,14 @@ use serde_json::Value;
 use crate::error::{Failure, Kind, fail};
 use crate::store::{CallPath, Store, Usage};
 
-pub use api::ApiConfig;
-pub use claude::warm::WarmUse;
-pub use claude::{Capabilities, Claude};
-pub use models::Catalog;
+pub(crate) use api::ApiConfig;
+pub(crate) use claude::warm::WarmUse;
+pub(crate) use claude::{Capabilities, Claude};
+pub(crate) use models::Catalog;
 
 /// What a main call streams as it happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Piece<'a> {
+pub(crate) enum Piece<'a> {
     /// Reply text, in order.
     Text(&'a str),
     /// claude started using a tool (its name).
@@ -48,7 +48,7 @@ impl HistoryTurn {
 
 /// Where calls go.
 #[derive(Debug, Clone)]
-pub enum Backend {
+pub(crate) enum Backend {
     /// The installed `claude`, with the flags it was found to support.
     Cli { claude: Claude, caps: Capabilities },
     /// The Messages API directly, with the models it offers (for aliases).
@@ -166,7 +166,7 @@ impl std::error::Error for CallError {}
 /// An argument of a claude call as planned: the private file holding the
 /// appended system text only exists once the call runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Arg {
+pub(crate) enum Arg {
     Plain(OsString),
     /// The path of the file holding [`CliCall::system`].
     SystemFile,
@@ -174,7 +174,7 @@ pub enum Arg {
 
 /// A claude invocation, fully decided: what `prompt` prints and `turn` runs.
 #[derive(Debug, Clone)]
-pub struct CliCall {
+pub(crate) struct CliCall {
     pub args: Vec<Arg>,
     /// The text behind [`Arg::SystemFile`], or attached inline where the CLI
     /// cannot read a file.
@@ -192,13 +192,13 @@ pub struct CliCall {
 
 /// A Messages API request, fully decided.
 #[derive(Debug, Clone)]
-pub struct ApiCall {
+pub(crate) struct ApiCall {
     pub body: Value,
 }
 
 /// A main call as planned for one backend.
 #[derive(Debug, Clone)]
-pub enum Request {
+pub(crate) enum Request {
     Cli(CliCall),
     Api(ApiCall),
 }
@@ -212,7 +212,7 @@ pub struct SideRequest<'a> {
 }
 
 impl Backend {
-    pub fn path(&self) -> CallPath {
+    pub(crate) fn path(&self) -> CallPath {
         match self {
             Backend::Cli { .. } => CallPath::Cli,
             Backend::Api { .. } => CallPath::Api,
@@ -221,7 +221,7 @@ impl Backend {
 
     /// The model id this backend sends for `name`: claude resolves its own
     /// aliases; on the API an alias becomes the newest model of its family.
-    pub fn model_id(&self, name: &str) -> String {
+    pub(crate) fn model_id(&self, name: &str) -> String {
         match self {
             Backend::Cli { .. } => name.to_string(),
             Backend::Api { catalog, .. } => catalog.resolve(name),
@@ -230,7 +230,7 @@ impl Backend {
 
     /// Run a planned main call within `timeout`, telling `on_piece` what
     /// happens as it happens.
-    pub async fn main_call(
+    pub(crate) async fn main_call(
         &self,
         request: &Request,
         timeout: Duration,
@@ -254,7 +254,7 @@ impl Backend {
     }
 
     /// Run a side call within `timeout`; its answer is the outcome's text.
-    pub async fn side_call(
+    pub(crate) async fn side_call(
         &self,
         request: &SideRequest<'_>,
         timeout: Duration,
@@ -275,7 +275,7 @@ impl Backend {
 
 /// Which way calls may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Route {
+pub(crate) enum Route {
     /// claude when it can be used; the Messages API when claude is missing
     /// (or turns out not to be logged in) and an API key is set.
     Auto,
@@ -287,7 +287,7 @@ pub enum Route {
 
 impl Route {
     /// The API configuration, when this route may use the API and a key is set.
-    pub fn api(self) -> Option<ApiConfig> {
+    pub(crate) fn api(self) -> Option<ApiConfig> {
         match self {
             Route::CliOnly => None,
             Route::Auto | Route::ApiOnly => ApiConfig::from_env(),
@@ -297,7 +297,7 @@ impl Route {
 
 /// Where what was learned about claude (its flags) and the API (its
 /// models) is cached.
-pub enum ProbeCache<'a> {
+pub(crate) enum ProbeCache<'a> {
     /// Read, and written after a probe; the network may be asked.
     Store(&'a mut dyn Store),
     /// Read only, and nothing is asked of the network (dry runs).
@@ -329,7 +329,7 @@ const CATALOG_FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// The API backend with its model list: cached in the store for a day,
 /// fetched when stale (only where the cache may be written: never in a dry
 /// run), the fallback table when the API cannot say.
-pub async fn api_backend(cfg: ApiConfig, cache: &mut ProbeCache<'_>) -> Backend {
+pub(crate) async fn api_backend(cfg: ApiConfig, cache: &mut ProbeCache<'_>) -> Backend {
     let key = Catalog::meta_key(&cfg.base_url);
     let cached: Option<Catalog> = cache.read(&key).and_then(|v| serde_json::from_str(&v).ok());
     let now = crate::store::now();
@@ -362,7 +362,7 @@ pub async fn api_backend(cfg: ApiConfig, cache: &mut ProbeCache<'_>) -> Backend 
 
 /// Choose the backend for `route`: claude (found and probed), or the API
 /// when claude is not named and cannot be used.
-pub async fn resolve(
+pub(crate) async fn resolve(
     route: Route,
     claude_path: Option<&Path>,
     mut cache: ProbeCache<'_>,
@@ -404,7 +404,7 @@ fn caps_key(claude: &Claude) -> String {
 
 /// What the installed claude supports: probed once per binary, cached in
 /// the store (the probe runs `--help`, a few hundred milliseconds).
-pub async fn capabilities(
+pub(crate) async fn capabilities(
     claude: &Claude,
     cache: &mut ProbeCache<'_>,
 ) -> anyhow::Result<Capabilities> {

@@ -15,18 +15,18 @@ use crate::store::Usage;
 
 /// What the pinned Claude Code (2.1.328) sends for each alias, seen on the
 /// stand-in: the offline fallback.
-pub const FALLBACK_ALIASES: [(&str, &str); 3] = [
+pub(crate) const FALLBACK_ALIASES: [(&str, &str); 3] = [
     ("haiku", "claude-haiku-5-5"),
     ("sonnet", "claude-sonnet-5-5"),
     ("opus", "claude-opus-5-5"),
 ];
 
 /// A fetched model list is used for this long before it is fetched again.
-pub const CATALOG_MAX_AGE_SECS: i64 = 24 * 3600;
+pub(crate) const CATALOG_MAX_AGE_SECS: i64 = 24 * 3600;
 
 /// Dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Prices {
+pub(crate) struct Prices {
     pub input: f64,
     pub output: f64,
     /// Writing the prompt cache (5-minute entries, the kind we write).
@@ -34,10 +34,9 @@ pub struct Prices {
     pub cache_read: f64,
 }
 
-/// When the prices below were read, and from where: the model catalog
-/// baked into Claude Code 2.1.328 (the pinned CLI), so both paths estimate
-/// alike. A model not listed has an unknown cost, never a guess.
-pub const PRICES_AS_OF: &str = "2026-12-03, from the model catalog of Claude Code 2.1.328";
+// The prices below were read on 2026-12-03 from the model catalog baked
+// into Claude Code 2.1.328 (the pinned CLI), so both paths estimate alike.
+// A model not listed has an unknown cost, never a guess.
 
 const fn p(input: f64, output: f64, cache_write: f64, cache_read: f64) -> Prices {
     Prices {
@@ -92,7 +91,7 @@ fn table_id(model: &str) -> Option<&'static str> {
 }
 
 /// Prices of a model, when known.
-pub fn prices(model: &str) -> Option<Prices> {
+pub(crate) fn prices(model: &str) -> Option<Prices> {
     let id = table_id(model)?;
     PRICES.iter().find(|(i, _)| *i == id).map(|(_, p)| *p)
 }
@@ -100,7 +99,7 @@ pub fn prices(model: &str) -> Option<Prices> {
 /// What a call cost in USD, estimated from its usage; `None` for a model
 /// with no known price. An estimate for the record, like claude's own
 /// `total_cost_usd`; not a bill.
-pub fn estimate_cost(model: &str, usage: &Usage) -> Option<f64> {
+pub(crate) fn estimate_cost(model: &str, usage: &Usage) -> Option<f64> {
     let mut p = prices(model)?;
     if table_id(model) == Some("claude-haiku-5-5") && usage.input_total() > HAIKU_55_LONG.0 {
         p = HAIKU_55_LONG.1;
@@ -117,13 +116,13 @@ pub fn estimate_cost(model: &str, usage: &Usage) -> Option<f64> {
 }
 
 /// The same from a raw `usage` object.
-pub fn estimate_cost_json(model: &str, usage: &Value) -> Option<f64> {
+pub(crate) fn estimate_cost_json(model: &str, usage: &Value) -> Option<f64> {
     estimate_cost(model, &Usage::from_json(usage))
 }
 
 /// The models the API offers, as fetched and cached.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Catalog {
+pub(crate) struct Catalog {
     /// When it was fetched (epoch seconds); 0 for none.
     pub fetched_at: i64,
     pub models: Vec<ModelInfo>,
@@ -131,18 +130,18 @@ pub struct Catalog {
 
 impl Catalog {
     /// The store key of the list fetched from `base_url`.
-    pub fn meta_key(base_url: &str) -> String {
+    pub(crate) fn meta_key(base_url: &str) -> String {
         format!("api-models:{base_url}")
     }
 
-    pub fn is_fresh(&self, now: i64) -> bool {
+    pub(crate) fn is_fresh(&self, now: i64) -> bool {
         !self.models.is_empty() && now.saturating_sub(self.fetched_at) < CATALOG_MAX_AGE_SECS
     }
 
     /// The model id to send for `name`: an alias becomes the newest model
     /// of its family in the list (else the fallback table); anything else
     /// is taken for a model id and passes through.
-    pub fn resolve(&self, name: &str) -> String {
+    pub(crate) fn resolve(&self, name: &str) -> String {
         let name = name.trim();
         let alias = name.to_ascii_lowercase();
         let Some((_, fallback)) = FALLBACK_ALIASES.iter().find(|(a, _)| *a == alias) else {

@@ -29,7 +29,7 @@ struct Problem {
 
 /// What `doctor --json` prints; the text report is written from it too.
 #[derive(Debug, Default, Serialize, JsonSchema)]
-pub struct Report {
+pub(super) struct Report {
     side_calls: SideCalls,
     store: StoreReport,
     /// Absent when no claude was found.
@@ -628,7 +628,7 @@ fn warnings(store: &StoreReport) -> Vec<String> {
     }
 }
 
-pub async fn run(
+pub(super) async fn run(
     location: &Location,
     claude_path: Option<&Path>,
     slots: &SideSlots,

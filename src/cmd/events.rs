@@ -26,7 +26,11 @@ const PAGE: usize = 1000;
 /// an idle follower costs nothing.
 const CHECK_EVERY: Duration = Duration::from_millis(250);
 
-pub fn run(location: &Location, action: Option<&EventsAction>, args: &EventsArgs) -> Result<()> {
+pub(super) fn run(
+    location: &Location,
+    action: Option<&EventsAction>,
+    args: &EventsArgs,
+) -> Result<()> {
     match action {
         Some(EventsAction::Prune { older_than }) => prune(location, *older_than),
         None if args.follow => follow(location, args),
@@ -335,7 +339,7 @@ fn header(out: &mut impl Write) -> std::io::Result<()> {
 /// RFC 3339, `kind` and its `data`, `session_id` and `user` only when it
 /// concerns one.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct EventLine<'a> {
+pub(super) struct EventLine<'a> {
     /// Strictly increasing in commit order, never reused.
     id: i64,
     /// When it was written: RFC 3339, UTC, milliseconds.

@@ -22,7 +22,7 @@ const FACT_MAX_CHARS: usize = 1000;
 /// A fact as `facts list --json` and `facts export` print it (and as
 /// `facts import` reads it back).
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct FactLine<'a> {
+pub(super) struct FactLine<'a> {
     pub id: i64,
     pub agent: &'a str,
     /// The person it belongs to; null for the whole agent.
@@ -65,7 +65,7 @@ impl<'a> From<&'a Fact> for FactLine<'a> {
 /// A fact found by `facts search --json` (or chosen by `prompt --json`),
 /// with its relevance.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ScoredLine<'a> {
+pub(super) struct ScoredLine<'a> {
     #[serde(flatten)]
     pub fact: FactLine<'a>,
     /// Higher is more relevant (BM25, nudged by use).
@@ -83,7 +83,7 @@ impl<'a> From<&'a ScoredFact> for ScoredLine<'a> {
 
 /// What `facts enrich --json` prints.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Enriched {
+pub(super) struct Enriched {
     pub facts_enriched: usize,
     /// Facts still without keywords.
     pub facts_left: usize,
@@ -95,7 +95,7 @@ pub struct Enriched {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct JobsDone {
+pub(super) struct JobsDone {
     pub done: usize,
     pub failed: usize,
 }
@@ -158,7 +158,7 @@ fn agent_of(scope: &crate::cli::FactScope) -> Result<(String, Option<&str>)> {
     Ok((required_agent(scope.agent.as_ref())?, scope.user.as_deref()))
 }
 
-pub async fn run(
+pub(super) async fn run(
     location: &Location,
     claude: Option<&Path>,
     action: &FactsAction,

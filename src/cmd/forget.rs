@@ -12,13 +12,13 @@ use crate::store::{self, Location};
 /// What `forget --json` prints: the counts by place, and whether nothing
 /// was changed (`--dry-run`).
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct Report<'a> {
+pub(super) struct Report<'a> {
     #[serde(flatten)]
     forgotten: &'a Forgotten,
     dry_run: bool,
 }
 
-pub fn run(
+pub(super) fn run(
     location: &Location,
     user: &str,
     agent: Option<&str>,

@@ -16,7 +16,7 @@ use crate::memory::worker::{self, WorkerSettings};
 use crate::progress::Bars;
 use crate::store::{self, JobFilter, JobKind, JobRow, JobSelect, JobStatus, Location};
 
-pub async fn run(
+pub(super) async fn run(
     location: &Location,
     claude: Option<&Path>,
     action: &JobsAction,
@@ -131,7 +131,7 @@ fn list(
 /// as people count turns (the Nth message and its reply are turn N),
 /// beside the turn's id (`turn_id`).
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct Listed<'a> {
+pub(super) struct Listed<'a> {
     #[serde(flatten)]
     job: &'a JobRow,
     /// Its turn's number, as people count turns.

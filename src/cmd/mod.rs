@@ -12,7 +12,7 @@ mod forget;
 mod jobs;
 mod pin;
 mod prompt;
-pub mod schema;
+pub(crate) mod schema;
 mod sessions;
 mod stats;
 mod store_copy;
@@ -31,7 +31,7 @@ use crate::session::Address;
 use crate::store::{self, Location, Store};
 use crate::text::one_line;
 
-pub async fn run(cli: Cli) -> Result<()> {
+pub(crate) async fn run(cli: Cli) -> Result<()> {
     let location = || Location::resolve(cli.db.as_deref());
     let claude = cli.claude.as_deref();
     let bars = Bars::new(cli.quiet, cli.verbose);

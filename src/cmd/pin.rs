@@ -11,7 +11,7 @@ use crate::memory::pin;
 use crate::session::Address;
 use crate::store::{self, Location, PinChange, PinRevision, PinSource, Store};
 
-pub fn run(location: &Location, action: &PinAction) -> Result<()> {
+pub(super) fn run(location: &Location, action: &PinAction) -> Result<()> {
     match action {
         PinAction::Show(session) => {
             let (_, s) = read(location, session)?;
@@ -131,7 +131,7 @@ fn within_cap(text: &str, what: &str) -> Result<()> {
 /// came from as people count turns (the Nth message and its reply are
 /// turn N), beside the turn's id (`turn_id`, as in `history --json`).
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct Revision<'a> {
+pub(super) struct Revision<'a> {
     #[serde(flatten)]
     rev: &'a PinRevision,
     /// The number of the turn it came from, as people count turns.

@@ -25,7 +25,7 @@ use crate::turn::{self, Gathered, Input, plan};
 /// How the private system-prompt file shows in a printed argv.
 const SYSTEM_FILE: &str = "<a private file holding the appended system text>";
 
-pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) -> Result<()> {
+pub(super) async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) -> Result<()> {
     if args.stream_json {
         return Err(fail(
             Kind::BadInput,
@@ -83,7 +83,7 @@ pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) ->
 
 /// What `prompt --json` prints: the plan `turn` would execute.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Plan<'a> {
+pub(super) struct Plan<'a> {
     session_id: &'a str,
     handle: &'a str,
     mode: Mode,

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::{doctor, events, facts, forget, jobs, pin, prompt, sessions, stats, store_copy};
 use crate::cli::SchemaName;
 
-pub fn run(name: Option<SchemaName>) -> Result<()> {
+pub(crate) fn run(name: Option<SchemaName>) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match name {
         Some(name) => writeln!(out, "{}", serde_json::to_string_pretty(&schema(name))?)?,

@@ -15,7 +15,7 @@ use crate::store::{
     Turn, TurnStatus, Usage,
 };
 
-pub fn history(
+pub(super) fn history(
     location: &Location,
     s: &SessionArgs,
     json: bool,
@@ -56,7 +56,7 @@ pub fn history(
 /// A stored turn as `history` shows it: with its number as people count
 /// turns (the Nth message and its reply are turn N) beside its `id`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct HistoryTurn<'a> {
+pub(super) struct HistoryTurn<'a> {
     /// The stored id (`turn_id` elsewhere).
     id: i64,
     role: Role,
@@ -112,7 +112,7 @@ fn canonical_id(id: &str) -> Option<String> {
 
 /// A session as `sessions list --json` and `sessions show --json` print it.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct SessionView<'a> {
+pub(super) struct SessionView<'a> {
     id: &'a str,
     agent: &'a str,
     channel: &'a str,
@@ -242,7 +242,7 @@ fn show(out: &mut impl Write, v: &SessionView) -> std::io::Result<()> {
     field(out, "last used", &time(v.updated_at))
 }
 
-pub fn run(location: &Location, action: &SessionsAction) -> Result<()> {
+pub(super) fn run(location: &Location, action: &SessionsAction) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match action {
         SessionsAction::List { agent, json } => {

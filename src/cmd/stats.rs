@@ -17,7 +17,7 @@ use crate::store::{self, CacheUse, CallFilter, CallKind, CallRow, Location};
 
 /// Input tokens split the way the API bills them.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Serialize, JsonSchema)]
-pub struct Input {
+pub(super) struct Input {
     pub fresh: u64,
     pub cache_written: u64,
     pub cache_read: u64,
@@ -26,7 +26,7 @@ pub struct Input {
 
 /// The figures of a set of calls.
 #[derive(Debug, Default, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct Figures {
+pub(super) struct Figures {
     pub calls: u64,
     pub input_tokens: Input,
     /// Of all input, the part read from the prompt cache.
@@ -71,7 +71,7 @@ fn share_f(part: f64, whole: f64) -> Option<f64> {
 
 /// The side calls: the memory's overhead.
 #[derive(Debug, Default, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct Side {
+pub(super) struct Side {
     #[serde(flatten)]
     pub figures: Figures,
     pub by_kind: BTreeMap<String, Figures>,
@@ -83,7 +83,7 @@ pub struct Side {
 
 /// The memory injected into the turns.
 #[derive(Debug, Default, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct Memory {
+pub(super) struct Memory {
     /// Estimated tokens of pin, recap and facts, summed over the turns.
     pub injected_tokens: u64,
     /// Of the turns' input.
@@ -94,7 +94,7 @@ pub struct Memory {
 /// cache writes of turns whose system prompt changed while the prompt cache
 /// was warm (the whole conversation written again), and the injected text.
 #[derive(Debug, Default, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct Bill {
+pub(super) struct Bill {
     pub side_calls_usd: f64,
     /// Main calls whose system prompt changed while the cache was warm.
     pub rewritten_turns: u64,
@@ -110,7 +110,7 @@ pub struct Bill {
 
 /// Everything `stats` reports.
 #[derive(Debug, Default, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct Stats {
+pub(super) struct Stats {
     pub turns: u64,
     pub main: Figures,
     pub side_calls: Side,
@@ -140,7 +140,7 @@ fn as_cache_writes(c: &CallRow, tokens: u64) -> f64 {
 }
 
 impl Stats {
-    pub fn of(calls: &[CallRow]) -> Stats {
+    pub(super) fn of(calls: &[CallRow]) -> Stats {
         let mut s = Stats::default();
         for c in calls {
             if c.kind == CallKind::Main {
@@ -178,7 +178,12 @@ impl Stats {
     }
 }
 
-pub fn run(location: &Location, scope: &Scope, since: Option<Duration>, json: bool) -> Result<()> {
+pub(super) fn run(
+    location: &Location,
+    scope: &Scope,
+    since: Option<Duration>,
+    json: bool,
+) -> Result<()> {
     let sid = scope_session(scope);
     let since =
         since.map(|d| store::now().saturating_sub(i64::try_from(d.as_secs()).unwrap_or(i64::MAX)));

@@ -25,14 +25,14 @@ struct Counts {
 /// What `store copy --json` prints: the counts, and the two stores (a
 /// server's password shown as `***`).
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct Copied {
+pub(super) struct Copied {
     #[serde(flatten)]
     counts: Counts,
     from: String,
     to: String,
 }
 
-pub fn run(
+pub(super) fn run(
     db: Option<&OsStr>,
     from: Option<&OsStr>,
     to: Option<&OsStr>,

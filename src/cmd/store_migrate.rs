@@ -6,7 +6,7 @@ use anyhow::Result;
 use super::summary;
 use crate::store::{self, Location, SCHEMA_VERSION};
 
-pub fn run(location: &Location) -> Result<()> {
+pub(super) fn run(location: &Location) -> Result<()> {
     match store::migrate(location)? {
         None => summary(format!(
             "no session store at {location}: nothing to migrate"

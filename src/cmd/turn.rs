@@ -15,7 +15,7 @@ use crate::turn::prompt::FactsPlacement;
 use crate::turn::{self, Input, StreamLine, SystemPin, TurnSettings, message};
 
 /// The settings a `turn` (or its dry run) runs with.
-pub fn settings(
+pub(super) fn settings(
     location: &Location,
     claude: Option<&Path>,
     args: &TurnArgs,
@@ -25,7 +25,6 @@ pub fn settings(
         claude: claude.map(Path::to_path_buf),
         address: address(&args.session)?,
         user: args.user.clone(),
-        json: args.json,
         model: args.model.clone(),
         extract_model: args.side.extract_model.clone(),
         extract: !args.no_extract,
@@ -57,7 +56,7 @@ pub fn settings(
 }
 
 /// The message of a turn: the argument, stdin, or `--again`'s.
-pub fn input(args: &TurnArgs) -> Result<Input> {
+pub(super) fn input(args: &TurnArgs) -> Result<Input> {
     if args.again {
         return Ok(Input::Again);
     }
@@ -65,7 +64,7 @@ pub fn input(args: &TurnArgs) -> Result<Input> {
     Ok(Input::Message(message::read(arg)?))
 }
 
-pub async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) -> Result<()> {
+pub(super) async fn run(location: &Location, claude: Option<&Path>, args: &TurnArgs) -> Result<()> {
     let shape = match (args.json, args.stream_json) {
         (_, true) => Shape::StreamJson,
         (true, false) => Shape::Json,

@@ -25,16 +25,16 @@ of at most 450 characters, in the user's language: keep the goal and every const
 contradicts an earlier one, keep the later. Short plain lines, no preamble, no [+] marks.";
 
 /// The question sent to the side call: the reply's last characters.
-pub const QUESTION_MAX: usize = 300;
+pub(crate) const QUESTION_MAX: usize = 300;
 /// A question at least this long (estimated tokens: about 40 Latin or 15
 /// CJK characters) is sent without the sentence before it: it stands on
 /// its own, and every clarify call pays for what it sends.
 const QUESTION_ALONE_TOKENS: usize = 10;
 /// A condensed clarification is at most this long.
-pub const LINE_MAX: usize = 100;
+pub(crate) const LINE_MAX: usize = 100;
 /// A message longer than this (in estimated tokens, about 400 Latin or 150
 /// CJK characters) is a paste, not an answer.
-pub const ANSWER_MAX_TOKENS: usize = 100;
+pub(crate) const ANSWER_MAX_TOKENS: usize = 100;
 /// A message with more non-empty lines than this is a paste.
 const ANSWER_MAX_LINES: usize = 3;
 
@@ -51,7 +51,7 @@ const ZH_PARTICLES: &[char] = &['嗎', '吗', '呢', '麼', '么'];
 /// Whether text ends by asking: its last sentence closes with `?` or `？`
 /// or a Chinese question particle (嗎, 呢), or holds an A-not-A form
 /// (要不要保留測試, 有沒有裝好, 可不可以).
-pub fn ends_with_question(s: &str) -> bool {
+pub(crate) fn ends_with_question(s: &str) -> bool {
     let end = s.trim_end_matches(|c: char| c.is_whitespace() || CLOSING.contains(&c));
     if end.ends_with(['?', '？']) || end.ends_with(ZH_PARTICLES) {
         return true;
@@ -181,7 +181,7 @@ const ZH_QUESTION_OPENINGS: &[&str] = &[
 
 /// Whether a message is itself a question: a question mark or particle at
 /// the end of its last sentence, or a question word at its start.
-pub fn is_question(message: &str) -> bool {
+pub(crate) fn is_question(message: &str) -> bool {
     let m = message.trim();
     if ends_with_question(m) {
         return true;
@@ -300,7 +300,7 @@ fn code_like(line: &str) -> bool {
 
 /// Whether a message is a paste: code, a diff, a log, a stack trace, or
 /// anything long or of many lines.
-pub fn is_paste(message: &str) -> bool {
+pub(crate) fn is_paste(message: &str) -> bool {
     let m = message.trim();
     if text::estimate_tokens(m) > ANSWER_MAX_TOKENS || m.contains("```") {
         return true;
@@ -373,7 +373,7 @@ const ACK_FILLER: &[&str] = &[
 
 /// Whether a message only thanks or acknowledges ("ok, thanks", "got it",
 /// "好的謝謝"): it answers nothing. A bare "ok" or "好" is a yes, not this.
-pub fn is_ack(message: &str) -> bool {
+pub(crate) fn is_ack(message: &str) -> bool {
     let lower = message.trim().to_lowercase();
     let mut words: Vec<String> = Vec::new();
     for w in lower.split(|c: char| !(c.is_alphanumeric() || c == '\'')) {
@@ -409,7 +409,7 @@ pub fn is_ack(message: &str) -> bool {
 
 /// Whether a message reads as an answer: not empty, not a question of its
 /// own, not a paste, not a bare acknowledgement.
-pub fn reads_as_answer(message: &str) -> bool {
+pub(crate) fn reads_as_answer(message: &str) -> bool {
     !text::is_blank(message) && !is_paste(message) && !is_question(message) && !is_ack(message)
 }
 
@@ -422,7 +422,7 @@ pub fn gate(previous_reply: &str, message: &str) -> Option<String> {
 /// The clarify call's input: the pinned task (its task lines: the call
 /// judges the answer against the goal, and consolidation reconciles the
 /// `[+]` lines later), the question, the answer.
-pub fn clarify_input(pin: Option<&str>, question: &str, answer: &str) -> String {
+pub(crate) fn clarify_input(pin: Option<&str>, question: &str, answer: &str) -> String {
     let task = pin.map(pin::task).filter(|t| !t.is_empty());
     format!(
         "<pinned_task>\n{}\n</pinned_task>\n<assistant_asked>\n{}\n</assistant_asked>\n<user_answered>\n{}\n</user_answered>",
@@ -434,7 +434,7 @@ pub fn clarify_input(pin: Option<&str>, question: &str, answer: &str) -> String 
 
 /// The consolidation call's input: the pin with the lines that did not fit
 /// (one per line of `add`).
-pub fn consolidate_input(pin: Option<&str>, add: &str) -> String {
+pub(crate) fn consolidate_input(pin: Option<&str>, add: &str) -> String {
     let mut full = pin.unwrap_or("").trim().to_string();
     for line in add.lines().filter(|l| !l.trim().is_empty()) {
         if !full.is_empty() {
@@ -470,7 +470,7 @@ fn is_none(s: &str) -> bool {
 
 /// The clarify call's answer as a line to pin: `None` for NONE (or a
 /// secret); an error for anything that cannot be one condensed line.
-pub fn parse_clarification(answer: &str) -> Result<Option<String>> {
+pub(crate) fn parse_clarification(answer: &str) -> Result<Option<String>> {
     let Some(first) = answer.lines().map(unwrap_line).find(|l| !l.is_empty()) else {
         return Err(anyhow!("empty answer"));
     };
@@ -491,7 +491,7 @@ pub fn parse_clarification(answer: &str) -> Result<Option<String>> {
 
 /// The consolidation call's answer as the new pin; an error for anything
 /// that cannot be one (empty, NONE, too long, a secret).
-pub fn parse_consolidated(answer: &str) -> Result<String> {
+pub(crate) fn parse_consolidated(answer: &str) -> Result<String> {
     let lines: Vec<&str> = answer
         .lines()
         .map(|l| {

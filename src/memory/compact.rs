@@ -18,14 +18,14 @@ path, version or preference the rest of the conversation needs. No preamble.";
 /// Default size (estimated tokens) past which a session is compacted.
 pub const DEFAULT_THRESHOLD: usize = 50_000;
 /// The newest turns stay verbatim (replayed into the new handle).
-pub const KEEP_RECENT: usize = 6;
+pub(crate) const KEEP_RECENT: usize = 6;
 /// A summary longer than this is not a summary.
 const SUMMARY_MAX_CHARS: usize = 12_000;
 /// Longest transcript one summary call receives.
 const TRANSCRIPT_MAX_CHARS: usize = 400_000;
 
 /// The live context: the turns the model saw after the summary, oldest first.
-pub fn live_turns(store: &dyn Store, session: &Session) -> crate::store::Result<Vec<Turn>> {
+pub(crate) fn live_turns(store: &dyn Store, session: &Session) -> crate::store::Result<Vec<Turn>> {
     let after = session.summary_upto.unwrap_or(0);
     Ok(store
         .turns_after(&session.id, after)?
@@ -35,7 +35,7 @@ pub fn live_turns(store: &dyn Store, session: &Session) -> crate::store::Result<
 }
 
 /// Estimated tokens of the session's live context (summary + pin + turns).
-pub fn estimate(session: &Session, live: &[Turn]) -> usize {
+pub(crate) fn estimate(session: &Session, live: &[Turn]) -> usize {
     session.summary.as_deref().map_or(0, estimate_tokens)
         + session.pin.as_deref().map_or(0, estimate_tokens)
         + live
@@ -50,7 +50,7 @@ pub fn estimate(session: &Session, live: &[Turn]) -> usize {
 /// and its coming reply count as two of the [`KEEP_RECENT`] turns kept
 /// verbatim; the reply's size counts from the next turn on. `None` when the
 /// session is under the threshold or too short to split.
-pub fn summary_input(
+pub(crate) fn summary_input(
     session: &Session,
     live: &[Turn],
     message: &str,
@@ -93,7 +93,7 @@ pub fn summary_input(
 
 /// Store a validated summary and roll the handle, unless the session moved
 /// on meanwhile (another rollover): then the summary is stale and dropped.
-pub fn apply_summary(
+pub(crate) fn apply_summary(
     store: &mut dyn Store,
     job: &Job,
     input: &SummaryInput,

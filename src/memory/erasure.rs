@@ -12,7 +12,7 @@ const LATE_COMMIT_SECS: i64 = 60;
 /// since its last look (the newest id seen is kept per host in the store,
 /// written only when it grows). Never fails the turn: a problem is logged
 /// and looked at again next time.
-pub fn delete_erased_transcripts(store: &mut dyn Store, host: &str) {
+pub(crate) fn delete_erased_transcripts(store: &mut dyn Store, host: &str) {
     let key = format!("erased_seen:{host}");
     let seen: i64 = store
         .meta(&key)
@@ -48,11 +48,11 @@ pub fn delete_erased_transcripts(store: &mut dyn Store, host: &str) {
 
 /// What replaces a forgotten person's message, and each reply to one, in
 /// the stored history: the conversation keeps its shape, not their words.
-pub const TOMBSTONE: &str = "[erased at the sender's request]";
+pub(crate) const TOMBSTONE: &str = "[erased at the sender's request]";
 
 /// What `forget --user` erased, or would erase, by place.
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
-pub struct Forgotten {
+pub(crate) struct Forgotten {
     pub facts: usize,
     pub messages: usize,
     pub replies: usize,
@@ -98,7 +98,7 @@ impl SessionPlan {
 /// handle, and the transcripts of its old handles go (here at once, on
 /// other hosts at their next turn). With `dry_run`, only counts. Sessions
 /// with a turn running are left alone and named in the error.
-pub fn forget_person(
+pub(crate) fn forget_person(
     store: &mut dyn Store,
     user: &str,
     agent: Option<&str>,

@@ -147,7 +147,7 @@ fn is_preamble(line: &str) -> bool {
 
 /// A fact as a side call answered it: its text and its search keywords.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Extracted {
+pub(crate) struct Extracted {
     pub content: String,
     pub keywords: Vec<String>,
     /// Marked `!`: it matters whatever the conversation is about.
@@ -156,14 +156,14 @@ pub struct Extracted {
 
 /// At most this many keywords are kept per fact (the side call is asked for
 /// 15 to 25)...
-pub const MAX_KEYWORDS: usize = 30;
+pub(crate) const MAX_KEYWORDS: usize = 30;
 /// ...each at most this long (a word, a phrase or a short question).
-pub const MAX_KEYWORD_CHARS: usize = 60;
+pub(crate) const MAX_KEYWORD_CHARS: usize = 60;
 
 /// The facts in a side call's plain-text answer: one per line as
 /// `- FACT | keyword, keyword, …` (the keywords optional), or `NONE`.
 /// Lenient about decoration, strict about what ends up stored.
-pub fn parse_fact_lines(answer: &str) -> Vec<Extracted> {
+pub(crate) fn parse_fact_lines(answer: &str) -> Vec<Extracted> {
     answer
         .lines()
         .map(unbulleted)
@@ -178,7 +178,7 @@ pub fn parse_fact_lines(answer: &str) -> Vec<Extracted> {
 }
 
 /// A line without its list bullet (`- `, `* `, `1. `).
-pub fn unbulleted(line: &str) -> &str {
+pub(crate) fn unbulleted(line: &str) -> &str {
     let line = line.trim();
     BULLET.find(line).map_or(line, |m| &line[m.end()..])
 }
@@ -212,7 +212,7 @@ const CORRECTION: &str = "CORRECTION";
 const CLARIFY: &str = "CLARIFY";
 
 /// The rest of a line that starts `MARKER:` (any case, bold or not).
-pub fn marked<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
+pub(crate) fn marked<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
     let line = line.trim_start_matches(['*', '_']);
     let head = line.get(..marker.len())?;
     if !head.eq_ignore_ascii_case(marker) {
@@ -228,7 +228,7 @@ pub fn marked<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
 /// How far the assistant's reply departs from the pinned task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum DriftLevel {
+pub(crate) enum DriftLevel {
     None,
     Minor,
     Major,
@@ -236,7 +236,7 @@ pub enum DriftLevel {
 
 impl DriftLevel {
     /// The level a `drift` event reports; `None` when the reply kept to the task.
-    pub fn drifted(self) -> Option<crate::store::event_data::Drifted> {
+    pub(crate) fn drifted(self) -> Option<crate::store::event_data::Drifted> {
         use crate::store::event_data::Drifted;
         match self {
             DriftLevel::None => None,
@@ -245,7 +245,7 @@ impl DriftLevel {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             DriftLevel::None => "none",
             DriftLevel::Minor => "minor",
@@ -262,7 +262,7 @@ const MAX_CORRECTIONS_PER_ANSWER: usize = 3;
 /// What the facts side call said beyond facts: whether the reply drifted
 /// from the pinned task, and what the user corrected.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Verdicts {
+pub(crate) struct Verdicts {
     /// The first well-formed `DRIFT:` line: its level and reason.
     pub drift: Option<(DriftLevel, String)>,
     /// `CORRECTION: text | keywords` lines, as facts.
@@ -272,7 +272,7 @@ pub struct Verdicts {
 /// The `DRIFT:` and `CORRECTION:` lines of a facts answer. Lines of any
 /// other shape are left to [`parse_fact_lines`]; a malformed verdict line
 /// is ignored, never taken for a fact.
-pub fn parse_verdicts(answer: &str) -> Verdicts {
+pub(crate) fn parse_verdicts(answer: &str) -> Verdicts {
     let mut v = Verdicts::default();
     for line in answer.lines().map(unbulleted) {
         if let Some(rest) = marked(line, DRIFT) {
@@ -318,7 +318,7 @@ fn drift_line(rest: &str) -> Option<(DriftLevel, String)> {
 /// trimmed, unquoted, each a short line of text, duplicates (by the dedup
 /// key) and anything that looks like a secret dropped, at most
 /// [`MAX_KEYWORDS`]. They only ever reach the index as plain text.
-pub fn parse_keywords(list: &str) -> Vec<String> {
+pub(crate) fn parse_keywords(list: &str) -> Vec<String> {
     let mut seen = HashSet::new();
     list.split([',', '，', '、', ';', '；', '\n'])
         .map(|k| strip_wrapping(k.trim().trim_end_matches(['.', '。'])))
@@ -331,13 +331,13 @@ pub fn parse_keywords(list: &str) -> Vec<String> {
 }
 
 /// Keywords a person gave (`--keywords`, an import): the same rules.
-pub fn clean_keywords(given: &[String]) -> Vec<String> {
+pub(crate) fn clean_keywords(given: &[String]) -> Vec<String> {
     parse_keywords(&given.join(", "))
 }
 
 /// An enrichment answer: one line per fact, `ID | keyword, keyword, …`.
 /// Lines naming no id of `ids` are ignored.
-pub fn parse_enrich_lines(answer: &str, ids: &[i64]) -> Vec<(i64, Vec<String>)> {
+pub(crate) fn parse_enrich_lines(answer: &str, ids: &[i64]) -> Vec<(i64, Vec<String>)> {
     let mut out: Vec<(i64, Vec<String>)> = Vec::new();
     for line in answer.lines() {
         let line = line.trim();

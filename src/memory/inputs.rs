@@ -11,11 +11,11 @@ use serde_json::Value;
 use crate::store::JobKind;
 
 /// The version this build writes, and the newest it reads.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 
 /// `pin`: condense the session's first message into its pinned task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PinInput {
+pub(crate) struct PinInput {
     pub message: String,
     /// The model to ask; `None` in rows from before 0.2 (the runner's).
     #[serde(default)]
@@ -25,7 +25,7 @@ pub struct PinInput {
 /// `facts` (queued before the memory call; such rows still run): facts
 /// from a message and the reply it answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FactsInput {
+pub(crate) struct FactsInput {
     pub agent: String,
     /// Who sent the message (`--user`).
     pub user: Option<String>,
@@ -38,7 +38,7 @@ pub struct FactsInput {
 
 /// `summary`: the older turns of a long session to summarize.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SummaryInput {
+pub(crate) struct SummaryInput {
     pub transcript: String,
     /// The last turn the summary covers.
     pub upto: i64,
@@ -50,14 +50,14 @@ pub struct SummaryInput {
 
 /// One fact an enrichment call writes keywords for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EnrichFact {
+pub(crate) struct EnrichFact {
     pub id: i64,
     pub content: String,
 }
 
 /// `enrich`: facts without keywords.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EnrichInput {
+pub(crate) struct EnrichInput {
     pub facts: Vec<EnrichFact>,
     #[serde(default)]
     pub model: Option<String>,
@@ -65,7 +65,7 @@ pub struct EnrichInput {
 
 /// `clarify`: the reply's question and the answer that may clarify the task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClarifyInput {
+pub(crate) struct ClarifyInput {
     pub question: String,
     pub answer: String,
     #[serde(default)]
@@ -74,7 +74,7 @@ pub struct ClarifyInput {
 
 /// `consolidate`: the clarifications that did not fit, one per line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConsolidateInput {
+pub(crate) struct ConsolidateInput {
     pub add: String,
     #[serde(default)]
     pub model: Option<String>,
@@ -83,7 +83,7 @@ pub struct ConsolidateInput {
 /// `memory`: the exchanges after the user turn `after`, up to the turn the
 /// job is queued with; their text is read when the job runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MemoryInput {
+pub(crate) struct MemoryInput {
     pub after: i64,
     #[serde(default)]
     pub model: Option<String>,
@@ -91,7 +91,7 @@ pub struct MemoryInput {
 
 /// A job's input, by kind.
 #[derive(Debug, Clone, PartialEq)]
-pub enum JobInput {
+pub(crate) enum JobInput {
     Pin(PinInput),
     Facts(FactsInput),
     Summary(SummaryInput),
@@ -113,7 +113,7 @@ fn first() -> u32 {
 }
 
 impl JobInput {
-    pub fn kind(&self) -> JobKind {
+    pub(crate) fn kind(&self) -> JobKind {
         match self {
             JobInput::Pin(_) => JobKind::Pin,
             JobInput::Facts(_) => JobKind::Facts,
@@ -126,7 +126,7 @@ impl JobInput {
     }
 
     /// The model the job asks for, when it names one.
-    pub fn model(&self) -> Option<&str> {
+    pub(crate) fn model(&self) -> Option<&str> {
         match self {
             JobInput::Pin(i) => i.model.as_deref(),
             JobInput::Facts(i) => i.model.as_deref(),
@@ -139,7 +139,7 @@ impl JobInput {
     }
 
     /// As stored: the kind's fields and the version.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let fields = match self {
             JobInput::Pin(i) => serde_json::to_value(i),
             JobInput::Facts(i) => serde_json::to_value(i),
@@ -157,7 +157,7 @@ impl JobInput {
     }
 
     /// A stored row's input, read as its kind's type.
-    pub fn read(kind: JobKind, input: &Value) -> Result<JobInput> {
+    pub(crate) fn read(kind: JobKind, input: &Value) -> Result<JobInput> {
         let Version { v } = Version::deserialize(input)
             .map_err(|e| anyhow!("a {kind} job's input has no readable version: {e}"))?;
         if v > VERSION {

@@ -15,8 +15,8 @@ use tokio::time::Instant;
 
 use crate::backend::{Backend, CallError, Outcome, SideRequest};
 use crate::memory::inputs::{
-    ClarifyInput, ConsolidateInput, EnrichFact, EnrichInput, FactsInput, JobInput, MemoryInput,
-    PinInput, SummaryInput,
+    ConsolidateInput, EnrichFact, EnrichInput, FactsInput, JobInput, MemoryInput, PinInput,
+    SummaryInput,
 };
 use crate::memory::slots::{SideSlots, Slot};
 use crate::memory::{clarify, compact, facts, pin, review};
@@ -53,31 +53,29 @@ in Chinese). Answer one line per fact as: ID | term, term, ... and nothing else.
 
 /// Facts per enrichment call: enough to amortize the call's envelope,
 /// few enough that one answer stays short and one failure costs little.
-pub const ENRICH_BATCH: usize = 20;
+pub(crate) const ENRICH_BATCH: usize = 20;
 
 // The retry policy (attempts, back-off) is the store's: its claim SQL
 // enforces it, so it is defined there.
-pub use crate::store::{
-    JOB_MAX_ATTEMPTS as MAX_ATTEMPTS, JOB_RETRY_DELAY_SECS as RETRY_DELAY_SECS,
-};
+pub(crate) use crate::store::JOB_MAX_ATTEMPTS as MAX_ATTEMPTS;
 
 /// Facts are extracted from user messages at least this big (estimated
 /// tokens): about 40 Latin or 15 CJK characters. Shorter messages ("ok",
 /// "thanks", "繼續") rarely state anything durable, and skipping them keeps
 /// side calls off the chatty turns.
-pub const SUBSTANTIVE_TOKENS: usize = 10;
+pub(crate) const SUBSTANTIVE_TOKENS: usize = 10;
 
 /// Longest text one side call may receive; longer inputs are trimmed in the middle.
 const SIDE_INPUT_MAX: usize = 12_000;
 
-pub fn is_substantive(message: &str) -> bool {
+pub(crate) fn is_substantive(message: &str) -> bool {
     text::estimate_tokens(message) >= SUBSTANTIVE_TOKENS
 }
 
 /// A job to enqueue, as a turn's plan decides it: its kind and its input
 /// as stored ([`JobInput::to_json`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct NewJob {
+pub(crate) struct NewJob {
     pub kind: JobKind,
     pub input: Value,
 }
@@ -91,26 +89,16 @@ impl NewJob {
     }
 
     /// Condense the session's first message into its pin.
-    pub fn pin(message: &str, model: &str) -> NewJob {
+    pub(crate) fn pin(message: &str, model: &str) -> NewJob {
         NewJob::of(&JobInput::Pin(PinInput {
             message: message.to_string(),
             model: Some(model.to_string()),
         }))
     }
 
-    /// Decide whether an answer to the reply's question clarifies the task,
-    /// and condense it.
-    pub fn clarify(question: &str, answer: &str, model: &str) -> NewJob {
-        NewJob::of(&JobInput::Clarify(ClarifyInput {
-            question: question.to_string(),
-            answer: answer.to_string(),
-            model: Some(model.to_string()),
-        }))
-    }
-
     /// Rewrite the pin with the clarifications that did not fit (one per
     /// line of `add`).
-    pub fn consolidate(add: &str, model: &str) -> NewJob {
+    pub(crate) fn consolidate(add: &str, model: &str) -> NewJob {
         NewJob::of(&JobInput::Consolidate(ConsolidateInput {
             add: add.to_string(),
             model: Some(model.to_string()),
@@ -118,7 +106,7 @@ impl NewJob {
     }
 
     /// Write keywords for facts that have none.
-    pub fn enrich(facts: &[crate::store::Fact], model: &str) -> NewJob {
+    pub(crate) fn enrich(facts: &[crate::store::Fact], model: &str) -> NewJob {
         let facts = facts
             .iter()
             .map(|f| EnrichFact {
@@ -134,7 +122,7 @@ impl NewJob {
 
     /// The memory call over the exchanges after the user turn `after`, up
     /// to the turn the job is queued with (see [`review`]).
-    pub fn memory(after: i64, model: &str) -> NewJob {
+    pub(crate) fn memory(after: i64, model: &str) -> NewJob {
         NewJob::of(&JobInput::Memory(MemoryInput {
             after,
             model: Some(model.to_string()),
@@ -142,26 +130,8 @@ impl NewJob {
     }
 
     /// Summarize the older turns of a long session (see [`compact`]).
-    pub fn summary(input: SummaryInput) -> NewJob {
+    pub(crate) fn summary(input: SummaryInput) -> NewJob {
         NewJob::of(&JobInput::Summary(input))
-    }
-
-    /// Extract facts from a message and the reply it answers (queued by
-    /// releases before the memory call; such jobs still run).
-    pub fn facts(
-        agent: &str,
-        user: Option<&str>,
-        previous_reply: Option<&str>,
-        message: &str,
-        model: &str,
-    ) -> NewJob {
-        NewJob::of(&JobInput::Facts(FactsInput {
-            agent: agent.to_string(),
-            user: user.map(str::to_string),
-            assistant: previous_reply.map(str::to_string),
-            message: message.to_string(),
-            model: Some(model.to_string()),
-        }))
     }
 }
 
@@ -178,7 +148,7 @@ fn bounded(s: &str) -> String {
 /// A claimed job with its input read, and what it reads from the store
 /// when it runs rather than when it was queued ([`prepare`]).
 #[derive(Debug, Clone)]
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub job: Job,
     pub input: JobInput,
     /// The pin as it is now: what a clarification lands on, what a
@@ -283,7 +253,7 @@ fn task_for_drift(pin: &str) -> String {
 /// run time rather than when it was queued: the clarify and consolidation
 /// calls see the pin as it is now, after the jobs of earlier turns, and the
 /// facts call the task it judges drift against.
-pub fn prepare(store: &dyn Store, job: Job) -> Result<Prepared> {
+pub(crate) fn prepare(store: &dyn Store, job: Job) -> Result<Prepared> {
     let input = JobInput::read(job.kind, &job.input)?;
     let mut prepared = Prepared {
         job,
@@ -354,7 +324,7 @@ const REPLY_LOOKBACK: usize = 8;
 /// How jobs are run: where the calls go, with which model unless the job
 /// names its own, and how long each may take.
 #[derive(Debug, Clone)]
-pub struct Runner {
+pub(crate) struct Runner {
     pub backend: Backend,
     pub model: String,
     pub timeout: Duration,
@@ -366,14 +336,14 @@ impl Runner {
     /// A job is claimed for this long: its call is killed at the timeout,
     /// so past the lease its runner is surely gone (killed or crashed) and
     /// another may take the job over.
-    pub fn lease_secs(&self) -> i64 {
+    pub(crate) fn lease_secs(&self) -> i64 {
         i64::try_from(self.timeout.as_secs())
             .unwrap_or(i64::MAX)
             .saturating_add(10)
     }
 
     /// Run one job's side call.
-    pub async fn call(&self, job: &Prepared) -> Result<Outcome, CallError> {
+    pub(crate) async fn call(&self, job: &Prepared) -> Result<Outcome, CallError> {
         let (system, input) = job_prompt(job);
         let model = job.input.model().unwrap_or(&self.model);
         let request = SideRequest {
@@ -387,7 +357,7 @@ impl Runner {
 
 /// What a drain did.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
-pub struct Drained {
+pub(crate) struct Drained {
     pub done: usize,
     pub failed: usize,
     /// Still running when the drain had to stop: retried after their lease.
@@ -403,7 +373,7 @@ pub struct Drained {
 
 /// What a drain does when every side-call slot of the host is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WhenBusy {
+pub(crate) enum WhenBusy {
     /// Leave the jobs queued and return: whoever holds a slot drains them
     /// too (the detached worker: no process waits idle).
     Leave,
@@ -420,7 +390,7 @@ const RETRY_POLL: Duration = Duration::from_secs(1);
 /// How many of the selected jobs a drain would still run: the open ones
 /// with attempts left, less those another runner holds under a live lease.
 /// A count for a progress bar, not a promise (workers come and go).
-pub fn to_run(store: &dyn Store, select: JobSelect<'_>) -> Result<usize> {
+pub(crate) fn to_run(store: &dyn Store, select: JobSelect<'_>) -> Result<usize> {
     let now = store::now();
     let open = store.jobs(&store::JobFilter {
         select,
@@ -442,7 +412,7 @@ pub fn to_run(store: &dyn Store, select: JobSelect<'_>) -> Result<usize> {
 /// them back as soon as there is nothing for them, claiming the next job
 /// as each call ends. Nothing here fails the caller: every problem is
 /// recorded on its job (and logged), and the job retried later.
-pub async fn drain(
+pub(crate) async fn drain(
     store: &mut dyn Store,
     runner: &Runner,
     select: JobSelect<'_>,
@@ -454,7 +424,7 @@ pub async fn drain(
 
 /// [`drain`], telling `watch` the running totals each time a job's attempt
 /// ends: how a command shows progress without this layer knowing how.
-pub async fn drain_watched(
+pub(crate) async fn drain_watched(
     store: &mut dyn Store,
     runner: &Runner,
     select: JobSelect<'_>,
@@ -557,7 +527,7 @@ pub async fn drain_watched(
 
 /// The CPU priority side calls run at (a nice value): replies come first,
 /// so a burst of side calls does not slow the main calls people wait for.
-pub const SIDE_NICE: i32 = 10;
+pub(crate) const SIDE_NICE: i32 = 10;
 
 /// Move this thread, the one that starts the side calls' processes, to
 /// [`SIDE_NICE`]: a child inherits it from the moment it exists. Whoever
@@ -640,7 +610,7 @@ fn record_call(store: &mut dyn Store, runner: &Runner, job: &Job, outcome: &Outc
 /// What a job's answer came to: a note for the log, and the events to
 /// append when the job is marked done (in that transaction, so a job
 /// retried after a crash never reports them twice).
-pub struct Applied {
+pub(crate) struct Applied {
     pub note: String,
     pub events: Vec<NewEvent>,
 }
@@ -655,7 +625,7 @@ impl From<String> for Applied {
 }
 
 /// Validate an answer and store what it yields; an error leaves the job for a retry.
-pub fn apply(store: &mut dyn Store, p: &Prepared, answer: &str) -> Result<Applied> {
+pub(crate) fn apply(store: &mut dyn Store, p: &Prepared, answer: &str) -> Result<Applied> {
     let answer = answer.trim();
     if answer.is_empty() {
         return Err(anyhow!("empty answer"));

@@ -2,15 +2,15 @@
 //! recap, key facts (extracted, ranked, injected), the side-call jobs that
 //! produce them, and compaction of long sessions.
 
-pub mod clarify;
-pub mod compact;
-pub mod erasure;
-pub mod facts;
-pub mod inputs;
-pub mod jobs;
-pub mod pin;
-pub mod profile;
-pub mod recall;
-pub mod review;
-pub mod slots;
-pub mod worker;
+pub(crate) mod clarify;
+pub(crate) mod compact;
+pub(crate) mod erasure;
+pub(crate) mod facts;
+pub(crate) mod inputs;
+pub(crate) mod jobs;
+pub(crate) mod pin;
+pub(crate) mod profile;
+pub(crate) mod recall;
+pub(crate) mod review;
+pub(crate) mod slots;
+pub(crate) mod worker;

@@ -6,7 +6,7 @@
 //! consolidated by another side call, never cut here.
 
 /// The pin never grows past this many characters (Unicode scalar values).
-pub const PIN_CAP: usize = 1000;
+pub(crate) const PIN_CAP: usize = 1000;
 /// A clarification a side call condensed is appended while the pin stays
 /// within this; past it the pin is consolidated. Lower than the cap
 /// because the pin rides in the recap of every message: each of its
@@ -14,12 +14,12 @@ pub const PIN_CAP: usize = 1000;
 /// hand append (`pin append`) may fill the pin to [`PIN_CAP`].
 pub const CLARIFIED_MAX: usize = 700;
 /// An extracted pin longer than this is rejected: it is not a condensed task.
-pub const EXTRACTED_MAX: usize = 700;
+pub(crate) const EXTRACTED_MAX: usize = 700;
 /// A consolidated pin is at most this long, leaving room for new lines.
-pub const CONSOLIDATED_MAX: usize = 450;
+pub(crate) const CONSOLIDATED_MAX: usize = 450;
 const MARK: &str = "[+] ";
 
-pub fn chars(s: &str) -> usize {
+pub(crate) fn chars(s: &str) -> usize {
     s.chars().count()
 }
 
@@ -37,12 +37,12 @@ fn split(pin: &str) -> (Vec<&str>, Vec<&str>) {
 }
 
 /// The task lines of a pin, without its `[+]` clarifications.
-pub fn task(pin: &str) -> String {
+pub(crate) fn task(pin: &str) -> String {
     split(pin).0.join("\n")
 }
 
 /// A clarification as its pin line: whitespace collapsed to one line.
-pub fn clarification_line(text: &str) -> String {
+pub(crate) fn clarification_line(text: &str) -> String {
     format!(
         "{MARK}{}",
         text.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -51,14 +51,14 @@ pub fn clarification_line(text: &str) -> String {
 
 /// Whether the pin already holds this clarification (an answer condensed
 /// twice, a hand append repeated).
-pub fn holds(pin: Option<&str>, text: &str) -> bool {
+pub(crate) fn holds(pin: Option<&str>, text: &str) -> bool {
     let line = clarification_line(text);
     pin.is_some_and(|p| p.lines().any(|l| l.trim_end() == line))
 }
 
 /// The pin with a `[+]` line appended, whatever its length: the caller
 /// checks it against [`PIN_CAP`] and consolidates or refuses.
-pub fn appended(pin: Option<&str>, text: &str) -> String {
+pub(crate) fn appended(pin: Option<&str>, text: &str) -> String {
     let line = clarification_line(text);
     match pin.map(str::trim).filter(|p| !p.is_empty()) {
         Some(p) => format!("{p}\n{line}"),
@@ -68,7 +68,7 @@ pub fn appended(pin: Option<&str>, text: &str) -> String {
 
 /// Combine an extracted task with a pin that so far holds only
 /// clarifications (appended by hand while the extraction was pending).
-pub fn with_extracted(current: Option<&str>, extracted: &str) -> Option<String> {
+pub(crate) fn with_extracted(current: Option<&str>, extracted: &str) -> Option<String> {
     match current.map(str::trim).filter(|p| !p.is_empty()) {
         None => Some(extracted.trim().to_string()),
         Some(p) => {

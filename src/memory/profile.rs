@@ -20,7 +20,7 @@ pub const DEFAULT_TOKENS: usize = 1_200;
 
 /// The most `--profile-tokens` accepts: a profile is a summary of a
 /// person, not an archive, and each of its tokens rides in every request.
-pub const MAX_TOKENS: usize = 20_000;
+pub(crate) const MAX_TOKENS: usize = 20_000;
 
 /// A scope with at most this many facts may be carried whole (when they
 /// all fit the budget); a larger one never fits a sane budget.
@@ -49,7 +49,7 @@ pub fn read(store: &dyn Store, scope: FactScope, budget: usize) -> Result<Vec<Fa
 }
 
 /// The facts, in order, while they fit `budget` with the block around them.
-pub fn within(facts: Vec<Fact>, budget: usize) -> Vec<Fact> {
+pub(crate) fn within(facts: Vec<Fact>, budget: usize) -> Vec<Fact> {
     let mut used = frame_tokens();
     let mut out = Vec::new();
     for f in facts {
@@ -64,7 +64,7 @@ pub fn within(facts: Vec<Fact>, budget: usize) -> Vec<Fact> {
 }
 
 /// Estimated tokens of the whole block holding `facts`; 0 for none.
-pub fn tokens(facts: &[Fact]) -> usize {
+pub(crate) fn tokens(facts: &[Fact]) -> usize {
     if facts.is_empty() {
         return 0;
     }
@@ -77,7 +77,7 @@ const PROFILE_TAIL: &str = "</user_profile>\n";
 
 /// The block the system prompt carries for these facts' texts; empty for
 /// none. Each fact is one escaped line, so no stored text can close it.
-pub fn block(facts: &[String]) -> String {
+pub(crate) fn block(facts: &[String]) -> String {
     if facts.is_empty() {
         return String::new();
     }

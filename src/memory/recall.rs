@@ -8,9 +8,9 @@ use crate::text;
 use crate::text::terms::query_terms;
 
 /// At most this many facts are injected per turn...
-pub const FACTS_PER_TURN: usize = 3;
+pub(crate) const FACTS_PER_TURN: usize = 3;
 /// ...within about this many tokens.
-pub const FACTS_TOKEN_BUDGET: usize = 150;
+pub(crate) const FACTS_TOKEN_BUDGET: usize = 150;
 
 /// How much a match in a fact's keywords counts against one in its text:
 /// below 1, so a fact that says the words wins over one that was only

@@ -37,10 +37,10 @@ on (a constraint, choice or scope): CLARIFY: it as one constraint, at most 100 c
 reply against it: DRIFT: none, or DRIFT: minor|major | reason. Nothing at all: NONE.";
 
 /// By default the call runs once this many substantive exchanges wait.
-pub const DEFAULT_EVERY: usize = 6;
+pub(crate) const DEFAULT_EVERY: usize = 6;
 /// At most this many exchanges, the newest, go in one call: a session that
 /// ran without extraction (`--no-extract`) is not judged backwards.
-pub const MAX_EXCHANGES: usize = 12;
+pub(crate) const MAX_EXCHANGES: usize = 12;
 /// A message is cut (in the middle) past this many characters; a reply
 /// past [`REPLY_MAX_CHARS`]: facts come mostly from what people say, and a
 /// drift verdict needs the reply's gist, not all of it.
@@ -49,7 +49,7 @@ const REPLY_MAX_CHARS: usize = 600;
 
 /// Why a memory call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Why {
+pub(crate) enum Why {
     /// Enough substantive exchanges wait (`--memory-every`).
     Enough,
     /// The session came back after its prompt cache went cold: what waited
@@ -67,9 +67,9 @@ pub enum Why {
 
 impl Why {
     /// Every reason, in the order of the checks.
-    pub const ALL: [Why; 4] = [Why::Enough, Why::Idle, Why::Compaction, Why::Pause];
+    pub(crate) const ALL: [Why; 4] = [Why::Enough, Why::Idle, Why::Compaction, Why::Pause];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Why::Enough => "enough exchanges wait",
             Why::Idle => "the session was idle past the cache lifetime",
@@ -79,14 +79,14 @@ impl Why {
     }
 
     /// Whether the call waits for the session's pause.
-    pub fn waits(self) -> bool {
+    pub(crate) fn waits(self) -> bool {
         self == Why::Pause
     }
 }
 
 /// A memory call a turn queues once its reply is recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Due {
+pub(crate) struct Due {
     /// It covers the user turns after this one (the watermark).
     pub after: i64,
     /// How many exchanges, this turn's included.
@@ -104,7 +104,7 @@ fn worthy(previous_reply: Option<&str>, message: &str) -> bool {
 /// What this turn's reply completes, from the live turns (this message not
 /// among them), the watermark, and the turn's circumstances. Pure: the dry
 /// run shows it.
-pub fn due(
+pub(crate) fn due(
     live: &[Turn],
     watermark: Option<i64>,
     message: &str,
@@ -154,7 +154,7 @@ pub fn due(
 
 /// One exchange as the call reads it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Exchange {
+pub(crate) struct Exchange {
     /// Numbered from 1 within the call.
     pub n: usize,
     /// The user turn and its reply.
@@ -173,7 +173,7 @@ pub struct Exchange {
 /// watermark, oldest first) up to the user turn `through`, at most the
 /// newest [`MAX_EXCHANGES`]. A message that failed, or waits for its
 /// reply, is no exchange.
-pub fn exchanges(turns: &[Turn], through: i64) -> Vec<Exchange> {
+pub(crate) fn exchanges(turns: &[Turn], through: i64) -> Vec<Exchange> {
     let mut out = Vec::new();
     let mut previous_reply: Option<&str> = None;
     let mut pending: Option<&Turn> = None;
@@ -209,7 +209,7 @@ pub fn exchanges(turns: &[Turn], through: i64) -> Vec<Exchange> {
 /// The last user turn a memory call covers, for planning the next: where
 /// the session's memory job waiting for its pause starts (this turn may
 /// extend it), else the last one a queued job covers.
-pub fn watermark(store: &dyn Store, session_id: &str) -> anyhow::Result<Option<i64>> {
+pub(crate) fn watermark(store: &dyn Store, session_id: &str) -> anyhow::Result<Option<i64>> {
     match store.paused_memory_job(session_id)? {
         Some(job) => match JobInput::read(job.kind, &job.input)? {
             JobInput::Memory(m) => Ok(Some(m.after)),
@@ -221,7 +221,7 @@ pub fn watermark(store: &dyn Store, session_id: &str) -> anyhow::Result<Option<i
 
 /// Schedule the session's next memory call through `through`, due at
 /// `due` (see [`Jobs::schedule_memory`](crate::store::Jobs::schedule_memory)).
-pub fn schedule(
+pub(crate) fn schedule(
     store: &mut dyn Store,
     at: &MemorySchedule,
     model: &str,
@@ -234,7 +234,7 @@ pub fn schedule(
 /// may read (not one sent with `--no-extract`), so the last reply of a
 /// session that went quiet is judged too, and a call waiting for the
 /// session's pause runs now. Whether a call is due.
-pub fn flush(store: &mut dyn Store, session: &Session, model: &str) -> anyhow::Result<bool> {
+pub(crate) fn flush(store: &mut dyn Store, session: &Session, model: &str) -> anyhow::Result<bool> {
     let after = watermark(store, &session.id)?.unwrap_or(0);
     let turns = store.turns_after(&session.id, after)?;
     let Some(last) = exchanges(&turns, i64::MAX).last().map(|e| e.turn) else {
@@ -252,7 +252,7 @@ pub fn flush(store: &mut dyn Store, session: &Session, model: &str) -> anyhow::R
 }
 
 /// The call's input: the task it judges against, then each exchange.
-pub fn input(task: Option<&str>, exchanges: &[Exchange]) -> String {
+pub(crate) fn input(task: Option<&str>, exchanges: &[Exchange]) -> String {
     let mut out = String::new();
     if let Some(task) = task.filter(|t| !t.trim().is_empty()) {
         out.push_str("<task>\n");
@@ -288,7 +288,7 @@ fn cut(s: &str, max: usize) -> String {
 
 /// What the call said of one exchange.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Said {
+pub(crate) struct Said {
     pub facts: Vec<Extracted>,
     pub corrections: Vec<Extracted>,
     pub clarify: Option<String>,
@@ -298,7 +298,7 @@ pub struct Said {
 /// The answer, by exchange number. Lines before any `## n` belong to the
 /// only exchange when there is one, and to none otherwise; a numbered
 /// `DRIFT n:` line counts wherever it stands.
-pub fn parse(answer: &str, count: usize) -> BTreeMap<usize, Said> {
+pub(crate) fn parse(answer: &str, count: usize) -> BTreeMap<usize, Said> {
     let mut sections: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
     let mut current = if count == 1 { Some(1) } else { None };
     let mut numbered_drift: Vec<(usize, &str)> = Vec::new();

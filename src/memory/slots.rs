@@ -13,37 +13,38 @@ use anyhow::Result;
 
 use crate::store::lock;
 
-/// The default bound: two side calls at once per host.
-pub const DEFAULT_CONCURRENCY: usize = 2;
+/// The default bound: two side calls at once per host
+/// (`--side-concurrency`).
+pub(crate) const DEFAULT_CONCURRENCY: u16 = 2;
 /// The most `--side-concurrency` accepts.
-pub const MAX_CONCURRENCY: usize = 64;
+pub(crate) const MAX_CONCURRENCY: u16 = 64;
 
 /// The host's slots, of which a process may take up to `limit`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SideSlots {
+pub(crate) struct SideSlots {
     dir: PathBuf,
     limit: usize,
 }
 
 /// One slot, held until dropped.
 #[derive(Debug)]
-pub struct Slot {
+pub(crate) struct Slot {
     _file: File,
     pub index: usize,
 }
 
 impl SideSlots {
-    pub fn new(dir: PathBuf, limit: usize) -> SideSlots {
+    pub(crate) fn new(dir: PathBuf, limit: usize) -> SideSlots {
         SideSlots {
             dir,
-            limit: limit.clamp(1, MAX_CONCURRENCY),
+            limit: limit.clamp(1, usize::from(MAX_CONCURRENCY)),
         }
     }
 
     /// The host's slots for this user: in `$XDG_RUNTIME_DIR/duduclaw-session`
     /// (a tmpfs the session manager keeps per user), else beside the
     /// default store, else in the temp folder.
-    pub fn for_host(limit: usize) -> SideSlots {
+    pub(crate) fn for_host(limit: usize) -> SideSlots {
         let dir = std::env::var_os("XDG_RUNTIME_DIR")
             .map(PathBuf::from)
             .filter(|p| p.is_absolute() && p.is_dir())
@@ -60,11 +61,11 @@ impl SideSlots {
         SideSlots::new(dir.join("side-slots"), limit)
     }
 
-    pub fn limit(&self) -> usize {
+    pub(crate) fn limit(&self) -> usize {
         self.limit
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
@@ -73,7 +74,7 @@ impl SideSlots {
     }
 
     /// Take a free slot other than those in `held`, if there is one now.
-    pub fn try_take(&self, held: &[Slot]) -> Result<Option<Slot>> {
+    pub(crate) fn try_take(&self, held: &[Slot]) -> Result<Option<Slot>> {
         for index in 0..self.limit {
             if held.iter().any(|s| s.index == index) {
                 continue;
@@ -88,7 +89,7 @@ impl SideSlots {
     /// How many of the slots are held now, read from the kernel's lock
     /// table (`/proc/locks`) so that looking takes no slot from a worker;
     /// `None` where there is no such table.
-    pub fn in_use(&self) -> Option<usize> {
+    pub(crate) fn in_use(&self) -> Option<usize> {
         use std::os::unix::fs::MetadataExt;
         let table = std::fs::read_to_string("/proc/locks").ok()?;
         // Each line names a lock's file as MAJOR:MINOR:INODE (devices in hex).
@@ -137,7 +138,7 @@ mod tests {
         assert_eq!(SideSlots::new(dir.path().into(), 0).limit(), 1);
         assert_eq!(
             SideSlots::new(dir.path().into(), 1000).limit(),
-            MAX_CONCURRENCY
+            usize::from(MAX_CONCURRENCY)
         );
     }
 }

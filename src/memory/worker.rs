@@ -23,17 +23,17 @@ use crate::store::{self, JobSelect, Location, Store, TurnStatus};
 /// The latest a worker waits for its turn's reply before it starts calling:
 /// side calls start after the reply so they do not compete with the main
 /// call's start-up for the CPU.
-pub const START_DELAY: Duration = Duration::from_secs(2);
+pub(crate) const START_DELAY: Duration = Duration::from_secs(2);
 
 /// The environment variable that carries a worker's settings (JSON) from
 /// the turn that starts it to `jobs work` (whose clap definition reads it).
 /// Not argv: argv would be a second spelling of the command line to keep in
 /// step with its definition, and every user of the host sees argv in `ps`.
-pub const SETTINGS_VAR: &str = "DUDUCLAW_WORKER";
+pub(crate) const SETTINGS_VAR: &str = "DUDUCLAW_WORKER";
 
 /// What a worker needs to know.
 #[derive(Debug, Clone)]
-pub struct WorkerSettings {
+pub(crate) struct WorkerSettings {
     pub location: Location,
     pub claude: Option<std::path::PathBuf>,
     pub route: Route,
@@ -67,7 +67,7 @@ struct Carried {
 
 impl WorkerSettings {
     /// The settings a turn left in [`SETTINGS_VAR`] for `jobs work`.
-    pub fn from_carried(location: &Location, value: &str) -> Result<WorkerSettings> {
+    pub(crate) fn from_carried(location: &Location, value: &str) -> Result<WorkerSettings> {
         let c: Carried = serde_json::from_str(value).map_err(|e| {
             anyhow::anyhow!("{SETTINGS_VAR} does not hold a worker's settings: {e}")
         })?;
@@ -103,7 +103,7 @@ impl WorkerSettings {
 /// session's pause: start one unless one waits already. One holding the
 /// waiter lock looks at the jobs again after it lets go of it, so a job
 /// scheduled before this look is never left without one.
-pub fn wait_at_pause(w: &WorkerSettings) {
+pub(crate) fn wait_at_pause(w: &WorkerSettings) {
     match Waiter::try_take(&w.location) {
         Ok(None) => tracing::debug!("a worker of this host waits already"),
         Ok(Some(_probe)) => spawn(w),
@@ -132,7 +132,7 @@ impl Waiter {
 /// Start a worker for the session's jobs and do not wait for it. A worker
 /// that cannot start is logged, not fatal: the jobs stay queued for the
 /// next turn or `jobs run`.
-pub fn spawn(w: &WorkerSettings) {
+pub(crate) fn spawn(w: &WorkerSettings) {
     if let Err(e) = spawn_worker(w) {
         tracing::warn!("could not start the side-call worker: {e}; the jobs stay queued");
     }
@@ -160,7 +160,7 @@ fn spawn_worker(w: &WorkerSettings) -> std::io::Result<()> {
 /// session's and every other's, oldest first, fair between sessions) while
 /// it holds a side-call slot of the host; exit when none is left, or at
 /// once when every slot is taken (a holder runs the jobs then).
-pub async fn work(w: &WorkerSettings) -> Result<()> {
+pub(crate) async fn work(w: &WorkerSettings) -> Result<()> {
     // A new session: no controlling terminal, so no signal meant for the
     // caller's terminal (Ctrl-C, a closed window) reaches the worker.
     let _ = rustix::process::setsid();

@@ -22,7 +22,7 @@ pub fn session_id(key: &SessionKey) -> Uuid {
 
 /// Claude's session handle for a generation; generation 0 is the session id itself,
 /// later generations are the handles started when resuming fails or a session rolls over.
-pub fn handle_id(key: &SessionKey, generation: u32) -> Uuid {
+pub(crate) fn handle_id(key: &SessionKey, generation: u32) -> Uuid {
     let mut hasher = Sha256::new();
     hasher.update(DOMAIN_TAG);
     // Length prefixes make the encoding injective: no choice of field contents

@@ -3,7 +3,8 @@
 
 mod id;
 
-pub use id::{SessionKey, handle_id, session_id};
+pub(crate) use id::handle_id;
+pub use id::{SessionKey, session_id};
 
 use std::path::PathBuf;
 
@@ -31,7 +32,7 @@ impl Address {
 }
 
 /// claude's config folder on this host: `CLAUDE_CONFIG_DIR`, else `~/.claude`.
-pub fn claude_config_dir() -> Option<PathBuf> {
+pub(crate) fn claude_config_dir() -> Option<PathBuf> {
     std::env::var_os("CLAUDE_CONFIG_DIR")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
@@ -42,7 +43,7 @@ pub fn claude_config_dir() -> Option<PathBuf> {
 /// folder. A handle is resumed only where its transcript was written; a
 /// turn anywhere else starts a new handle with the stored history, so no
 /// host resumes a transcript that misses turns answered elsewhere.
-pub fn transcript_host() -> String {
+pub(crate) fn transcript_host() -> String {
     let name = rustix::system::uname();
     let machine = name.nodename().to_str().unwrap_or("localhost");
     let dir = claude_config_dir().unwrap_or_default();
@@ -54,7 +55,7 @@ pub fn transcript_host() -> String {
 /// folder of the same name beside it, where claude keeps a session's side
 /// files. The files this tool caused claude to write, gone with what they
 /// quote. How many transcripts went.
-pub fn delete_transcripts(handles: &[String]) -> std::io::Result<usize> {
+pub(crate) fn delete_transcripts(handles: &[String]) -> std::io::Result<usize> {
     let Some(projects) = claude_config_dir().map(|d| d.join("projects")) else {
         return Ok(0);
     };
@@ -82,7 +83,7 @@ pub fn delete_transcripts(handles: &[String]) -> std::io::Result<usize> {
 }
 
 /// How many of these handles' transcripts this host holds.
-pub fn count_transcripts(handles: &[String]) -> usize {
+pub(crate) fn count_transcripts(handles: &[String]) -> usize {
     let Some(projects) = claude_config_dir().map(|d| d.join("projects")) else {
         return 0;
     };

@@ -276,7 +276,7 @@ pub trait Engine: Send {
 }
 
 /// Run `f` in one transaction of `engine` and return what it returns.
-pub fn write<E: Engine + ?Sized, T>(
+pub(crate) fn write<E: Engine + ?Sized, T>(
     engine: &mut E,
     f: impl FnOnce(&dyn Db) -> Result<T>,
 ) -> Result<T> {
@@ -291,7 +291,7 @@ pub fn write<E: Engine + ?Sized, T>(
 }
 
 /// A count as a parameter: a `usize` never near 2^63.
-pub fn count(n: usize) -> i64 {
+pub(crate) fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 

@@ -11,7 +11,7 @@ use super::event_data::{
 use super::{EventFilter, JobKind, NewEvent, NewFact, PinChange, PinSource, Reply, Roll};
 
 /// Microseconds since the Unix epoch: an event's time.
-pub fn now_us() -> i64 {
+pub(crate) fn now_us() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
@@ -44,7 +44,7 @@ impl NewEvent {
 /// A reply recorded: `turn` is the user's message, `reply_turn` the reply.
 /// No text: `history` has it, and the log stays small and free of what
 /// people wrote.
-pub fn turn_done(owner: &Owner, turn: i64, reply_turn: i64, reply: &Reply) -> NewEvent {
+pub(crate) fn turn_done(owner: &Owner, turn: i64, reply_turn: i64, reply: &Reply) -> NewEvent {
     let data = TurnDone {
         turn: TurnRef::stored(Some(turn)),
         reply_turn,
@@ -61,7 +61,7 @@ pub fn turn_done(owner: &Owner, turn: i64, reply_turn: i64, reply: &Reply) -> Ne
     }
 }
 
-pub fn turn_failed(owner: &Owner, turn: i64, error: &str) -> NewEvent {
+pub(crate) fn turn_failed(owner: &Owner, turn: i64, error: &str) -> NewEvent {
     let data = TurnFailed {
         turn: TurnRef::stored(Some(turn)),
         error: error.to_string(),
@@ -73,7 +73,12 @@ pub fn turn_failed(owner: &Owner, turn: i64, error: &str) -> NewEvent {
 }
 
 /// A pin revision written: which kind by what changed it.
-pub fn pin_changed(owner: &Owner, rev: i64, pin: Option<&str>, change: PinChange) -> NewEvent {
+pub(crate) fn pin_changed(
+    owner: &Owner,
+    rev: i64,
+    pin: Option<&str>,
+    change: PinChange,
+) -> NewEvent {
     let data = Kept::Data(PinChanged {
         pin: pin.map(str::to_string),
         source: change.source,
@@ -95,7 +100,7 @@ pub fn pin_changed(owner: &Owner, rev: i64, pin: Option<&str>, change: PinChange
 /// A fact stored: `correction` for one a user's correction in a session
 /// made just now (an imported or copied correction is a `fact.added`
 /// marked as one: nobody corrected anything at that moment).
-pub fn fact_added(id: i64, fact: &NewFact) -> NewEvent {
+pub(crate) fn fact_added(id: i64, fact: &NewFact) -> NewEvent {
     let data = Kept::Data(FactAdded {
         fact_id: id,
         content: fact.content.to_string(),
@@ -130,7 +135,7 @@ fn fact_owner(agent: &str, user: Option<&str>) -> Owner {
     }
 }
 
-pub fn fact_forgotten(agent: &str, user: Option<&str>, id: i64) -> NewEvent {
+pub(crate) fn fact_forgotten(agent: &str, user: Option<&str>, id: i64) -> NewEvent {
     let data = EventData::FactForgotten(Kept::Data(FactForgotten { fact_id: id }));
     NewEvent {
         fact_id: Some(id),
@@ -138,7 +143,12 @@ pub fn fact_forgotten(agent: &str, user: Option<&str>, id: i64) -> NewEvent {
     }
 }
 
-pub fn fact_enriched(agent: &str, user: Option<&str>, id: i64, keywords: &[String]) -> NewEvent {
+pub(crate) fn fact_enriched(
+    agent: &str,
+    user: Option<&str>,
+    id: i64,
+    keywords: &[String],
+) -> NewEvent {
     let data = EventData::FactEnriched(Kept::Data(FactEnriched {
         fact_id: id,
         keywords: keywords.to_vec(),
@@ -150,7 +160,7 @@ pub fn fact_enriched(agent: &str, user: Option<&str>, id: i64, keywords: &[Strin
 }
 
 /// A roll that stored a summary; a roll without one reports nothing.
-pub fn compacted(owner: &Owner, roll: &Roll) -> Option<NewEvent> {
+pub(crate) fn compacted(owner: &Owner, roll: &Roll) -> Option<NewEvent> {
     let (summary, upto) = roll.summary?;
     let data = Compacted {
         summary: summary.to_string(),
@@ -165,13 +175,13 @@ pub fn compacted(owner: &Owner, roll: &Roll) -> Option<NewEvent> {
     ))
 }
 
-pub fn removed(owner: &Owner, turns: i64) -> NewEvent {
+pub(crate) fn removed(owner: &Owner, turns: i64) -> NewEvent {
     let data = EventData::SessionRemoved(Kept::Data(SessionRemoved { turns }));
     NewEvent::of(owner, data)
 }
 
 /// A job given up after its last attempt.
-pub fn job_failed(
+pub(crate) fn job_failed(
     owner: &Owner,
     job: i64,
     kind: JobKind,
@@ -194,7 +204,7 @@ pub fn job_failed(
 
 /// A parameter of an event query, for either engine to bind.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Param {
+pub(crate) enum Param {
     Int(i64),
     Text(String),
 }
@@ -202,7 +212,7 @@ pub enum Param {
 /// The `SELECT` for a filter, in PostgreSQL's placeholders (the SQLite
 /// engine converts them), with its parameters. Columns: id, at, kind,
 /// agent, session_id, user_id, data.
-pub fn select(filter: &EventFilter) -> (String, Vec<Param>) {
+pub(crate) fn select(filter: &EventFilter) -> (String, Vec<Param>) {
     let mut params = Vec::new();
     let mut clauses: Vec<String> = Vec::new();
     let bind = |p: Param, params: &mut Vec<Param>| {
@@ -258,45 +268,46 @@ pub fn select(filter: &EventFilter) -> (String, Vec<Param>) {
 /// Redactions an erasure makes in the log, each with `$1` the redacted
 /// data. Kept by kind and ids, so a consumer still sees that something
 /// happened, never what.
-pub mod redact {
+pub(crate) mod redact {
     /// Events of facts: `$2` the fact id.
-    pub const FACT: &str = "UPDATE events SET data = $1 WHERE fact_id = $2";
+    pub(crate) const FACT: &str = "UPDATE events SET data = $1 WHERE fact_id = $2";
     /// Events of a turn: `$2` the turn id.
-    pub const TURN: &str = "UPDATE events SET data = $1 WHERE turn_id = $2";
+    pub(crate) const TURN: &str = "UPDATE events SET data = $1 WHERE turn_id = $2";
     /// A session's pin events: `$2` the session.
-    pub const PINS: &str = "UPDATE events SET data = $1 WHERE session_id = $2 AND kind IN ('pin.set', 'pin.clarified', 'pin.consolidated')";
+    pub(crate) const PINS: &str = "UPDATE events SET data = $1 WHERE session_id = $2 AND kind IN ('pin.set', 'pin.clarified', 'pin.consolidated')";
     /// A session's summaries: `$2` the session.
-    pub const SUMMARIES: &str =
+    pub(crate) const SUMMARIES: &str =
         "UPDATE events SET data = $1 WHERE session_id = $2 AND kind = 'session.compacted'";
     /// Everything a session's events said: `$2` the session.
-    pub const SESSION: &str = "UPDATE events SET data = $1 WHERE session_id = $2";
+    pub(crate) const SESSION: &str = "UPDATE events SET data = $1 WHERE session_id = $2";
     /// A person's events lose what they said and their id: `$2` the
     /// person. In every agent, including one left with no sessions or facts
     /// (the log outlives them).
-    pub const PERSON: &str = "UPDATE events SET data = $1, user_id = NULL WHERE user_id = $2";
+    pub(crate) const PERSON: &str =
+        "UPDATE events SET data = $1, user_id = NULL WHERE user_id = $2";
     /// The same within one agent (`forget --user U --agent A` leaves U's
     /// events in other agents alone): `$3` the agent.
-    pub const PERSON_IN_AGENT: &str =
+    pub(crate) const PERSON_IN_AGENT: &str =
         "UPDATE events SET data = $1, user_id = NULL WHERE user_id = $2 AND agent = $3";
 }
 
 /// What an engine reads, in the change's transaction, to say whom an
 /// event concerns.
-pub mod lookup {
+pub(crate) mod lookup {
     /// A turn's agent, session and sender: `$1` the turn.
-    pub const TURN: &str = "SELECT s.agent, t.session_id, t.user_id FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.id = $1";
+    pub(crate) const TURN: &str = "SELECT s.agent, t.session_id, t.user_id FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.id = $1";
     /// A session's agent: `$1` the session.
-    pub const SESSION: &str = "SELECT agent FROM sessions WHERE id = $1";
+    pub(crate) const SESSION: &str = "SELECT agent FROM sessions WHERE id = $1";
     /// A fact's agent and person ('' for none): `$1` the fact.
-    pub const FACT: &str = "SELECT agent, user_id FROM facts WHERE id = $1";
+    pub(crate) const FACT: &str = "SELECT agent, user_id FROM facts WHERE id = $1";
     /// A job given up: its agent, session, kind, turn and attempts, when its
     /// last attempt failed (`$1` the job, `$2` the failed status).
-    pub const FAILED_JOB: &str =
+    pub(crate) const FAILED_JOB: &str =
         "SELECT agent, session_id, kind, turn_id, attempts FROM jobs WHERE id = $1 AND status = $2";
 }
 
 /// Events older than a time (microseconds) go: `$1`.
-pub const PRUNE: &str = "DELETE FROM events WHERE at < $1";
+pub(crate) const PRUNE: &str = "DELETE FROM events WHERE at < $1";
 
 #[cfg(test)]
 mod tests {

@@ -12,14 +12,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 /// The folder holding the lock files of the store at `db`.
-pub fn lock_dir(db: &Path) -> PathBuf {
+pub(crate) fn lock_dir(db: &Path) -> PathBuf {
     let mut name = db.file_name().unwrap_or_default().to_os_string();
     name.push(".locks");
     db.with_file_name(name)
 }
 
 /// Create a private folder (0700) if it is missing.
-pub fn private_dir(dir: &Path) -> Result<()> {
+pub(crate) fn private_dir(dir: &Path) -> Result<()> {
     if !dir.exists() {
         fs::DirBuilder::new()
             .recursive(true)
@@ -33,7 +33,7 @@ pub fn private_dir(dir: &Path) -> Result<()> {
 /// Lock `path` if no one holds it now: `Some(file)` holds the lock until
 /// dropped, `None` means busy. Without `create` a missing file counts as
 /// free and nothing is created (`Some(None)`).
-pub fn try_lock(path: &Path, create: bool) -> Result<Option<Option<File>>> {
+pub(crate) fn try_lock(path: &Path, create: bool) -> Result<Option<Option<File>>> {
     let file = if create {
         if let Some(dir) = path.parent() {
             private_dir(dir)?;

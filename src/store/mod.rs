@@ -7,40 +7,40 @@
 
 mod admin;
 mod calls;
-pub mod db;
+pub(crate) mod db;
 mod erasure;
-pub mod event_data;
-pub mod events;
+pub(crate) mod event_data;
+pub(crate) mod events;
 mod facts;
 mod jobs;
-pub mod lock;
+pub(crate) mod lock;
 mod log;
 mod model;
 mod pins;
-pub mod postgres;
+pub(crate) mod postgres;
 mod rows;
 mod sessions;
-pub mod sql;
+pub(crate) mod sql;
 mod sqlite;
 #[cfg(test)]
-pub mod suite;
+pub(crate) mod suite;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-pub use admin::Admin;
-pub use calls::Calls;
-pub use erasure::Erase;
-pub use facts::Facts;
-pub use jobs::{Jobs, MemorySchedule};
-pub use log::EventLog;
+pub(crate) use admin::Admin;
+pub(crate) use calls::Calls;
+pub(crate) use erasure::Erase;
+pub(crate) use facts::Facts;
+pub(crate) use jobs::{Jobs, MemorySchedule};
+pub(crate) use log::EventLog;
 pub use model::*;
-pub use pins::Pins;
-pub use sessions::Sessions;
+pub(crate) use pins::Pins;
+pub(crate) use sessions::Sessions;
 
-pub use crate::error::{StoreError, StoreResult as Result};
+pub(crate) use crate::error::{StoreError, StoreResult as Result};
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
@@ -223,7 +223,7 @@ impl fmt::Display for Location {
 /// The default store: `$XDG_DATA_HOME/duduclaw/sessions.db`, where
 /// `XDG_DATA_HOME` defaults to `~/.local/share` on every platform, as the
 /// help says (macOS included: one rule for scripts that run on both).
-pub fn default_path() -> anyhow::Result<PathBuf> {
+pub(crate) fn default_path() -> anyhow::Result<PathBuf> {
     let base = std::env::var_os("XDG_DATA_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
@@ -244,7 +244,10 @@ pub fn open(location: &Location) -> anyhow::Result<Box<dyn Store>> {
 
 /// [`open`], waiting at most `wait` for a server that is full or starting
 /// (a turn passes its `--timeout`).
-pub fn open_with(location: &Location, wait: std::time::Duration) -> anyhow::Result<Box<dyn Store>> {
+pub(crate) fn open_with(
+    location: &Location,
+    wait: std::time::Duration,
+) -> anyhow::Result<Box<dyn Store>> {
     match location {
         Location::File(p) => Ok(Box::new(sqlite::SqliteStore::open(p)?)),
         Location::Server(url) => Ok(Box::new(postgres::PgStore::open(url, wait)?)),
@@ -255,7 +258,7 @@ pub fn open_with(location: &Location, wait: std::time::Duration) -> anyhow::Resu
 /// no store yet (nothing is created then). A store an earlier release
 /// wrote is migrated first, as [`open`] does; one that cannot be migrated
 /// here is an error saying what to run.
-pub fn open_existing(location: &Location) -> anyhow::Result<Option<Box<dyn Store>>> {
+pub(crate) fn open_existing(location: &Location) -> anyhow::Result<Option<Box<dyn Store>>> {
     if !location.exists() {
         return Ok(None);
     }
@@ -272,7 +275,7 @@ pub fn open_existing(location: &Location) -> anyhow::Result<Option<Box<dyn Store
 
 /// A store as `doctor` sees it: opened without changing anything, its
 /// schema read before anything else.
-pub struct Inspected {
+pub(crate) struct Inspected {
     pub store: Box<dyn Store>,
     /// The schema version it is at (never newer than this build's: that
     /// is refused).
@@ -284,7 +287,7 @@ pub struct Inspected {
 
 /// Open an existing store without creating, migrating or changing anything
 /// (`doctor`): `None` when there is no store yet.
-pub fn inspect(location: &Location) -> anyhow::Result<Option<Inspected>> {
+pub(crate) fn inspect(location: &Location) -> anyhow::Result<Option<Inspected>> {
     if !location.exists() {
         return Ok(None);
     }
@@ -320,7 +323,7 @@ pub fn inspect(location: &Location) -> anyhow::Result<Option<Inspected>> {
 
 /// Bring an existing store to this build's schema (`store migrate`): the
 /// version it was at, or `None` when there is no store.
-pub fn migrate(location: &Location) -> anyhow::Result<Option<i64>> {
+pub(crate) fn migrate(location: &Location) -> anyhow::Result<Option<i64>> {
     if !location.exists() {
         return Ok(None);
     }
@@ -356,7 +359,7 @@ pub const SCHEMA_VERSION: i64 = sqlite::SCHEMA_VERSION;
 
 /// A copied session's summary bound in the new store: the newest new turn
 /// id among the turns it covered (`ids` pairs old and new ids).
-pub fn moved_bound(ids: &[(i64, i64)], upto: Option<i64>) -> Option<i64> {
+pub(crate) fn moved_bound(ids: &[(i64, i64)], upto: Option<i64>) -> Option<i64> {
     let upto = upto?;
     ids.iter()
         .filter(|(old, _)| *old <= upto)
@@ -365,19 +368,19 @@ pub fn moved_bound(ids: &[(i64, i64)], upto: Option<i64>) -> Option<i64> {
 }
 
 /// A reply's injected fact ids as stored: a JSON array, `None` for none.
-pub fn fact_ids_to_text(ids: &[i64]) -> Option<String> {
+pub(crate) fn fact_ids_to_text(ids: &[i64]) -> Option<String> {
     (!ids.is_empty()).then(|| serde_json::to_string(ids).unwrap_or_default())
 }
 
 /// A reply's injected fact ids as read back; anything unreadable is none
 /// (the worst it costs is a fact injected once more).
-pub fn fact_ids_from_text(text: Option<&str>) -> Vec<i64> {
+pub(crate) fn fact_ids_from_text(text: Option<&str>) -> Vec<i64> {
     text.and_then(|t| serde_json::from_str(t).ok())
         .unwrap_or_default()
 }
 
 /// Seconds since the Unix epoch: the store's one time unit.
-pub fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))

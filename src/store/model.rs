@@ -338,7 +338,7 @@ pub struct EventFilter<'a> {
 
 /// What replaces a redacted event's data: what it said went with what a
 /// person had forgotten or removed.
-pub fn redacted_data() -> Value {
+pub(crate) fn redacted_data() -> Value {
     super::event_data::Redacted::value()
 }
 
@@ -380,7 +380,7 @@ pub struct Erasure<'a> {
 }
 
 /// Revisions kept per session: older ones are dropped as new ones come.
-pub const PIN_REVISIONS_KEPT: i64 = 50;
+pub(crate) const PIN_REVISIONS_KEPT: i64 = 50;
 
 /// A session's side-call jobs as a turn reports them (`memory` in `turn --json`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
@@ -633,12 +633,12 @@ pub struct FactScope<'a> {
 }
 
 /// A job that failed this often is given up (kept, with its last error).
-pub const JOB_MAX_ATTEMPTS: i64 = 3;
+pub(crate) const JOB_MAX_ATTEMPTS: i64 = 3;
 
 /// A failed attempt waits this long times the attempts so far before the
 /// next (2 s, then 4 s): a passing fault often passes in that time, and a
 /// persistent one does not burn all attempts at once.
-pub const JOB_RETRY_DELAY_SECS: i64 = 2;
+pub(crate) const JOB_RETRY_DELAY_SECS: i64 = 2;
 
 /// A durable side call to make.
 #[derive(Debug, Clone)]

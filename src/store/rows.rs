@@ -8,7 +8,7 @@ use super::{CallRow, Event, Fact, Job, JobRow, PinRevision, Result, Session, Sys
 use super::{Usage, fact_ids_from_text};
 
 /// `session_columns!`.
-pub fn session(r: &dyn Row) -> Result<Session> {
+pub(super) fn session(r: &dyn Row) -> Result<Session> {
     Ok(Session {
         id: r.get(0)?,
         agent: r.get(1)?,
@@ -28,7 +28,7 @@ pub fn session(r: &dyn Row) -> Result<Session> {
 }
 
 /// `turn_columns!`.
-pub fn turn(r: &dyn Row) -> Result<Turn> {
+pub(super) fn turn(r: &dyn Row) -> Result<Turn> {
     let usage: Option<String> = r.get(6)?;
     let system_hash: Option<String> = r.get(14)?;
     let facts: Option<String> = r.get(15)?;
@@ -61,7 +61,7 @@ pub fn turn(r: &dyn Row) -> Result<Turn> {
 }
 
 /// [`sql::PIN_HISTORY`](super::sql::PIN_HISTORY)'s columns.
-pub fn pin_revision(r: &dyn Row) -> Result<PinRevision> {
+pub(super) fn pin_revision(r: &dyn Row) -> Result<PinRevision> {
     Ok(PinRevision {
         rev: r.get(0)?,
         pin: r.get(1)?,
@@ -73,7 +73,7 @@ pub fn pin_revision(r: &dyn Row) -> Result<PinRevision> {
 }
 
 /// `fact_columns!`.
-pub fn fact(r: &dyn Row) -> Result<Fact> {
+pub(super) fn fact(r: &dyn Row) -> Result<Fact> {
     let user: String = r.get(2)?;
     let keywords: String = r.get(8)?;
     Ok(Fact {
@@ -93,7 +93,7 @@ pub fn fact(r: &dyn Row) -> Result<Fact> {
 }
 
 /// `job_columns!`.
-pub fn job(r: &dyn Row) -> Result<Job> {
+pub(super) fn job(r: &dyn Row) -> Result<Job> {
     let input: String = r.get(5)?;
     Ok(Job {
         id: r.get(0)?,
@@ -108,7 +108,7 @@ pub fn job(r: &dyn Row) -> Result<Job> {
 }
 
 /// [`sql::JOBS`](super::sql::JOBS)'s columns.
-pub fn job_listing(r: &dyn Row) -> Result<JobRow> {
+pub(super) fn job_listing(r: &dyn Row) -> Result<JobRow> {
     Ok(JobRow {
         id: r.get(0)?,
         kind: r.get(1)?,
@@ -127,7 +127,7 @@ pub fn job_listing(r: &dyn Row) -> Result<JobRow> {
 }
 
 /// [`sql::CALLS`](super::sql::CALLS)'s columns.
-pub fn call(r: &dyn Row) -> Result<CallRow> {
+pub(super) fn call(r: &dyn Row) -> Result<CallRow> {
     let tokens = |i| r.get(i).map(|n: i64| u64::try_from(n).unwrap_or(0));
     Ok(CallRow {
         kind: r.get(0)?,
@@ -147,7 +147,7 @@ pub fn call(r: &dyn Row) -> Result<CallRow> {
 }
 
 /// [`events::select`](super::events::select)'s columns.
-pub fn event(r: &dyn Row) -> Result<Event> {
+pub(super) fn event(r: &dyn Row) -> Result<Event> {
     let data: String = r.get(6)?;
     Ok(Event {
         id: r.get(0)?,

@@ -50,7 +50,7 @@ impl Statement {
 }
 
 /// `sql` with SQLite's placeholders.
-pub fn for_sqlite(sql: &str) -> Cow<'_, str> {
+pub(crate) fn for_sqlite(sql: &str) -> Cow<'_, str> {
     static PLACEHOLDER: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"\$(\d+)").expect("placeholder pattern compiles"));
     PLACEHOLDER.replace_all(sql, "?$1")
@@ -144,15 +144,16 @@ macro_rules! claim_ranked {
 
 pub(crate) use {claim_jobs, claim_ranked, job_columns, job_runnable, job_select};
 
-pub const FACT_COLUMNS: &str = fact_columns!();
+pub(crate) const FACT_COLUMNS: &str = fact_columns!();
 /// How many columns [`FACT_COLUMNS`] holds: a column a query adds after
 /// them is at this index.
-pub const FACT_COLUMN_COUNT: usize = 11;
-pub const JOB_RUNNABLE: &str = job_runnable!();
+pub(crate) const FACT_COLUMN_COUNT: usize = 11;
+#[cfg(test)]
+pub(crate) const JOB_RUNNABLE: &str = job_runnable!();
 
 // Sessions and their turns.
 
-pub static SESSION: Statement = Statement::new(concat!(
+pub(crate) static SESSION: Statement = Statement::new(concat!(
     "SELECT ",
     session_columns!(),
     " FROM sessions WHERE id = $1"
@@ -160,14 +161,14 @@ pub static SESSION: Statement = Statement::new(concat!(
 
 /// Create a session at generation 0, whose handle is its id: id, agent,
 /// channel, thread, cwd, now. An existing one is left as it is.
-pub static ENSURE_SESSION: Statement = Statement::new(
+pub(crate) static ENSURE_SESSION: Statement = Statement::new(
     "INSERT INTO sessions (id, agent, channel, thread, handle, cwd, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $1, $5, $6, $6) ON CONFLICT (id) DO NOTHING",
 );
 
 /// Sessions with their turn counts, most recently used first: the agent
 /// or NULL for all.
-pub static SESSIONS: Statement = Statement::new(concat!(
+pub(crate) static SESSIONS: Statement = Statement::new(concat!(
     "SELECT ",
     session_columns!(),
     ", (SELECT COUNT(*) FROM turns t WHERE t.session_id = sessions.id)
@@ -175,35 +176,35 @@ pub static SESSIONS: Statement = Statement::new(concat!(
 ));
 
 /// Sessions not used since a time, oldest first.
-pub static STALE_SESSIONS: Statement = Statement::new(concat!(
+pub(crate) static STALE_SESSIONS: Statement = Statement::new(concat!(
     "SELECT ",
     session_columns!(),
     " FROM sessions WHERE updated_at < $1 ORDER BY updated_at"
 ));
 
-pub static DELETE_SESSION: Statement = Statement::new("DELETE FROM sessions WHERE id = $1");
+pub(crate) static DELETE_SESSION: Statement = Statement::new("DELETE FROM sessions WHERE id = $1");
 
-pub static TURN_COUNT: Statement =
+pub(crate) static TURN_COUNT: Statement =
     Statement::new("SELECT COUNT(*) FROM turns WHERE session_id = $1");
 
 /// A user's message: session, role, content, status, now, sender.
-pub static ADD_USER_TURN: Statement = Statement::new(
+pub(crate) static ADD_USER_TURN: Statement = Statement::new(
     "INSERT INTO turns (session_id, role, content, status, created_at, user_id)
      VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
 );
 
 /// A session was used: id, now.
-pub static TOUCH_SESSION: Statement =
+pub(crate) static TOUCH_SESSION: Statement =
     Statement::new("UPDATE sessions SET updated_at = $2 WHERE id = $1");
 
 /// A failed user turn back to pending: id, pending, user.
-pub static REOPEN_USER_TURN: Statement =
+pub(crate) static REOPEN_USER_TURN: Statement =
     Statement::new("UPDATE turns SET status = $2, error = NULL WHERE id = $1 AND role = $3");
 
 /// A reply: session, role, content, status, mode, path, handle, usage,
 /// cost, duration, now, system revision, system hash, facts, extract,
 /// the system profile's facts.
-pub static ADD_REPLY: Statement = Statement::new(
+pub(crate) static ADD_REPLY: Statement = Statement::new(
     "INSERT INTO turns (session_id, role, content, status, mode, path, handle, usage, cost_usd, duration_ms, created_at,
                         system_rev, system_hash, facts, extract, profile)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id",
@@ -212,31 +213,31 @@ pub static ADD_REPLY: Statement = Statement::new(
 /// The user turn a reply answers: id, answered, mode, handle. Says whom
 /// the event concerns (agent, session, sender), so no lookup of its own is
 /// needed: one statement fewer on every turn.
-pub static ANSWER_USER_TURN: Statement = Statement::new(
+pub(crate) static ANSWER_USER_TURN: Statement = Statement::new(
     "UPDATE turns SET status = $2, mode = $3, handle = $4, error = NULL WHERE id = $1
      RETURNING (SELECT agent FROM sessions s WHERE s.id = turns.session_id), session_id, user_id",
 );
 
 /// Count a turn on the session's handle, if it is still on it: id, now,
 /// handle, host (NULL keeps the one recorded).
-pub static COUNT_HANDLE_TURN: Statement = Statement::new(
+pub(crate) static COUNT_HANDLE_TURN: Statement = Statement::new(
     "UPDATE sessions SET handle_turns = handle_turns + 1, handle_host = COALESCE($4, handle_host), updated_at = $2
      WHERE id = $1 AND handle = $3",
 );
 
 /// A user turn failed: id, failed, error.
-pub static FAIL_USER_TURN: Statement =
+pub(crate) static FAIL_USER_TURN: Statement =
     Statement::new("UPDATE turns SET status = $2, error = $3 WHERE id = $1");
 
 /// A session's newest turns, oldest first: session, how many.
-pub static TURNS: Statement = Statement::new(concat!(
+pub(crate) static TURNS: Statement = Statement::new(concat!(
     "SELECT * FROM (SELECT ",
     turn_columns!(),
     " FROM turns WHERE session_id = $1 ORDER BY id DESC LIMIT $2) t ORDER BY id"
 ));
 
 /// A session's turns after one: session, turn.
-pub static TURNS_AFTER: Statement = Statement::new(concat!(
+pub(crate) static TURNS_AFTER: Statement = Statement::new(concat!(
     "SELECT ",
     turn_columns!(),
     " FROM turns WHERE session_id = $1 AND id > $2 ORDER BY id"
@@ -246,7 +247,7 @@ pub static TURNS_AFTER: Statement = Statement::new(concat!(
 /// its session holds up to it, so a message and its reply share their
 /// number (the Nth message and its reply are turn N), as people count
 /// turns. Columns: id, number.
-pub fn turn_numbers(n: usize) -> Statement {
+pub(crate) fn turn_numbers(n: usize) -> Statement {
     let ids: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
     Statement::built(format!(
         "SELECT t.id, (SELECT COUNT(*) FROM turns u WHERE u.session_id = t.session_id AND u.role = 'user' AND u.id <= t.id)
@@ -256,31 +257,31 @@ pub fn turn_numbers(n: usize) -> Statement {
 }
 
 /// Ids per [`turn_numbers`] query: well within both engines' parameter limits.
-pub const TURN_NUMBERS_CHUNK: usize = 500;
+pub(crate) const TURN_NUMBERS_CHUNK: usize = 500;
 
 /// A handle found already started: session, handle, host.
-pub static MARK_HANDLE_STARTED: Statement = Statement::new(
+pub(crate) static MARK_HANDLE_STARTED: Statement = Statement::new(
     "UPDATE sessions SET handle_turns = CASE WHEN handle_turns < 1 THEN 1 ELSE handle_turns END, handle_host = $3
      WHERE id = $1 AND handle = $2",
 );
 
 /// Move a session still on generation `$2` to generation `$3`, handle
 /// `$4`: session, from, to, handle, now.
-pub static ROLL_HANDLE: Statement = Statement::new(
+pub(crate) static ROLL_HANDLE: Statement = Statement::new(
     "UPDATE sessions SET generation = $3, handle = $4, handle_turns = 0, handle_host = NULL, updated_at = $5
      WHERE id = $1 AND generation = $2",
 );
 
 /// [`ROLL_HANDLE`] storing a summary: session, from, to, handle, summary,
 /// the last turn it covers.
-pub static ROLL_HANDLE_WITH_SUMMARY: Statement = Statement::new(
+pub(crate) static ROLL_HANDLE_WITH_SUMMARY: Statement = Statement::new(
     "UPDATE sessions SET generation = $3, handle = $4, handle_turns = 0, handle_host = NULL, summary = $5, summary_upto = $6
      WHERE id = $1 AND generation = $2",
 );
 
 /// A copied session, its summary bound set once its turns have their new
 /// ids: the columns of [`SESSION`] but that one. Nothing if the id is taken.
-pub static IMPORT_SESSION: Statement = Statement::new(concat!(
+pub(crate) static IMPORT_SESSION: Statement = Statement::new(concat!(
     "INSERT INTO sessions (",
     session_columns!(),
     ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, $12, $13)
@@ -289,48 +290,48 @@ pub static IMPORT_SESSION: Statement = Statement::new(concat!(
 
 /// A copied turn: session, role, content, status, mode, path, usage,
 /// cost, duration, created, sender.
-pub static IMPORT_TURN: Statement = Statement::new(
+pub(crate) static IMPORT_TURN: Statement = Statement::new(
     "INSERT INTO turns (session_id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
 );
 
 /// A session's summary bound: session, turn.
-pub static SET_SUMMARY_UPTO: Statement =
+pub(crate) static SET_SUMMARY_UPTO: Statement =
     Statement::new("UPDATE sessions SET summary_upto = $2 WHERE id = $1");
 
-pub static AGENTS: Statement =
+pub(crate) static AGENTS: Statement =
     Statement::new("SELECT agent FROM sessions UNION SELECT agent FROM facts ORDER BY 1");
 
 // Pins.
 
 /// Write a pin unless it holds that already: session, pin, now.
-pub static SET_PIN: Statement = Statement::new(
+pub(crate) static SET_PIN: Statement = Statement::new(
     "UPDATE sessions SET pin = $2, updated_at = $3 WHERE id = $1 AND pin IS DISTINCT FROM $2",
 );
 
 /// [`SET_PIN`] only if the pin is still `$4`.
-pub static SWAP_PIN: Statement = Statement::new(
+pub(crate) static SWAP_PIN: Statement = Statement::new(
     "UPDATE sessions SET pin = $2, updated_at = $3
      WHERE id = $1 AND pin IS NOT DISTINCT FROM $4 AND pin IS DISTINCT FROM $2",
 );
 
 /// Whether a session's pin is `$2`: no row for no session.
-pub static PIN_IS: Statement =
+pub(crate) static PIN_IS: Statement =
     Statement::new("SELECT pin IS NOT DISTINCT FROM $2 FROM sessions WHERE id = $1");
 
 /// The session's next revision, numbered after its last: session, pin,
 /// source, turn, from revision, now. Returns its number.
-pub static ADD_PIN_REVISION: Statement = Statement::new(
+pub(crate) static ADD_PIN_REVISION: Statement = Statement::new(
     "INSERT INTO pin_revisions (session_id, rev, pin, source, turn_id, from_rev, created_at)
      SELECT $1, COALESCE(MAX(rev), 0) + 1, $2, $3, $4, $5, $6 FROM pin_revisions WHERE session_id = $1
      RETURNING rev",
 );
 
 /// Revisions past those kept: session, the newest to drop.
-pub static DROP_PIN_REVISIONS: Statement =
+pub(crate) static DROP_PIN_REVISIONS: Statement =
     Statement::new("DELETE FROM pin_revisions WHERE session_id = $1 AND rev <= $2");
 
-pub static PIN_HISTORY: Statement = Statement::new(
+pub(crate) static PIN_HISTORY: Statement = Statement::new(
     "SELECT rev, pin, source, turn_id, from_rev, created_at FROM pin_revisions
      WHERE session_id = $1 ORDER BY rev",
 );
@@ -338,7 +339,7 @@ pub static PIN_HISTORY: Statement = Statement::new(
 /// The schema that began keeping pin revisions, in the release (0.3) that
 /// brought the clarify gate: before it, an answer to the assistant's
 /// question was appended to the pin as typed.
-pub const PIN_REVISIONS_SCHEMA: i64 = 3;
+pub(crate) const PIN_REVISIONS_SCHEMA: i64 = 3;
 
 /// How many pins were last written whole before [`PIN_REVISIONS_SCHEMA`]
 /// (and so may hold a user's raw answers): the session's newest revision
@@ -346,7 +347,7 @@ pub const PIN_REVISIONS_SCHEMA: i64 = 3;
 /// pin it found, or a restore of that one. Clarified and appended lines
 /// add to what was there, and an erasure sets the pin back to the
 /// revision before it: they leave the pin's origin as it was.
-pub static PINS_BEFORE_GATE: Statement = Statement::new(
+pub(crate) static PINS_BEFORE_GATE: Statement = Statement::new(
     "SELECT COUNT(*) FROM sessions s
     JOIN pin_revisions w ON w.session_id = s.id AND w.rev = (
         SELECT MAX(r.rev) FROM pin_revisions r
@@ -358,13 +359,13 @@ pub static PINS_BEFORE_GATE: Statement = Statement::new(
 
 /// [`PINS_BEFORE_GATE`] on a store not yet migrated to keep revisions:
 /// every pin there is one.
-pub static PINS_BEFORE_REVISIONS: Statement =
+pub(crate) static PINS_BEFORE_REVISIONS: Statement =
     Statement::new("SELECT COUNT(*) FROM sessions WHERE pin IS NOT NULL");
 
 // Facts (their search differs: each engine has its own index).
 
 /// Facts without keywords, oldest first: the agent or NULL for all, how many.
-pub static FACTS_WITHOUT_KEYWORDS: Statement = Statement::new(concat!(
+pub(crate) static FACTS_WITHOUT_KEYWORDS: Statement = Statement::new(concat!(
     "SELECT ",
     fact_columns!(),
     " FROM facts f WHERE (CAST($1 AS TEXT) IS NULL OR f.agent = $1) AND f.keywords = '[]'
@@ -372,7 +373,7 @@ pub static FACTS_WITHOUT_KEYWORDS: Statement = Statement::new(concat!(
 ));
 
 /// A scope's facts, most used first: agent, person ('' for none), how many.
-pub static LIST_FACTS: Statement = Statement::new(concat!(
+pub(crate) static LIST_FACTS: Statement = Statement::new(concat!(
     "SELECT ",
     fact_columns!(),
     " FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2)
@@ -382,7 +383,7 @@ pub static LIST_FACTS: Statement = Statement::new(concat!(
 /// A profile's candidates, most useful first: the scope's standing facts,
 /// or with `$3` every fact of the scope: agent, person ('' for none), all,
 /// how many.
-pub static PROFILE_FACTS: Statement = Statement::new(concat!(
+pub(crate) static PROFILE_FACTS: Statement = Statement::new(concat!(
     "SELECT ",
     fact_columns!(),
     " FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2) AND (f.standing OR $3)
@@ -390,21 +391,21 @@ pub static PROFILE_FACTS: Statement = Statement::new(concat!(
 ));
 
 /// How many facts a scope holds: agent, person ('' for none).
-pub static SCOPE_FACT_COUNT: Statement =
+pub(crate) static SCOPE_FACT_COUNT: Statement =
     Statement::new("SELECT COUNT(*) FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2)");
 
 /// Mark an agent's fact standing or not: agent, id, standing. Only a
 /// change is written.
-pub static SET_FACT_STANDING: Statement = Statement::new(
+pub(crate) static SET_FACT_STANDING: Statement = Statement::new(
     "UPDATE facts SET standing = $3 WHERE agent = $1 AND id = $2 AND standing <> $3",
 );
 
 /// Whether an agent holds a fact: agent, id.
-pub static HAS_FACT: Statement =
+pub(crate) static HAS_FACT: Statement =
     Statement::new("SELECT EXISTS (SELECT 1 FROM facts WHERE agent = $1 AND id = $2)");
 
 /// Facts by id (`$1`…`$n`), in no order.
-pub fn facts_with_ids(n: usize) -> Statement {
+pub(crate) fn facts_with_ids(n: usize) -> Statement {
     let ids: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
     Statement::built(format!(
         "SELECT {} FROM facts f WHERE f.id IN ({})",
@@ -414,7 +415,7 @@ pub fn facts_with_ids(n: usize) -> Statement {
 }
 
 /// An agent's facts: agent, the one person or NULL for all.
-pub static ALL_FACTS: Statement = Statement::new(concat!(
+pub(crate) static ALL_FACTS: Statement = Statement::new(concat!(
     "SELECT ",
     fact_columns!(),
     " FROM facts f WHERE f.agent = $1 AND (CAST($2 AS TEXT) IS NULL OR f.user_id = $2) ORDER BY f.id"
@@ -423,21 +424,21 @@ pub static ALL_FACTS: Statement = Statement::new(concat!(
 // Side-call jobs.
 
 /// Queue a job: kind, agent, session, turn, input, status, now.
-pub static JOB_INSERT: Statement = Statement::new(
+pub(crate) static JOB_INSERT: Statement = Statement::new(
     "INSERT INTO jobs (kind, agent, session_id, turn_id, input, status, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id",
 );
 
 /// Queue a job due at a time, from a host: kind, agent, session, turn,
 /// input, status, now, due, host.
-pub static JOB_INSERT_DUE: Statement = Statement::new(
+pub(crate) static JOB_INSERT_DUE: Statement = Statement::new(
     "INSERT INTO jobs (kind, agent, session_id, turn_id, input, status, created_at, updated_at, lease_until, host)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9) RETURNING id",
 );
 
 /// A session's memory job that waits for the session's pause (never run,
 /// due later): the session, pending, now.
-pub static PAUSED_MEMORY_JOB: Statement = Statement::new(concat!(
+pub(crate) static PAUSED_MEMORY_JOB: Statement = Statement::new(concat!(
     "SELECT ",
     job_columns!(),
     " FROM jobs WHERE session_id = $1 AND kind = 'memory' AND status = $2 AND attempts = 0 AND lease_until > $3
@@ -448,7 +449,7 @@ pub static PAUSED_MEMORY_JOB: Statement = Statement::new(concat!(
 /// turn `$2`, due at `$3`, its host `$5` where given: the session, the
 /// turn, the due time, now, the host, pending. A job due already is left
 /// as it is (a runner may be about to take it).
-pub static EXTEND_MEMORY_JOB: Statement = Statement::new(
+pub(crate) static EXTEND_MEMORY_JOB: Statement = Statement::new(
     "UPDATE jobs SET turn_id = $2, lease_until = $3, host = COALESCE($5, host), updated_at = $4
      WHERE id = (SELECT MAX(id) FROM jobs WHERE session_id = $1 AND kind = 'memory' AND status = $6
                    AND attempts = 0 AND lease_until > $4)
@@ -458,20 +459,20 @@ pub static EXTEND_MEMORY_JOB: Statement = Statement::new(
 
 /// When the next job a host queued falls due, of those not due yet: the
 /// host, pending, the attempt limit, now.
-pub static NEXT_DUE_ON_HOST: Statement = Statement::new(
+pub(crate) static NEXT_DUE_ON_HOST: Statement = Statement::new(
     "SELECT MIN(lease_until) FROM jobs WHERE host = $1 AND status = $2 AND attempts < $3 AND lease_until > $4",
 );
 
 /// Whether a selected job is open: the selection, pending, running, the
 /// attempt limit.
-pub static HAS_OPEN_JOB: Statement = Statement::new(concat!(
+pub(crate) static HAS_OPEN_JOB: Statement = Statement::new(concat!(
     "SELECT EXISTS (SELECT 1 FROM jobs WHERE ",
     job_select!(),
     " AND status IN ($4, $5) AND attempts < $6)"
 ));
 
 /// Whether a selected job may run: the selection, then [`JOB_RUNNABLE`]'s.
-pub static HAS_RUNNABLE_JOBS: Statement = Statement::new(concat!(
+pub(crate) static HAS_RUNNABLE_JOBS: Statement = Statement::new(concat!(
     "SELECT EXISTS (SELECT 1 FROM jobs WHERE ",
     job_select!(),
     " AND ",
@@ -483,32 +484,32 @@ pub static HAS_RUNNABLE_JOBS: Statement = Statement::new(concat!(
 /// a little; one that never ran and is due later waits for its session's
 /// pause, which is no drain's to wait for): the selection, pending, the
 /// attempt limit, now.
-pub static NEXT_JOB_AT: Statement = Statement::new(concat!(
+pub(crate) static NEXT_JOB_AT: Statement = Statement::new(concat!(
     "SELECT MIN(lease_until) FROM jobs WHERE ",
     job_select!(),
     " AND status = $4 AND attempts > 0 AND attempts < $5 AND lease_until > $6"
 ));
 
 /// A job done: id, done, now.
-pub static JOB_FINISH: Statement = Statement::new(
+pub(crate) static JOB_FINISH: Statement = Statement::new(
     "UPDATE jobs SET status = $2, last_error = NULL, lease_until = 0, updated_at = $3 WHERE id = $1",
 );
 
 /// A failed attempt: id, error, the attempt limit, failed, pending, now, the
 /// retry delay (times the attempts so far).
-pub static JOB_FAIL: Statement = Statement::new(
+pub(crate) static JOB_FAIL: Statement = Statement::new(
     "UPDATE jobs SET status = CASE WHEN attempts >= $3 THEN $4 ELSE $5 END,
         last_error = $2, lease_until = $6 + $7 * attempts, updated_at = $6 WHERE id = $1",
 );
 
 /// A job made runnable again with fresh attempts: id, pending, now.
-pub static JOB_RETRY: Statement = Statement::new(
+pub(crate) static JOB_RETRY: Statement = Statement::new(
     "UPDATE jobs SET status = $2, attempts = 0, lease_until = 0, updated_at = $3 WHERE id = $1",
 );
 
 /// Jobs as listed: the selection, finished since (NULL: all), pending,
 /// running.
-pub static JOBS: Statement = Statement::new(
+pub(crate) static JOBS: Statement = Statement::new(
     "SELECT j.id, j.kind, j.status, j.agent, j.session_id, s.channel, s.thread, j.turn_id,
             j.attempts, j.last_error, j.created_at, j.updated_at, j.lease_until
      FROM jobs j LEFT JOIN sessions s ON s.id = j.session_id
@@ -519,7 +520,7 @@ pub static JOBS: Statement = Statement::new(
 );
 
 /// A session's jobs, oldest first: the session.
-pub static SESSION_JOBS: Statement = Statement::new(concat!(
+pub(crate) static SESSION_JOBS: Statement = Statement::new(concat!(
     "SELECT ",
     job_columns!(),
     " FROM jobs WHERE session_id = $1 ORDER BY id"
@@ -527,7 +528,7 @@ pub static SESSION_JOBS: Statement = Statement::new(concat!(
 
 /// A session's open jobs and those whose last attempt failed lately:
 /// session, pending, running, the attempt limit, done, failed since.
-pub static JOB_HEALTH: Statement = Statement::new(
+pub(crate) static JOB_HEALTH: Statement = Statement::new(
     "SELECT COUNT(CASE WHEN status IN ($2, $3) AND attempts < $4 THEN 1 END),
             COUNT(CASE WHEN status <> $5 AND last_error IS NOT NULL AND updated_at >= $6 THEN 1 END)
      FROM jobs WHERE session_id = $1",
@@ -535,36 +536,36 @@ pub static JOB_HEALTH: Statement = Statement::new(
 
 /// The last user turn a memory call covered (queued, in any state): the
 /// session.
-pub static MEMORY_WATERMARK: Statement =
+pub(crate) static MEMORY_WATERMARK: Statement =
     Statement::new("SELECT MAX(turn_id) FROM jobs WHERE session_id = $1 AND kind = 'memory'");
 
 // The event log (the statements' text is the log's own, in `store::events`).
 
-pub static TURN_OWNER: Statement = Statement::new(lookup::TURN);
-pub static SESSION_OWNER: Statement = Statement::new(lookup::SESSION);
-pub static FACT_OWNER: Statement = Statement::new(lookup::FACT);
-pub static FAILED_JOB: Statement = Statement::new(lookup::FAILED_JOB);
-pub static REDACT_FACT: Statement = Statement::new(redact::FACT);
-pub static REDACT_TURN: Statement = Statement::new(redact::TURN);
-pub static REDACT_PINS: Statement = Statement::new(redact::PINS);
-pub static REDACT_SUMMARIES: Statement = Statement::new(redact::SUMMARIES);
-pub static REDACT_SESSION: Statement = Statement::new(redact::SESSION);
-pub static REDACT_PERSON: Statement = Statement::new(redact::PERSON);
-pub static REDACT_PERSON_IN_AGENT: Statement = Statement::new(redact::PERSON_IN_AGENT);
-pub static PRUNE_EVENTS: Statement = Statement::new(super::events::PRUNE);
+pub(crate) static TURN_OWNER: Statement = Statement::new(lookup::TURN);
+pub(crate) static SESSION_OWNER: Statement = Statement::new(lookup::SESSION);
+pub(crate) static FACT_OWNER: Statement = Statement::new(lookup::FACT);
+pub(crate) static FAILED_JOB: Statement = Statement::new(lookup::FAILED_JOB);
+pub(crate) static REDACT_FACT: Statement = Statement::new(redact::FACT);
+pub(crate) static REDACT_TURN: Statement = Statement::new(redact::TURN);
+pub(crate) static REDACT_PINS: Statement = Statement::new(redact::PINS);
+pub(crate) static REDACT_SUMMARIES: Statement = Statement::new(redact::SUMMARIES);
+pub(crate) static REDACT_SESSION: Statement = Statement::new(redact::SESSION);
+pub(crate) static REDACT_PERSON: Statement = Statement::new(redact::PERSON);
+pub(crate) static REDACT_PERSON_IN_AGENT: Statement = Statement::new(redact::PERSON_IN_AGENT);
+pub(crate) static PRUNE_EVENTS: Statement = Statement::new(super::events::PRUNE);
 
 // Usage and small values.
 
 /// A model call: session, agent, turn, kind, path, model, the four token
 /// counts, cost, duration, memory tokens, now, cache use.
-pub static RECORD_CALL: Statement = Statement::new(
+pub(crate) static RECORD_CALL: Statement = Statement::new(
     "INSERT INTO calls (session_id, agent, turn_id, kind, path, model, input_tokens, cache_creation_input_tokens,
                         cache_read_input_tokens, output_tokens, cost_usd, duration_ms, memory_tokens, created_at, cache)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
 );
 
 /// Calls in order: agent, session, since (each NULL for any).
-pub static CALLS: Statement = Statement::new(
+pub(crate) static CALLS: Statement = Statement::new(
     "SELECT kind, path, model, input_tokens, cache_creation_input_tokens, cache_read_input_tokens,
             output_tokens, cost_usd, duration_ms, memory_tokens, cache
      FROM calls WHERE (CAST($1 AS TEXT) IS NULL OR agent = $1) AND (CAST($2 AS TEXT) IS NULL OR session_id = $2)
@@ -572,13 +573,13 @@ pub static CALLS: Statement = Statement::new(
      ORDER BY id",
 );
 
-pub static META: Statement = Statement::new("SELECT value FROM meta WHERE key = $1");
+pub(crate) static META: Statement = Statement::new("SELECT value FROM meta WHERE key = $1");
 
-pub static SET_META: Statement = Statement::new(
+pub(crate) static SET_META: Statement = Statement::new(
     "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
 );
 
-pub static COUNTS: Statement = Statement::new(
+pub(crate) static COUNTS: Statement = Statement::new(
     "SELECT (SELECT COUNT(*) FROM sessions), (SELECT COUNT(*) FROM turns), (SELECT COUNT(*) FROM facts),
             (SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running'))",
 );
@@ -586,18 +587,18 @@ pub static COUNTS: Statement = Statement::new(
 // Erasure.
 
 /// A person's messages: the person, the agent or NULL for all.
-pub static PERSON_TURNS: Statement = Statement::new(
+pub(crate) static PERSON_TURNS: Statement = Statement::new(
     "SELECT t.session_id, t.id FROM turns t JOIN sessions s ON s.id = t.session_id
      WHERE t.user_id = $1 AND t.role = 'user' AND (CAST($2 AS TEXT) IS NULL OR s.agent = $2)
      ORDER BY t.id",
 );
 
 /// An erased handle: the handle, now.
-pub static RECORD_ERASED_HANDLE: Statement =
+pub(crate) static RECORD_ERASED_HANDLE: Statement =
     Statement::new("INSERT INTO erased_handles (handle, erased_at) VALUES ($1, $2)");
 
 /// Erased handles after an id, or erased since a time.
-pub static ERASED_HANDLES: Statement = Statement::new(
+pub(crate) static ERASED_HANDLES: Statement = Statement::new(
     "SELECT id, handle FROM erased_handles WHERE id > $1 OR erased_at >= $2 ORDER BY id",
 );
 

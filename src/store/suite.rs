@@ -18,7 +18,7 @@ use crate::memory::recall;
 use crate::session::SessionKey;
 
 /// Opens the case's store (again).
-pub type Open<'a> = &'a dyn Fn() -> Box<dyn Store>;
+pub(crate) type Open<'a> = &'a dyn Fn() -> Box<dyn Store>;
 
 const KEY: SessionKey<'static> = SessionKey {
     agent: "a",
@@ -70,7 +70,7 @@ fn reply<'a>(content: &'a str, handle: &'a str) -> Reply<'a> {
     }
 }
 
-pub fn sessions_and_turns(open: Open) {
+pub(crate) fn sessions_and_turns(open: Open) {
     let mut s = open();
     assert!(s.session("sid").unwrap().is_none());
     let created = s.ensure_session("sid", &KEY, "/w").unwrap();
@@ -139,7 +139,7 @@ pub fn sessions_and_turns(open: Open) {
 
 /// A message and its reply share one number, counted per session; a failed
 /// message counts (it was sent), and an id not stored has none.
-pub fn turns_are_numbered_by_exchange(open: Open) {
+pub(crate) fn turns_are_numbered_by_exchange(open: Open) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/w").unwrap();
     let other = SessionKey {
@@ -163,7 +163,7 @@ pub fn turns_are_numbered_by_exchange(open: Open) {
     assert!(s.turn_numbers(&[]).unwrap().is_empty());
 }
 
-pub fn handles_and_pins(open: Open) {
+pub(crate) fn handles_and_pins(open: Open) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let u = s.add_user_turn("sid", "q", None).unwrap();
@@ -263,7 +263,7 @@ pub fn handles_and_pins(open: Open) {
 
 /// Pin-family jobs of one session run one at a time, in turn order; other
 /// kinds and other sessions are not held back.
-pub fn pin_jobs_apply_in_turn_order(open: Open) {
+pub(crate) fn pin_jobs_apply_in_turn_order(open: Open) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let other_key = SessionKey {
@@ -315,7 +315,7 @@ pub fn pin_jobs_apply_in_turn_order(open: Open) {
 
 /// A bounded claim takes the oldest jobs, each session's oldest before any
 /// session's second: a busy session cannot starve the others.
-pub fn bounded_claims_are_fair_between_sessions(open: Open) {
+pub(crate) fn bounded_claims_are_fair_between_sessions(open: Open) {
     let mut s = open();
     let keys = ["one", "two", "three"];
     for (i, channel) in keys.iter().enumerate() {
@@ -339,7 +339,7 @@ pub fn bounded_claims_are_fair_between_sessions(open: Open) {
 }
 
 /// What a turn reports of its session's side calls.
-pub fn job_health_counts_open_and_failed(open: Open) {
+pub(crate) fn job_health_counts_open_and_failed(open: Open) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let none = s.job_health("sid", 0).unwrap();
@@ -371,7 +371,7 @@ pub fn job_health_counts_open_and_failed(open: Open) {
     assert_eq!(s.job_health("nobody", 0).unwrap().failed, 0);
 }
 
-pub fn facts_are_deduplicated_scoped_and_keyworded(open: Open) {
+pub(crate) fn facts_are_deduplicated_scoped_and_keyworded(open: Open) {
     let mut s = open();
     let ids = s
         .add_facts(&[
@@ -439,7 +439,7 @@ pub fn facts_are_deduplicated_scoped_and_keyworded(open: Open) {
     assert!(top(&*s, "a", "hosting").is_empty());
 }
 
-pub fn english_stemming_and_chinese_bigrams(open: Open) {
+pub(crate) fn english_stemming_and_chinese_bigrams(open: Open) {
     let mut s = open();
     add(
         &mut *s,
@@ -457,7 +457,7 @@ pub fn english_stemming_and_chinese_bigrams(open: Open) {
     assert_eq!(top(&*s, "a", "請用繁體中文")[0], "使用者偏好繁體中文回覆");
 }
 
-pub fn query_syntax_in_a_message_is_inert(open: Open) {
+pub(crate) fn query_syntax_in_a_message_is_inert(open: Open) {
     let mut s = open();
     add(&mut *s, "a", &["likes NEAR queries", "x y z"]);
     for q in [
@@ -478,7 +478,7 @@ pub fn query_syntax_in_a_message_is_inert(open: Open) {
     assert_eq!(s.list_facts(scope("a"), None).unwrap().len(), 2);
 }
 
-pub fn use_breaks_ties(open: Open) {
+pub(crate) fn use_breaks_ties(open: Open) {
     let mut s = open();
     let ids = add(&mut *s, "a", &["deploy target alpha", "deploy target beta"]);
     let beta = ids[1].unwrap();
@@ -489,7 +489,7 @@ pub fn use_breaks_ties(open: Open) {
 
 /// The right fact surfaces among a few hundred unrelated ones, in English
 /// (with stemming) and in Traditional Chinese (bigrams).
-pub fn retrieval_among_hundreds_of_unrelated_facts(open: Open) {
+pub(crate) fn retrieval_among_hundreds_of_unrelated_facts(open: Open) {
     let mut s = open();
     let topics = [
         "garden",
@@ -541,7 +541,7 @@ pub fn retrieval_among_hundreds_of_unrelated_facts(open: Open) {
 
 /// Past the match budget only the rarest terms are ranked, so a common word
 /// cannot drown the one that matters; a query of common terms still answers.
-pub fn common_terms_are_dropped_past_the_budget(open: Open) {
+pub(crate) fn common_terms_are_dropped_past_the_budget(open: Open) {
     let mut s = open();
     let texts: Vec<String> = (0..1500)
         .map(|i| format!("deploy note number {i}"))
@@ -558,7 +558,7 @@ pub fn common_terms_are_dropped_past_the_budget(open: Open) {
 
 /// When other agents' facts fill the fast window, the scope's own matches
 /// are still found.
-pub fn other_agents_cannot_crowd_out_the_scope(open: Open) {
+pub(crate) fn other_agents_cannot_crowd_out_the_scope(open: Open) {
     let mut s = open();
     let theirs: Vec<String> = (0..400).map(|i| format!("alpha {i}")).collect();
     let refs: Vec<&str> = theirs.iter().map(String::as_str).collect();
@@ -574,7 +574,7 @@ pub fn other_agents_cannot_crowd_out_the_scope(open: Open) {
 }
 
 /// When every term is common, facts holding the rarest terms together win.
-pub fn all_common_terms_are_required_together(open: Open) {
+pub(crate) fn all_common_terms_are_required_together(open: Open) {
     let mut s = open();
     let mut texts: Vec<String> = (0..1200).map(|i| format!("deploy job {i}")).collect();
     texts.extend((0..1200).map(|i| format!("billing report {i}")));
@@ -591,7 +591,7 @@ pub fn all_common_terms_are_required_together(open: Open) {
 }
 
 /// A fact that says the words outranks one only tagged with them.
-pub fn text_outranks_keywords(open: Open) {
+pub(crate) fn text_outranks_keywords(open: Open) {
     let mut s = open();
     let kw = vec!["deploy".to_string(), "hosting".to_string()];
     s.add_facts(&[
@@ -611,7 +611,7 @@ pub fn text_outranks_keywords(open: Open) {
     );
 }
 
-pub fn jobs_lease_retry_and_list(open: Open) {
+pub(crate) fn jobs_lease_retry_and_list(open: Open) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let session = JobSelect::session("sid");
@@ -707,7 +707,7 @@ pub fn jobs_lease_retry_and_list(open: Open) {
 
 /// An expired lease (its runner died) lets the job be claimed again;
 /// after the last attempt a failure gives it up, with its error kept.
-pub fn a_job_is_given_up_after_its_last_attempt(open: Open) {
+pub(crate) fn a_job_is_given_up_after_its_last_attempt(open: Open) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let session = JobSelect::session("sid");
@@ -738,7 +738,7 @@ pub fn a_job_is_given_up_after_its_last_attempt(open: Open) {
     assert!(!s.has_open_job(mine).unwrap());
 }
 
-pub fn calls_are_recorded(open: Open) {
+pub(crate) fn calls_are_recorded(open: Open) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let usage = Usage {
@@ -804,7 +804,7 @@ pub fn calls_are_recorded(open: Open) {
 /// What a reply's main call sent (its system prompt, its facts, whether
 /// memory calls may read it) reads back with the turn, and the memory
 /// calls' watermark is the newest turn one covers.
-pub fn replies_record_their_system_prompt_and_facts(open: Open) {
+pub(crate) fn replies_record_their_system_prompt_and_facts(open: Open) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     assert_eq!(s.memory_watermark("sid").unwrap(), None);
@@ -862,7 +862,7 @@ pub fn replies_record_their_system_prompt_and_facts(open: Open) {
     assert_eq!(s.memory_watermark("sid").unwrap(), Some(u2));
 }
 
-pub fn meta_health_and_locks(open: Open) {
+pub(crate) fn meta_health_and_locks(open: Open) {
     let mut s = open();
     assert_eq!(s.meta("k").unwrap(), None);
     s.set_meta("k", "v1").unwrap();
@@ -894,7 +894,7 @@ pub fn meta_health_and_locks(open: Open) {
 /// `store copy`: a session arrives with its turns as they were, under new
 /// turn ids, its summary's bound moved with them; a second copy of it
 /// writes nothing. The agents listed are those with sessions or facts.
-pub fn sessions_are_copied_with_their_turns(open: Open) {
+pub(crate) fn sessions_are_copied_with_their_turns(open: Open) {
     let mut s = open();
     // The turns to copy, as a store holds them: a message from u1, its
     // reply, a failed message.
@@ -956,7 +956,7 @@ pub fn sessions_are_copied_with_their_turns(open: Open) {
 
 /// What `forget --user` reads: a person's messages, in every agent or
 /// one, and a session's jobs with their inputs.
-pub fn a_persons_turns_and_a_sessions_jobs_are_found(open: Open) {
+pub(crate) fn a_persons_turns_and_a_sessions_jobs_are_found(open: Open) {
     let mut s = open();
     let other = SessionKey { agent: "b", ..KEY };
     s.ensure_session("sa", &KEY, "/").unwrap();
@@ -1001,7 +1001,7 @@ pub fn a_persons_turns_and_a_sessions_jobs_are_found(open: Open) {
 /// An erasure rewrites the turns it names, deletes the pin revisions from
 /// one on and the jobs it names, drops the summaries; the handles it
 /// leaves are read back after an id or since a time.
-pub fn an_erasure_rewrites_its_rows_and_records_handles(open: Open) {
+pub(crate) fn an_erasure_rewrites_its_rows_and_records_handles(open: Open) {
     let mut s = open();
     s.ensure_session("sa", &KEY, "/").unwrap();
     let a1 = s.add_user_turn("sa", "mine", Some("u1")).unwrap();
@@ -1066,7 +1066,7 @@ pub fn an_erasure_rewrites_its_rows_and_records_handles(open: Open) {
 /// Pins last written whole before the clarify gate: the `earlier`
 /// revision a migration made, lines added to it, an erasure back to it
 /// and a restore of it keep a pin counted; a whole new pin does not.
-pub fn pins_before_the_gate_are_counted(open: Open) {
+pub(crate) fn pins_before_the_gate_are_counted(open: Open) {
     let mut s = open();
     let other = SessionKey {
         channel: "other",
@@ -1164,7 +1164,7 @@ fn no_event(store: &dyn Store, last: i64) {
 /// Every change a consumer cares about appends exactly one event of its
 /// kind, saying whom it concerns; a change that changes nothing appends
 /// none.
-pub fn every_change_writes_its_event(open: Open) {
+pub(crate) fn every_change_writes_its_event(open: Open) {
     let mut s = open();
     let (u1, r1, last) = turns_and_pins_write_events(&mut *s);
     let (fact, last) = facts_write_events(&mut *s, u1, last);
@@ -1408,7 +1408,7 @@ fn forgetting_and_removing_write_events(s: &mut dyn Store, fact: i64, mut last: 
 
 /// What a reading asks for: after an id, since a time, of an agent, a
 /// session or some kinds, the oldest or the newest few.
-pub fn events_are_filtered(open: Open) {
+pub(crate) fn events_are_filtered(open: Open) {
     let mut s = open();
     let (e, mid) = four_events(&mut *s);
     let read = |f: EventFilter| event_ids(&s.events(&f).unwrap());
@@ -1477,7 +1477,7 @@ fn four_events(s: &mut dyn Store) -> (Vec<i64>, i64) {
 }
 
 /// Of some kinds; the oldest or the newest few.
-pub fn events_are_filtered_by_kind_and_count(open: Open) {
+pub(crate) fn events_are_filtered_by_kind_and_count(open: Open) {
     let mut s = open();
     let (e, _) = four_events(&mut *s);
     let read = |f: EventFilter| event_ids(&s.events(&f).unwrap());
@@ -1541,7 +1541,7 @@ pub fn events_are_filtered_by_kind_and_count(open: Open) {
 }
 
 /// Forgetting takes what an event said with it, never that it happened.
-pub fn forgetting_redacts_events(open: Open) {
+pub(crate) fn forgetting_redacts_events(open: Open) {
     let mut s = open();
     let redacted = crate::store::redacted_data();
     let ids = s
@@ -1583,7 +1583,7 @@ fn session_events(s: &dyn Store, sid: &str) -> Vec<Event> {
 /// A removed session's events say nothing any more; its removal is said.
 /// A person's events within an agent lose what they said and who they
 /// are; another agent's stay.
-pub fn removing_a_session_or_a_person_redacts_events(open: Open) {
+pub(crate) fn removing_a_session_or_a_person_redacts_events(open: Open) {
     let mut s = open();
     let redacted = crate::store::redacted_data();
     for sid in ["gone", "stays"] {
@@ -1647,7 +1647,7 @@ pub fn removing_a_session_or_a_person_redacts_events(open: Open) {
 
 /// An erasure's rows take with them what their events said: the turns',
 /// and the summaries' and pins' of the sessions named.
-pub fn an_erasure_redacts_its_rows_events(open: Open) {
+pub(crate) fn an_erasure_redacts_its_rows_events(open: Open) {
     let mut s = open();
     let redacted = crate::store::redacted_data();
     let key = SessionKey {
@@ -1690,7 +1690,7 @@ pub fn an_erasure_redacts_its_rows_events(open: Open) {
 }
 
 /// Pruning drops old events; an id is never handed out again.
-pub fn prune_keeps_ids_increasing(open: Open) {
+pub(crate) fn prune_keeps_ids_increasing(open: Open) {
     let mut s = open();
     add(&mut *s, "a", &["one"]);
     add(&mut *s, "a", &["two"]);
@@ -1714,7 +1714,7 @@ pub fn prune_keeps_ids_increasing(open: Open) {
 /// A follower's watch wakes soon after another connection appends an
 /// event, also one appended before it began to wait, and otherwise waits
 /// its time.
-pub fn a_watch_wakes_when_events_are_appended(open: Open) {
+pub(crate) fn a_watch_wakes_when_events_are_appended(open: Open) {
     use std::time::{Duration, Instant};
     let reader = open();
     let mut writer = open();
@@ -1756,7 +1756,7 @@ pub fn a_watch_wakes_when_events_are_appended(open: Open) {
 /// the agent's own facts), taken on by a repeat said as standing; the
 /// profile's reads keep to the scope, most used first, standing ones first
 /// when every fact is asked for; facts read back by id in the order asked.
-pub fn standing_facts_are_marked_scoped_and_read_for_the_profile(open: Open) {
+pub(crate) fn standing_facts_are_marked_scoped_and_read_for_the_profile(open: Open) {
     let mut s = open();
     let standing = |agent, user, content| NewFact {
         standing: true,
@@ -1827,7 +1827,7 @@ pub fn standing_facts_are_marked_scoped_and_read_for_the_profile(open: Open) {
 /// extended by the next turn (pushed out, covering more), made due now when
 /// enough waits; once due it is left as it is, and the next schedule queues
 /// a new job after it. A worker finds what its host waits for.
-pub fn a_memory_call_is_scheduled_once_and_extended(open: Open) {
+pub(crate) fn a_memory_call_is_scheduled_once_and_extended(open: Open) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let input = |after: i64| json!({ "after": after });

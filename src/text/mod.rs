@@ -1,15 +1,15 @@
 //! Text helpers for prompts and history; lengths are counted in Unicode scalar values, never bytes.
 
-pub mod terms;
+pub(crate) mod terms;
 
 use std::borrow::Cow;
 
 /// A replayed history turn longer than this many chars is trimmed.
-pub const TRIM_OVER: usize = 800;
+pub(crate) const TRIM_OVER: usize = 800;
 /// Chars kept from the start of a trimmed turn (where the request usually is).
-pub const TRIM_HEAD: usize = 300;
+pub(crate) const TRIM_HEAD: usize = 300;
 /// Chars kept from the end of a trimmed turn (where the conclusion usually is).
-pub const TRIM_TAIL: usize = 200;
+pub(crate) const TRIM_TAIL: usize = 200;
 
 /// Shortens a long history turn to its head and tail with a marker naming how much was cut.
 pub fn trim_turn(s: &str) -> Cow<'_, str> {
@@ -34,7 +34,7 @@ pub fn trim_turn(s: &str) -> Cow<'_, str> {
 /// Escapes text placed inside our XML-ish prompt elements so it can neither open
 /// nor close one. Quotes stay as they are: we never put user text in attributes,
 /// and escaping them would only make the prompt noisier for the model.
-pub fn escape_xml(s: &str) -> String {
+pub(crate) fn escape_xml(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -49,7 +49,7 @@ pub fn escape_xml(s: &str) -> String {
 
 /// Chinese, Japanese and Korean characters, including their punctuation and
 /// fullwidth forms: the scripts that tokenize far denser than Latin text.
-pub fn is_cjk(c: char) -> bool {
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(
         c,
         '\u{2E80}'..='\u{2FDF}'     // CJK radicals supplement, Kangxi radicals
@@ -89,7 +89,7 @@ pub fn estimate_tokens(s: &str) -> usize {
 const WORD_BOUNDARY_WINDOW: usize = 20;
 
 /// Collapses whitespace and caps the length at `max_chars` chars, ending in "…" when cut.
-pub fn shorten(s: &str, max_chars: usize) -> String {
+pub(crate) fn shorten(s: &str, max_chars: usize) -> String {
     let collapsed = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if collapsed.chars().count() <= max_chars {
         return collapsed;
@@ -114,14 +114,14 @@ pub fn shorten(s: &str, max_chars: usize) -> String {
 }
 
 /// Empty, or nothing but whitespace and zero-width characters: nothing worth sending.
-pub fn is_blank(s: &str) -> bool {
+pub(crate) fn is_blank(s: &str) -> bool {
     s.chars()
         .all(|c| c.is_whitespace() || matches!(c, '\u{200B}'..='\u{200D}' | '\u{FEFF}'))
 }
 
 /// Text on one line: control characters (newlines, tabs) become single
 /// spaces, so plain-text listings keep one item per line and their columns.
-pub fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for part in s.split(char::is_control).map(str::trim) {
         if part.is_empty() {

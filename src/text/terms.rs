@@ -38,7 +38,7 @@ fn push_bigrams(run: &[char], out: &mut Vec<String>) {
 /// Text to put in the FTS5 index. `unicode61` would keep a whole CJK run as one
 /// token, so "我們用" could only ever match "我們用" exactly; bigrams let any
 /// two-character word inside the run match.
-pub fn index_text(s: &str) -> String {
+pub(crate) fn index_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len() * 3);
     let chars: Vec<char> = s.chars().collect();
     let mut i = 0;
@@ -139,7 +139,7 @@ pub fn stemmed_terms(s: &str) -> Vec<String> {
 /// fact does not already say. A word in both would count twice for the
 /// fact that repeats itself in its keywords; the keywords are there for
 /// the words people ask with that the fact lacks.
-pub fn keyword_index_text(content: &str, keywords: &[String]) -> String {
+pub(crate) fn keyword_index_text(content: &str, keywords: &[String]) -> String {
     let said: HashSet<String> = tokens(content).into_iter().collect();
     let mut seen = HashSet::new();
     tokens(&keywords.join(", "))

@@ -22,7 +22,7 @@ use crate::store::{CacheUse, Fact, PinRevision, Role, SystemSent, Turn};
 
 /// Where the pin goes in the system prompt (`--system-pin`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum SystemPin {
+pub(crate) enum SystemPin {
     /// The newest pin and profile when a handle starts or the cache is
     /// cold; otherwise the system prompt the handle already sent.
     #[default]
@@ -34,19 +34,9 @@ pub enum SystemPin {
     Never,
 }
 
-impl SystemPin {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SystemPin::Auto => "auto",
-            SystemPin::Always => "always",
-            SystemPin::Never => "never",
-        }
-    }
-}
-
 /// What a turn knows of the pin, the profile and the handle's previous turn.
 #[derive(Debug, Clone, Copy)]
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     /// The pin as stored now.
     pub pin: Option<&'a str>,
     /// The session's pin revisions, oldest first.
@@ -70,7 +60,7 @@ pub struct Inputs<'a> {
 
 /// What the system tail carries.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Chosen {
+pub(crate) struct Chosen {
     pub pin: Option<String>,
     /// Its revision; `None` with no pin, or a pin no revision records.
     pub rev: Option<i64>,
@@ -81,7 +71,7 @@ pub struct Chosen {
 }
 
 impl Chosen {
-    pub fn profile_ids(&self) -> Vec<i64> {
+    pub(crate) fn profile_ids(&self) -> Vec<i64> {
         self.profile.iter().map(|f| f.id).collect()
     }
 }
@@ -112,7 +102,7 @@ fn warm(inputs: &Inputs, previous: &Turn) -> bool {
 /// for a pin and a profile, so what the handle sent is kept only if it
 /// reproduces the bytes sent (a summary or facts in the system prompt may
 /// differ).
-pub fn choose(
+pub(crate) fn choose(
     inputs: &Inputs,
     rebuild: impl Fn(Option<&str>, &[Fact]) -> Option<String>,
 ) -> Chosen {
@@ -153,7 +143,7 @@ pub fn choose(
 }
 
 /// The hash a reply records of its appended system text.
-pub fn hash(system: Option<&str>) -> String {
+pub(crate) fn hash(system: Option<&str>) -> String {
     let digest = Sha256::digest(system.unwrap_or("").as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -161,7 +151,7 @@ pub fn hash(system: Option<&str>) -> String {
 /// What the turn's system prompt did to the prompt cache, and why (`turn --json`,
 /// `prompt`).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     pub system: CacheUse,
     pub reason: String,
 }
@@ -176,7 +166,12 @@ fn ago(inputs: &Inputs, previous: &Turn) -> String {
 
 /// Judge the system text a turn sends against the handle's previous turn.
 /// `new_handle`: the attempt starts a handle (its prefix is written anyway).
-pub fn verdict(inputs: &Inputs, chosen: &Chosen, sent: &SystemSent, new_handle: bool) -> Verdict {
+pub(crate) fn verdict(
+    inputs: &Inputs,
+    chosen: &Chosen,
+    sent: &SystemSent,
+    new_handle: bool,
+) -> Verdict {
     let tail = carries(chosen);
     let previous = inputs.previous.filter(|_| !new_handle);
     let Some(previous) = previous else {
@@ -261,7 +256,7 @@ fn carries(chosen: &Chosen) -> String {
 /// How the profile went with a turn (`turn --json`, `prompt`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum ProfileUse {
+pub(crate) enum ProfileUse {
     /// No profile: `--profile-tokens 0`, or nothing in scope to carry.
     None,
     /// A new handle (or the first turn on a path): the newest profile.
@@ -274,7 +269,7 @@ pub enum ProfileUse {
 }
 
 impl ProfileUse {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ProfileUse::None => "none",
             ProfileUse::New => "new",
@@ -286,7 +281,7 @@ impl ProfileUse {
 
 /// The profile a turn's system prompt carried, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct ProfileReport {
+pub(crate) struct ProfileReport {
     /// The profile's facts, in the order sent.
     pub facts: Vec<String>,
     /// Its estimated tokens.
@@ -296,7 +291,7 @@ pub struct ProfileReport {
 }
 
 /// What the profile did this turn. `new_handle` as for [`verdict`].
-pub fn profile_report(inputs: &Inputs, chosen: &Chosen, new_handle: bool) -> ProfileReport {
+pub(crate) fn profile_report(inputs: &Inputs, chosen: &Chosen, new_handle: bool) -> ProfileReport {
     let facts: Vec<String> = chosen.profile.iter().map(|f| f.content.clone()).collect();
     let tokens = profile::tokens(&chosen.profile);
     let n = |k: usize| {
@@ -376,7 +371,7 @@ fn profile_use(
 
 /// The previous reply on `handle`, when it is the session's last reply:
 /// the turn whose system prompt this one continues.
-pub fn previous_on<'a>(live: &'a [Turn], handle: &str) -> Option<&'a Turn> {
+pub(crate) fn previous_on<'a>(live: &'a [Turn], handle: &str) -> Option<&'a Turn> {
     live.iter()
         .rev()
         .find(|t| t.role == Role::Assistant)

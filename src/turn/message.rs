@@ -10,10 +10,10 @@ use crate::text;
 
 /// A message over this size is refused: claude's request limit is near,
 /// and nobody types this much into a chat turn.
-pub const MAX_MESSAGE_BYTES: usize = 10 * 1024 * 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 10 * 1024 * 1024;
 
 /// The message from the argument, or stdin when it is absent or `-`.
-pub fn read(arg: Option<&[u8]>) -> Result<String> {
+pub(crate) fn read(arg: Option<&[u8]>) -> Result<String> {
     let bytes = match arg {
         Some(a) if a != b"-" => a.to_vec(),
         _ => {
@@ -39,7 +39,7 @@ pub fn read(arg: Option<&[u8]>) -> Result<String> {
 
 /// Refuse what is not worth sending or cannot be sent: over the size limit,
 /// not UTF-8, a NUL byte (claude reads C strings), empty or blank.
-pub fn validate(bytes: Vec<u8>) -> Result<String> {
+pub(crate) fn validate(bytes: Vec<u8>) -> Result<String> {
     if bytes.len() > MAX_MESSAGE_BYTES {
         return Err(fail(
             Kind::BadInput,

@@ -3,12 +3,12 @@
 //! Side calls are queued for a detached worker: the turn never waits for
 //! them unless asked to (`--wait-side`).
 
-pub mod cache;
-pub mod message;
-pub mod plan;
-pub mod prompt;
-pub mod recovery;
-pub mod settings;
+pub(crate) mod cache;
+pub(crate) mod message;
+pub(crate) mod plan;
+pub(crate) mod prompt;
+pub(crate) mod recovery;
+pub(crate) mod settings;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -32,11 +32,11 @@ use crate::store::{
 use cache::{ProfileReport, Verdict};
 use plan::{Attempt, MemoryPlan, Rendered, State, Target};
 use recovery::Next;
-pub use settings::{Input, Route, SystemPin, TurnSettings};
+pub(crate) use settings::{Input, SystemPin, TurnSettings};
 
 /// What a turn reports (`turn --json`, the stream's `done`).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub session_id: String,
     /// claude's session id for this turn, or `api`.
     pub handle: String,
@@ -70,7 +70,7 @@ pub struct Answer {
 }
 
 /// Run one turn, streaming the reply to `out`.
-pub async fn run(settings: &TurnSettings, input: Input, out: &mut Output) -> Result<Answer> {
+pub(crate) async fn run(settings: &TurnSettings, input: Input, out: &mut Output) -> Result<Answer> {
     let started = Instant::now();
     let deadline = deadline_after(started, settings.timeout);
     let mut store = store::open_with(&settings.location, settings.timeout)?;
@@ -137,7 +137,7 @@ fn deadline_after(start: Instant, timeout: Duration) -> Instant {
 }
 
 /// The working folder a new session records.
-pub fn cwd() -> String {
+pub(crate) fn cwd() -> String {
     std::env::current_dir()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| "/".into())
@@ -145,7 +145,11 @@ pub fn cwd() -> String {
 
 /// Wait for the session's turn lock: turns of one session run one at a
 /// time (claude's transcript takes one writer).
-pub async fn lock_session(store: &dyn Store, sid: &str, deadline: Instant) -> Result<SessionLock> {
+pub(crate) async fn lock_session(
+    store: &dyn Store,
+    sid: &str,
+    deadline: Instant,
+) -> Result<SessionLock> {
     let mut logged = false;
     loop {
         if let Some(lock) = store.try_lock_session(sid, true)? {
@@ -184,7 +188,7 @@ fn record_input(
 }
 
 /// The message `--again` sends: the session's last one, if it was not answered.
-pub fn resendable(store: &dyn Store, session_id: &str) -> Result<Turn> {
+pub(crate) fn resendable(store: &dyn Store, session_id: &str) -> Result<Turn> {
     match store.turns(session_id, Some(1))?.pop() {
         // A pending turn whose process died is as unanswered as a failed
         // one (a running turn holds the lock, so `turn --again` waits for it).
@@ -206,7 +210,7 @@ pub fn resendable(store: &dyn Store, session_id: &str) -> Result<Turn> {
 }
 
 /// What the store holds for a turn of `session` about `message`.
-pub struct Gathered {
+pub(crate) struct Gathered {
     pub live: Vec<Turn>,
     pub pin_job_open: bool,
     pub summary_job_open: bool,
@@ -226,7 +230,7 @@ pub struct Gathered {
 
 impl Gathered {
     /// Nothing stored yet (a dry run before the first turn).
-    pub fn empty(session: &Session) -> Gathered {
+    pub(crate) fn empty(session: &Session) -> Gathered {
         Gathered {
             live: Vec::new(),
             pin_job_open: false,
@@ -244,7 +248,7 @@ impl Gathered {
 
     /// `resend`: the user turn of a message sent again, whose side calls
     /// were queued the first time.
-    pub fn read(
+    pub(crate) fn read(
         store: &dyn Store,
         session: &Session,
         message: &str,
@@ -292,7 +296,7 @@ impl Gathered {
         })
     }
 
-    pub fn state<'a>(&'a self, session: &'a Session, host: &'a str) -> State<'a> {
+    pub(crate) fn state<'a>(&'a self, session: &'a Session, host: &'a str) -> State<'a> {
         State {
             session,
             live: &self.live,
@@ -331,12 +335,12 @@ fn sent_profile(
 
 /// The model id a turn on `backend` sends to the API (its `--model`, or the
 /// default, resolved by the backend's model list).
-pub fn api_model(settings: &TurnSettings, backend: &Backend) -> String {
+pub(crate) fn api_model(settings: &TurnSettings, backend: &Backend) -> String {
     backend.model_id(settings.model.as_deref().unwrap_or(api::DEFAULT_MODEL))
 }
 
 /// What an attempt is rendered for, given the backend.
-pub fn target<'a>(backend: &'a Backend, api_model: &'a str) -> Target<'a> {
+pub(crate) fn target<'a>(backend: &'a Backend, api_model: &'a str) -> Target<'a> {
     match backend {
         Backend::Cli { caps, .. } => Target::Cli(caps),
         Backend::Api { .. } => Target::Api { model: api_model },
@@ -460,7 +464,7 @@ fn report(
 
 /// What the first line of `turn --stream-json` says.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Started<'a> {
+pub(crate) struct Started<'a> {
     pub session_id: &'a str,
     pub handle: &'a str,
     pub mode: Mode,
@@ -470,7 +474,7 @@ pub struct Started<'a> {
 }
 
 /// One line of `turn --stream-json`.
-pub type StreamLine<'a> = Line<'a, Started<'a>, &'a Answer>;
+pub(crate) type StreamLine<'a> = Line<'a, Started<'a>, &'a Answer>;
 
 /// The attempt that answered, what it sent and got, and the session and
 /// backend as they were then.

@@ -25,7 +25,7 @@ use crate::turn::recovery::Step;
 /// What the store holds for this turn, gathered before planning. Never
 /// includes the message being sent.
 #[derive(Debug, Clone)]
-pub struct State<'a> {
+pub(crate) struct State<'a> {
     pub session: &'a Session,
     /// The turns the model saw after the last summary, oldest first.
     pub live: &'a [Turn],
@@ -58,7 +58,7 @@ pub struct State<'a> {
 
 /// The backend the attempt is rendered for.
 #[derive(Debug, Clone, Copy)]
-pub enum Target<'a> {
+pub(crate) enum Target<'a> {
     Cli(&'a Capabilities),
     /// The Messages API with a resolved model id.
     Api {
@@ -68,7 +68,7 @@ pub enum Target<'a> {
 
 /// The memory that goes with the turn.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MemoryPlan {
+pub(crate) struct MemoryPlan {
     /// The pin to send.
     pub pin: Option<String>,
     /// The facts ranked for the message, best first: each attempt injects
@@ -82,7 +82,7 @@ pub struct MemoryPlan {
 
 /// How the main call reaches its conversation.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Attempt {
+pub(crate) enum Attempt {
     /// `--session-id` of a new handle.
     Start { handle: String },
     /// `--resume` of the handle.
@@ -107,10 +107,10 @@ pub enum Attempt {
 
 /// Turns answered by the API are recorded under this handle name, so they
 /// never count as turns of a claude handle.
-pub const API_HANDLE: &str = "api";
+pub(crate) const API_HANDLE: &str = "api";
 
 impl Attempt {
-    pub fn step(&self) -> Step {
+    pub(crate) fn step(&self) -> Step {
         match self {
             Attempt::Start { .. } => Step::Start,
             Attempt::Resume { .. } => Step::Resume,
@@ -119,7 +119,7 @@ impl Attempt {
         }
     }
 
-    pub fn mode(&self) -> Mode {
+    pub(crate) fn mode(&self) -> Mode {
         match self {
             Attempt::Start { .. } => Mode::New,
             Attempt::Resume { .. } => Mode::Resumed,
@@ -129,7 +129,7 @@ impl Attempt {
         }
     }
 
-    pub fn handle(&self) -> &str {
+    pub(crate) fn handle(&self) -> &str {
         match self {
             Attempt::Start { handle }
             | Attempt::Resume { handle }
@@ -141,7 +141,7 @@ impl Attempt {
 
 /// What an attempt sends, rendered.
 #[derive(Debug, Clone)]
-pub struct Rendered {
+pub(crate) struct Rendered {
     /// Appended to the system prompt: summary, pin (and facts with `--facts-in system`).
     pub system: Option<String>,
     /// What the reply records of it, for the next turn to keep.
@@ -168,14 +168,19 @@ pub struct Rendered {
 
 /// The whole plan, as `prompt` prints it.
 #[derive(Debug, Clone)]
-pub struct TurnPlan {
+pub(crate) struct TurnPlan {
     pub memory: MemoryPlan,
     pub attempt: Attempt,
     pub rendered: Rendered,
 }
 
 /// Plan a turn: memory, then the first attempt, rendered.
-pub fn decide(state: &State, message: &str, settings: &TurnSettings, target: Target) -> TurnPlan {
+pub(crate) fn decide(
+    state: &State,
+    message: &str,
+    settings: &TurnSettings,
+    target: Target,
+) -> TurnPlan {
     let memory = memory(state, message, settings);
     let attempt = attempt(state, target);
     let rendered = render(&memory, state, &attempt, message, settings, target);
@@ -190,7 +195,7 @@ pub fn decide(state: &State, message: &str, settings: &TurnSettings, target: Tar
 /// turn's budget, the side calls to queue before the main call (the pin of
 /// a first message, a compaction), and whether the reply completes a memory
 /// call. Nothing the user typed is pinned here: side calls decide.
-pub fn memory(state: &State, message: &str, settings: &TurnSettings) -> MemoryPlan {
+pub(crate) fn memory(state: &State, message: &str, settings: &TurnSettings) -> MemoryPlan {
     let session = state.session;
     let mut jobs = Vec::new();
     if settings.extract {
@@ -249,7 +254,7 @@ fn idle(state: &State, settings: &TurnSettings) -> bool {
 }
 
 /// The attempt the stored session calls for.
-pub fn attempt(state: &State, target: Target) -> Attempt {
+pub(crate) fn attempt(state: &State, target: Target) -> Attempt {
     let session = state.session;
     let history = |live: &[Turn]| -> Vec<HistoryTurn> {
         live.iter()
@@ -298,7 +303,7 @@ pub fn attempt(state: &State, target: Target) -> Attempt {
 }
 
 /// The system text, the user message and the request of an attempt.
-pub fn render(
+pub(crate) fn render(
     memory: &MemoryPlan,
     state: &State,
     attempt: &Attempt,
@@ -541,7 +546,6 @@ mod tests {
                 thread: None,
             },
             user: None,
-            json: false,
             model: None,
             extract_model: "haiku".into(),
             extract: true,

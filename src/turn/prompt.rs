@@ -29,9 +29,9 @@ impl FactsPlacement {
 }
 
 /// At most this many stored turns are replayed when a handle is lost.
-pub const REPLAY_MAX_TURNS: usize = 40;
+pub(crate) const REPLAY_MAX_TURNS: usize = 40;
 /// And at most this many characters of them (after trimming each turn).
-pub const REPLAY_MAX_CHARS: usize = 60_000;
+pub(crate) const REPLAY_MAX_CHARS: usize = 60_000;
 
 /// The memory that goes with one turn.
 #[derive(Debug, Default, Clone)]
@@ -133,7 +133,7 @@ pub fn user_message(mem: &Memory, history: Option<&[HistoryTurn]>, message: &str
 /// Choose which stored turns to replay: the newest ones, at most
 /// [`REPLAY_MAX_TURNS`] and [`REPLAY_MAX_CHARS`] (counted after trimming),
 /// starting on a user turn so the replay reads as whole exchanges.
-pub fn select_replay(turns: Vec<HistoryTurn>) -> Vec<HistoryTurn> {
+pub(crate) fn select_replay(turns: Vec<HistoryTurn>) -> Vec<HistoryTurn> {
     let mut chars = 0;
     let mut keep = 0;
     for HistoryTurn { text: content, .. } in turns.iter().rev() {

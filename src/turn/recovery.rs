@@ -5,7 +5,7 @@ use crate::backend::Problem;
 
 /// The kind of attempt that failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// `--session-id` of a new handle, without history.
     Start,
     /// `--resume` of the handle.
@@ -18,7 +18,7 @@ pub enum Step {
 
 /// What to do next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// The handle already has a transcript (a failed turn left it): resume it.
     ResumeInstead,
     /// The conversation is lost: start the next handle with the history replayed.
@@ -35,12 +35,12 @@ pub enum Next {
 }
 
 /// The most attempts one turn makes before it gives up.
-pub const MAX_ATTEMPTS: usize = 4;
+pub(crate) const MAX_ATTEMPTS: usize = 4;
 
 /// The policy. `emitted` is whether reply text already reached the reader
 /// (then nothing may be retried: it would be shown twice); `api` is whether
 /// the Messages API may be used.
-pub fn next(step: Step, problem: Problem, emitted: bool, api: bool) -> Next {
+pub(crate) fn next(step: Step, problem: Problem, emitted: bool, api: bool) -> Next {
     use Next::{Fail, ResumeInstead, RollAndFail, RollAndReplay, UseApi};
     use Problem::{AlreadyInUse, ConversationNotFound, Garbage, Missing, NotLoggedIn, Other};
     let retry = match (step, problem) {

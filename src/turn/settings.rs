@@ -5,16 +5,16 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use crate::backend::Route;
+pub(crate) use crate::backend::Route;
 use crate::memory::worker::WorkerSettings;
 use crate::session::Address;
 use crate::store::Location;
-pub use crate::turn::cache::SystemPin;
+pub(crate) use crate::turn::cache::SystemPin;
 use crate::turn::prompt::FactsPlacement;
 
 /// What to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Input {
+pub(crate) enum Input {
     /// A new message.
     Message(String),
     /// The session's last failed message, sent again (`--again`).
@@ -22,14 +22,12 @@ pub enum Input {
 }
 
 #[derive(Debug, Clone)]
-pub struct TurnSettings {
+pub(crate) struct TurnSettings {
     pub location: Location,
     pub claude: Option<PathBuf>,
     pub address: Address,
     /// Scope facts to one person as well as the agent.
     pub user: Option<String>,
-    /// One JSON object instead of the streamed reply.
-    pub json: bool,
     pub model: Option<String>,
     pub extract_model: String,
     /// Pin and fact extraction.
@@ -69,7 +67,7 @@ pub struct TurnSettings {
 
 impl TurnSettings {
     /// What the detached worker of this turn's session needs.
-    pub fn worker(&self, session_id: &str, after_turn: Option<i64>) -> WorkerSettings {
+    pub(crate) fn worker(&self, session_id: &str, after_turn: Option<i64>) -> WorkerSettings {
         WorkerSettings {
             location: self.location.clone(),
             claude: self.claude.clone(),

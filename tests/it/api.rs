@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use duduclaw_session::backend::HistoryTurn;
-use duduclaw_session::backend::api::{self, ApiConfig, ApiTurn};
-use duduclaw_session::backend::{CallError, Outcome, SideRequest};
-use duduclaw_session::error::Kind;
+use duduclaw_session::internals::backend::HistoryTurn;
+use duduclaw_session::internals::backend::api::{self, ApiConfig, ApiTurn};
+use duduclaw_session::internals::backend::{CallError, Outcome, SideRequest};
+use duduclaw_session::internals::error::Kind;
 use standin::{Recorded, Reply, StandIn};
 
 /// Where to send, and how long a call may take.

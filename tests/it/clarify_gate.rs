@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use duduclaw_session::memory::clarify;
+use duduclaw_session::internals::memory::clarify;
 use serde::Deserialize;
 
 #[derive(Deserialize)]

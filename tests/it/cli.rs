@@ -23,8 +23,8 @@ use std::time::Duration;
 use clap::CommandFactory;
 use clap_complete::Shell;
 use common::{Env, assert_ok, fake_success, stderr, stdout};
-use duduclaw_session::cli::Cli;
-use duduclaw_session::error::Kind;
+use duduclaw_session::internals::cli::Cli;
+use duduclaw_session::internals::error::Kind;
 use serde_json::Value;
 
 const BIN: &str = "duduclaw-session";
@@ -52,7 +52,8 @@ const SHELLS: [(Shell, &str); 5] = [
 /// A man page for the command and one per subcommand, as git has
 /// (`duduclaw-session-facts-list.1`); `help` gets none, it only prints help.
 fn man_pages(cmd: &clap::Command, out: &mut Vec<(PathBuf, Vec<u8>)>) {
-    let page = duduclaw_session::cli::man_page(cmd.clone()).expect("man page renders into memory");
+    let page = duduclaw_session::internals::cli::man_page(cmd.clone())
+        .expect("man page renders into memory");
     let name = cmd.get_display_name().unwrap_or_else(|| cmd.get_name());
     out.push((PathBuf::from(format!("man/{name}.1")), page));
     for sub in cmd
@@ -68,19 +69,20 @@ fn man_pages(cmd: &clap::Command, out: &mut Vec<(PathBuf, Vec<u8>)>) {
 fn generated() -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();
     for (shell, ext) in SHELLS {
-        let script = duduclaw_session::cli::completions(shell);
+        let script = duduclaw_session::internals::cli::completions(shell);
         files.push((PathBuf::from(format!("completions/{BIN}.{ext}")), script));
     }
     let mut cmd = Cli::command();
     cmd.build();
     man_pages(&cmd, &mut files);
-    for name in <duduclaw_session::cli::SchemaName as clap::ValueEnum>::value_variants() {
-        let schema = duduclaw_session::cmd::schema::schema(*name);
+    for name in <duduclaw_session::internals::cli::SchemaName as clap::ValueEnum>::value_variants()
+    {
+        let schema = duduclaw_session::internals::cmd::schema::schema(*name);
         let mut text = serde_json::to_string_pretty(&schema).unwrap();
         text.push('\n');
         let file = format!(
             "schemas/{}.json",
-            duduclaw_session::cmd::schema::name(*name)
+            duduclaw_session::internals::cmd::schema::name(*name)
         );
         files.push((PathBuf::from(file), text.into_bytes()));
     }
@@ -893,7 +895,7 @@ fn facts_add_list_search_forget() {
 #[test]
 fn facts_refuse_bad_input() {
     let env = Env::fake("exit 1");
-    assert!(duduclaw_session::memory::facts::looks_like_secret(SECRET));
+    assert!(duduclaw_session::internals::memory::facts::looks_like_secret(SECRET));
     for bad in [
         SECRET,
         "",
@@ -1628,7 +1630,7 @@ fn doctor_on_a_healthy_store() {
     assert!(
         text.contains(&format!(
             "schema {} · integrity ok · 1 sessions, 2 turns, 1 facts",
-            duduclaw_session::store::SCHEMA_VERSION
+            duduclaw_session::internals::store::SCHEMA_VERSION
         )),
         "{text}"
     );
@@ -1638,7 +1640,7 @@ fn doctor_on_a_healthy_store() {
     let v = json(&env, &["doctor", "--json"]);
     assert_eq!(
         v["store"]["schema_version"],
-        duduclaw_session::store::SCHEMA_VERSION
+        duduclaw_session::internals::store::SCHEMA_VERSION
     );
     assert_eq!(v["store"]["integrity"], "ok");
     assert_eq!(v["store"]["sessions"], 1);

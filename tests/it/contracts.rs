@@ -14,10 +14,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use common::{Env, assert_ok, conforming_lines, conforms, fake_success, stdout};
-use duduclaw_session::session::Address;
-use duduclaw_session::store::event_data::{Drift, Drifted, EventData, Kept, TurnRef};
-use duduclaw_session::store::events::Owner;
-use duduclaw_session::store::{
+use duduclaw_session::internals::session::Address;
+use duduclaw_session::internals::store::event_data::{Drift, Drifted, EventData, Kept, TurnRef};
+use duduclaw_session::internals::store::events::Owner;
+use duduclaw_session::internals::store::{
     self, CallPath, EventKind, JobKind, JobSelect, Location, Mode, NewEvent, NewFact, PinChange,
     PinSource, Reply, Roll, SystemSent,
 };

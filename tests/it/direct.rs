@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::{Env, assert_ok, stderr, stdout};
-use duduclaw_session::memory::jobs::PIN_SYSTEM;
+use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
 use standin::{Recorded, Reply, StandIn};
 
 fn model(r: &Recorded) -> Reply {

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use clap::CommandFactory;
 use common::{Env, TEST_PATH, assert_ok, fake_success, stderr, stdout};
-use duduclaw_session::cli::Cli;
-use duduclaw_session::memory::jobs::PIN_SYSTEM;
-use duduclaw_session::memory::review::MEMORY_SYSTEM;
+use duduclaw_session::internals::cli::Cli;
+use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
+use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
 

@@ -6,9 +6,9 @@
 use crate::common;
 
 use common::{Env, assert_ok, stderr, stdout};
-use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
-use duduclaw_session::memory::jobs::PIN_SYSTEM;
-use duduclaw_session::memory::review::MEMORY_SYSTEM;
+use duduclaw_session::internals::memory::compact::SUMMARY_SYSTEM;
+use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
+use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
 use serde_json::Value;
 use standin::{Gate, Recorded, Reply, StandIn};
 

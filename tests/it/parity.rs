@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Env, assert_ok};
-use duduclaw_session::memory::clarify::CONSOLIDATE_SYSTEM;
-use duduclaw_session::memory::compact::SUMMARY_SYSTEM;
-use duduclaw_session::memory::jobs::{ENRICH_SYSTEM, PIN_SYSTEM};
-use duduclaw_session::memory::review::MEMORY_SYSTEM;
+use duduclaw_session::internals::memory::clarify::CONSOLIDATE_SYSTEM;
+use duduclaw_session::internals::memory::compact::SUMMARY_SYSTEM;
+use duduclaw_session::internals::memory::jobs::{ENRICH_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
 

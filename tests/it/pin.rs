@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Env, SeenExchange, assert_ok, memory_answer, memory_call, stderr, stdout};
-use duduclaw_session::memory::clarify::CONSOLIDATE_SYSTEM;
-use duduclaw_session::memory::jobs::PIN_SYSTEM;
-use duduclaw_session::memory::review::MEMORY_SYSTEM;
+use duduclaw_session::internals::memory::clarify::CONSOLIDATE_SYSTEM;
+use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
+use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
 use standin::{Recorded, Reply, StandIn};
 
 const TASK: &str = "Migrate our React app from CRA to Vite. Keep the tests; don't touch auth.";
@@ -280,7 +280,7 @@ fn fifteen_clarifications_fit_in_the_pin_by_consolidation_and_keep_the_first() {
     let before = revs[consolidated - 1]["pin"].as_str().unwrap();
     assert!(
         before.chars().count() + constraint(9).len() + 5
-            > duduclaw_session::memory::pin::CLARIFIED_MAX,
+            > duduclaw_session::internals::memory::pin::CLARIFIED_MAX,
         "consolidated only when the next clarification would not fit: {before}"
     );
     // Nothing was dropped: each clarification is in the pin, or in the

@@ -12,15 +12,14 @@
 //! and (on the file) for the other weights it was picked from.
 
 use crate::common;
-#[path = "../../benches/common/recall.rs"]
-mod through_model;
+use bench_common::recall as through_model;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use duduclaw_session::memory::recall::{self, KEYWORD_WEIGHT};
-use duduclaw_session::store::{self, FactScope, Location, NewFact, Store};
-use duduclaw_session::text::terms::{query_terms, stemmed_terms};
+use duduclaw_session::internals::memory::recall::{self, KEYWORD_WEIGHT};
+use duduclaw_session::internals::store::{self, FactScope, Location, NewFact, Store};
+use duduclaw_session::internals::text::terms::{query_terms, stemmed_terms};
 use serde_json::Value;
 
 /// (id, fact, keywords)

@@ -136,7 +136,7 @@ fn doctor_checks_a_server_store_without_showing_the_password() {
     assert_eq!(store["location"], pg::redact(&url));
     assert_eq!(
         store["schema_version"],
-        duduclaw_session::store::SCHEMA_VERSION
+        duduclaw_session::internals::store::SCHEMA_VERSION
     );
     assert_eq!(store["integrity"], "ok");
     assert_eq!(

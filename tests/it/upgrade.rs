@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::{Env, stderr, stdout};
-use duduclaw_session::store::SCHEMA_VERSION;
+use duduclaw_session::internals::store::SCHEMA_VERSION;
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
 

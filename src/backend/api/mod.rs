@@ -25,26 +25,27 @@ use super::{CallError, Outcome, Problem, SideRequest};
 mod request;
 mod retry;
 mod stream;
-pub mod wire;
+pub(crate) mod wire;
 
-pub use request::{ApiTurn, request_body, side_body};
+pub(crate) use request::side_body;
+pub use request::{ApiTurn, request_body};
 use retry::{deadline, retry_after, retrying};
 use stream::Streamed;
 use wire::{ErrorBody, Message, ModelList, UsageMap};
 
 /// Where requests go without `ANTHROPIC_BASE_URL`.
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The `anthropic-version` header.
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 /// The first system block of every main call. Kept byte-stable: it opens the
 /// cached prefix, so changing it invalidates every conversation's cache.
 pub const BASE_SYSTEM: &str = "You are Claude, a helpful assistant.";
 /// Output limit of a [`side_call`].
 pub const SIDE_MAX_TOKENS: u32 = 1024;
 /// The main call's model when `--model` is not given.
-pub const DEFAULT_MODEL: &str = "sonnet";
+pub(crate) const DEFAULT_MODEL: &str = "sonnet";
 /// The main call's output bound: long enough for a full chat answer.
-pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 /// Connecting may take at most this long (within the overall timeout).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -104,7 +105,7 @@ impl ApiConfig {
 
 /// One model the API offers.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ModelInfo {
+pub(crate) struct ModelInfo {
     pub id: String,
     /// RFC 3339, as the API gives it.
     pub created_at: String,
@@ -112,7 +113,10 @@ pub struct ModelInfo {
 
 /// The models the key may use (`GET /v1/models`), newest first as the API
 /// lists them: a cheap call that also proves the key and the endpoint.
-pub async fn list_models(cfg: &ApiConfig, timeout: Duration) -> Result<Vec<ModelInfo>, CallError> {
+pub(crate) async fn list_models(
+    cfg: &ApiConfig,
+    timeout: Duration,
+) -> Result<Vec<ModelInfo>, CallError> {
     let client = client()?;
     let url = format!("{}?limit=1000", cfg.models_url());
     let attempt = async {

@@ -105,7 +105,7 @@ pub fn request_body(turn: &ApiTurn, stream: bool) -> Value {
 
 /// The request body of a [`side_call`](super::side_call): no base line, the side prompt as
 /// the one (cached) system block, `input` as the one user message.
-pub fn side_body(model: &str, system: &str, input: &str) -> Value {
+pub(crate) fn side_body(model: &str, system: &str, input: &str) -> Value {
     let mut block = text_block(system);
     mark(&mut block);
     json!({

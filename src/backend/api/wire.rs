@@ -14,11 +14,11 @@ use serde_json::{Map, Value};
 /// A usage object, kept whole: it is stored as the API reported it, and
 /// the API adds counters (`server_tool_use`, `cache_creation`, ...) that
 /// only the record needs.
-pub type UsageMap = Map<String, Value>;
+pub(crate) type UsageMap = Map<String, Value>;
 
 /// A message as `POST /v1/messages` answers it without `stream`.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct Message {
+pub(crate) struct Message {
     pub model: Option<String>,
     #[serde(default)]
     pub content: Vec<ContentBlock>,
@@ -28,7 +28,7 @@ pub struct Message {
 
 impl Message {
     /// The text blocks, joined.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         ContentBlock::text_of(&self.content)
     }
 }
@@ -36,7 +36,7 @@ impl Message {
 /// One block of a message's content.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ContentBlock {
+pub(crate) enum ContentBlock {
     Text {
         #[serde(default)]
         text: String,
@@ -52,7 +52,7 @@ pub enum ContentBlock {
 }
 
 impl ContentBlock {
-    pub fn text_of(blocks: &[ContentBlock]) -> String {
+    pub(crate) fn text_of(blocks: &[ContentBlock]) -> String {
         blocks
             .iter()
             .filter_map(|b| match b {
@@ -66,7 +66,7 @@ impl ContentBlock {
 /// The `data` of one server-sent event of a streamed message.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum StreamEvent {
+pub(crate) enum StreamEvent {
     MessageStart {
         message: MessageStart,
     },
@@ -101,7 +101,7 @@ pub enum StreamEvent {
 
 /// The message as `message_start` announces it (content still empty).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct MessageStart {
+pub(crate) struct MessageStart {
     pub model: Option<String>,
     pub usage: Option<UsageMap>,
 }
@@ -109,7 +109,7 @@ pub struct MessageStart {
 /// What a `content_block_delta` adds.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Delta {
+pub(crate) enum Delta {
     TextDelta {
         #[serde(default)]
         text: String,
@@ -121,19 +121,19 @@ pub enum Delta {
 
 /// The `delta` of a `message_delta`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct MessageDeltaBody {
+pub(crate) struct MessageDeltaBody {
     pub stop_reason: Option<String>,
 }
 
 /// The body of an error answer, and of a streamed `error` event:
 /// `{"type":"error","error":{"type":..,"message":..}}`.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     pub error: Option<ErrorDetail>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct ErrorDetail {
+pub(crate) struct ErrorDetail {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub message: Option<String>,
@@ -141,7 +141,7 @@ pub struct ErrorDetail {
 
 impl ErrorDetail {
     /// Load the API asks to come back from later.
-    pub fn is_load(&self) -> bool {
+    pub(crate) fn is_load(&self) -> bool {
         matches!(
             self.kind.as_deref(),
             Some("overloaded_error" | "rate_limit_error")
@@ -151,13 +151,13 @@ impl ErrorDetail {
 
 /// `GET /v1/models`.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct ModelList {
+pub(crate) struct ModelList {
     #[serde(default)]
     pub data: Vec<ModelEntry>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct ModelEntry {
+pub(crate) struct ModelEntry {
     pub id: Option<String>,
     pub created_at: Option<String>,
 }

@@ -80,7 +80,7 @@ const TICK: Duration = Duration::from_millis(500);
 /// The host's life: take the host lock (another host of this version
 /// serving already: exit), listen, serve, end idle claudes, exit once none
 /// is left.
-pub async fn serve() -> Result<()> {
+pub(crate) async fn serve() -> Result<()> {
     let _ = rustix::process::setsid();
     let dir = warm::runtime_dir();
     lock::private_dir(&dir)?;

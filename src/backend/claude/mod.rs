@@ -16,14 +16,13 @@ use tokio::process::Command;
 use super::{Arg, CallError, CliCall, Outcome, Piece, Problem, SideRequest};
 use crate::error::{Kind, fail};
 
-pub mod host;
+pub(crate) mod host;
 mod output;
 mod setup;
-pub mod warm;
+pub(crate) mod warm;
 
-pub use output::classify;
 use output::{StreamParser, last_line};
-pub use setup::UserSetup;
+pub(crate) use setup::UserSetup;
 
 /// Variables that Claude Code sets for its own children. Inherited by our
 /// child they make it believe it runs nested inside another session.
@@ -58,13 +57,13 @@ fn cannot_run(e: &std::io::Error) -> bool {
 }
 
 #[derive(Debug, Clone)]
-pub struct Claude {
+pub(crate) struct Claude {
     path: PathBuf,
 }
 
 /// What the installed CLI accepts, learned from its `--help`.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
-pub struct Capabilities {
+pub(crate) struct Capabilities {
     pub version: String,
     pub system_prompt_snapshot: bool,
     pub append_system_prompt: bool,
@@ -85,7 +84,7 @@ pub struct Capabilities {
 impl Capabilities {
     /// What the pinned, known-good version supports: used by the dry run
     /// when no claude can be probed.
-    pub fn assumed() -> Capabilities {
+    pub(crate) fn assumed() -> Capabilities {
         Capabilities {
             version: "unknown (not probed)".into(),
             system_prompt_snapshot: true,
@@ -105,7 +104,7 @@ impl Capabilities {
 
 impl Claude {
     /// `explicit` (from `--claude` / `DUDUCLAW_CLAUDE`) or `claude` on PATH.
-    pub fn find(explicit: Option<&Path>) -> Result<Claude> {
+    pub(crate) fn find(explicit: Option<&Path>) -> Result<Claude> {
         let name: &OsStr = explicit.map_or(OsStr::new("claude"), Path::as_os_str);
         match which::which(name) {
             Ok(path) => Ok(Claude { path }),
@@ -119,19 +118,12 @@ impl Claude {
         }
     }
 
-    /// A claude named but not looked for (a dry run without one).
-    pub fn unprobed(explicit: Option<&Path>) -> Claude {
-        Claude {
-            path: explicit.map_or_else(|| PathBuf::from("claude"), Path::to_path_buf),
-        }
-    }
-
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// A key that changes when the binary does, for caching the probe.
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         let real = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
         let meta = std::fs::metadata(&real).ok();
         let (len, mtime) = meta.map_or((0, 0), |m| {
@@ -147,7 +139,7 @@ impl Claude {
 
     /// Ask the binary for its version and flags. Unknown flags are errors in
     /// claude, so a flag is only ever passed when `--help` lists it.
-    pub async fn probe(&self) -> Result<Capabilities> {
+    pub(crate) async fn probe(&self) -> Result<Capabilities> {
         let version = self.capture(&["--version"]).await?;
         let help = self.capture(&["--help"]).await?;
         let has = |flag: &str| {
@@ -224,7 +216,7 @@ impl Claude {
     /// Run a planned main call: through the session's warm claude where
     /// the plan says so ([`warm`]), else (or when the host cannot take the
     /// message) a claude of its own. The outcome says which.
-    pub async fn run_main(
+    pub(crate) async fn run_main(
         &self,
         call: &CliCall,
         timeout: Duration,
@@ -336,7 +328,7 @@ impl Claude {
     }
 
     /// Run a side call on the lightweight flags with its own system prompt.
-    pub async fn run_side(
+    pub(crate) async fn run_side(
         &self,
         caps: &Capabilities,
         request: &SideRequest<'_>,
@@ -482,7 +474,7 @@ struct Spawn<'a> {
 
 /// What a main call asks of claude, before it is rendered to argv.
 #[derive(Debug, Clone, Copy)]
-pub struct MainSpec<'a> {
+pub(crate) struct MainSpec<'a> {
     pub handle: &'a str,
     /// `--resume` rather than `--session-id`.
     pub resume: bool,
@@ -499,7 +491,7 @@ pub struct MainSpec<'a> {
 }
 
 /// The argv of a main call (the prompt goes on stdin).
-pub fn main_args(caps: &Capabilities, spec: &MainSpec) -> Vec<Arg> {
+pub(crate) fn main_args(caps: &Capabilities, spec: &MainSpec) -> Vec<Arg> {
     let mut v: Vec<Arg> = Vec::new();
     let mut push = |a: &str| v.push(Arg::Plain(a.into()));
     push("-p");
@@ -562,7 +554,7 @@ pub fn main_args(caps: &Capabilities, spec: &MainSpec) -> Vec<Arg> {
 /// call always runs on. Their settings otherwise stay (an API key helper,
 /// a model provider set in `env`): without them claude might not reach
 /// the model at all.
-pub fn isolation_args(caps: &Capabilities) -> Vec<OsString> {
+pub(crate) fn isolation_args(caps: &Capabilities) -> Vec<OsString> {
     let mut args = Vec::new();
     if caps.strict_mcp_config {
         args.push("--strict-mcp-config".into());
@@ -579,11 +571,11 @@ pub fn isolation_args(caps: &Capabilities) -> Vec<OsString> {
 /// The environment that keeps every CLAUDE.md out of a call (the user's
 /// `~/.claude/CLAUDE.md` loads from any working folder). A claude that
 /// does not know it ignores it.
-pub const ISOLATED_ENV: &[(&str, &str)] = &[("CLAUDE_CODE_DISABLE_CLAUDE_MDS", "1")];
+pub(crate) const ISOLATED_ENV: &[(&str, &str)] = &[("CLAUDE_CODE_DISABLE_CLAUDE_MDS", "1")];
 
 /// Where the inline system text goes when the CLI reads no file: attached
 /// to the `--append-system-prompt=` marker [`main_args`] planned.
-pub fn attach_inline_system(args: &mut [Arg], system: &str) {
+pub(crate) fn attach_inline_system(args: &mut [Arg], system: &str) {
     for a in args.iter_mut() {
         if *a == Arg::Plain("--append-system-prompt=".into()) {
             *a = Arg::Plain(format!("--append-system-prompt={system}").into());
@@ -592,7 +584,7 @@ pub fn attach_inline_system(args: &mut [Arg], system: &str) {
 }
 
 /// The argv of a side call (the input goes on stdin).
-pub fn side_args(caps: &Capabilities, model: &str, system: &str) -> Vec<OsString> {
+pub(crate) fn side_args(caps: &Capabilities, model: &str, system: &str) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec!["-p".into(), "--model".into(), model.into()];
     if caps.effort {
         args.extend(["--effort".into(), "medium".into()]);
@@ -700,7 +692,7 @@ impl Drop for LiveGroup {
 }
 
 /// Kill every claude child still running (on SIGINT/SIGTERM/SIGHUP).
-pub fn kill_all_children() {
+pub(crate) fn kill_all_children() {
     let groups = LIVE_GROUPS
         .lock()
         .unwrap_or_else(|e| e.into_inner())

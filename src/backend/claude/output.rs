@@ -247,7 +247,7 @@ impl StreamParser {
 
 /// Classify an error text (result text, `errors`, stderr). Order matters:
 /// the specific conversation errors first, then auth, then load.
-pub fn classify(text: &str) -> Problem {
+pub(crate) fn classify(text: &str) -> Problem {
     let t = text.to_lowercase();
     if t.contains("no conversation found") {
         Problem::ConversationNotFound

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 /// What the setup holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UserSetup {
+pub(crate) struct UserSetup {
     /// Where claude keeps its configuration.
     pub config_dir: PathBuf,
     /// The MCP servers a call from the working folder starts, by name.
@@ -28,7 +28,7 @@ pub struct UserSetup {
 
 impl UserSetup {
     /// The setup a claude started in `cwd` with this environment sees.
-    pub fn read(cwd: &Path) -> UserSetup {
+    pub(crate) fn read(cwd: &Path) -> UserSetup {
         let (config_dir, config_json) = match std::env::var_os("CLAUDE_CONFIG_DIR") {
             Some(dir) if !dir.is_empty() => {
                 let dir = PathBuf::from(dir);
@@ -67,10 +67,6 @@ impl UserSetup {
             hooks,
             claude_md,
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.mcp_servers.is_empty() && self.hooks == 0 && self.claude_md.is_empty()
     }
 }
 

@@ -33,13 +33,13 @@ use super::output::StreamParser;
 use super::{CallError, Outcome, Piece, Problem};
 
 /// The default bound on warm claudes per host (`--warm-max`).
-pub const DEFAULT_MAX: usize = 4;
+pub(crate) const DEFAULT_MAX: usize = 4;
 /// The most `--warm-max` accepts.
-pub const MAX_MAX: usize = 64;
+pub(crate) const MAX_MAX: usize = 64;
 
 /// What a warm turn needs beyond its claude call: the plan's part.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WarmSpec {
+pub(crate) struct WarmSpec {
     /// The claude session (handle) the process keeps.
     pub handle: String,
     /// How many turns the store counts on the handle: a warm claude that
@@ -54,7 +54,7 @@ pub struct WarmSpec {
 /// How a turn's claude ran (`warm` in `turn --json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum WarmUse {
+pub(crate) enum WarmUse {
     /// The session's claude was still running: it answered.
     Kept,
     /// A claude was started for the session and stays running after the
@@ -67,11 +67,11 @@ pub enum WarmUse {
 
 /// The argument the host replaces with the path of its private file
 /// holding the appended system text.
-pub const SYSTEM_FILE_ARG: &str = "\u{0}system-file";
+pub(crate) const SYSTEM_FILE_ARG: &str = "\u{0}system-file";
 
 /// A turn for the host.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TurnRequest {
+pub(crate) struct TurnRequest {
     /// This program's version: a host of another version refuses.
     pub version: String,
     pub claude: PathBuf,
@@ -88,7 +88,7 @@ pub struct TurnRequest {
 
 /// [`WarmSpec`] on the wire.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WireSpec {
+pub(crate) struct WireSpec {
     pub handle: String,
     pub expect_turns: i64,
     pub idle_secs: u64,
@@ -98,7 +98,7 @@ pub struct WireSpec {
 /// What a turn (or a command) asks the host.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ToHost {
+pub(crate) enum ToHost {
     Turn(Box<TurnRequest>),
     /// End these handles' warm claudes (`sessions rm`, `forget`).
     End {
@@ -111,7 +111,7 @@ pub enum ToHost {
 /// What the host answers, one JSON line each.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum FromHost {
+pub(crate) enum FromHost {
     /// The message went to a warm claude (kept or started).
     Delivered {
         warm: WarmUse,
@@ -139,7 +139,7 @@ pub enum FromHost {
 
 /// A warm claude as `Status` lists it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Held {
+pub(crate) struct Held {
     pub handle: String,
     pub pid: u32,
     pub turns: i64,
@@ -148,7 +148,7 @@ pub struct Held {
 
 /// The private folder of the host's socket: `$XDG_RUNTIME_DIR/duduclaw-session`
 /// (a tmpfs the session manager keeps per user), else `$TMPDIR/duduclaw-<uid>`.
-pub fn runtime_dir() -> PathBuf {
+pub(crate) fn runtime_dir() -> PathBuf {
     std::env::var_os("XDG_RUNTIME_DIR")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute() && p.is_dir())
@@ -163,14 +163,14 @@ pub fn runtime_dir() -> PathBuf {
 
 /// The socket of this version's host: a host of another version has
 /// another path, and is never used.
-pub fn socket_path() -> PathBuf {
+pub(crate) fn socket_path() -> PathBuf {
     runtime_dir().join(format!("host-{}.sock", env!("CARGO_PKG_VERSION")))
 }
 
 /// A key naming everything fixed when a warm claude starts: a turn whose
 /// key differs needs another process. The handle's `--session-id` or
 /// `--resume` is one: a claude started with the first continues as the second.
-pub fn key(req: &TurnRequest) -> String {
+pub(crate) fn key(req: &TurnRequest) -> String {
     let mut h = Sha256::new();
     let mut part = |s: &[u8]| {
         h.update((s.len() as u64).to_le_bytes());
@@ -198,7 +198,7 @@ pub fn key(req: &TurnRequest) -> String {
 }
 
 /// One stream-json user message line.
-pub fn message_line(message: &str) -> String {
+pub(crate) fn message_line(message: &str) -> String {
     let line = serde_json::json!({
         "type": "user",
         "message": { "role": "user", "content": message },
@@ -208,7 +208,7 @@ pub fn message_line(message: &str) -> String {
 
 /// The argv of a warm claude from a cold call's: the same, reading
 /// user-message lines on stdin.
-pub fn warm_args(cold: &[OsString]) -> Vec<String> {
+pub(crate) fn warm_args(cold: &[OsString]) -> Vec<String> {
     let mut args: Vec<String> = cold
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
@@ -221,7 +221,7 @@ pub fn warm_args(cold: &[OsString]) -> Vec<String> {
 
 /// Why a warm turn did not answer.
 #[derive(Debug)]
-pub enum WarmError {
+pub(crate) enum WarmError {
     /// The message did not reach a claude: a cold claude takes the turn.
     NotDelivered(String),
     /// A warm claude took the message and failed: an attempt that failed.
@@ -231,7 +231,7 @@ pub enum WarmError {
 /// Send a turn to the host (starting it when none listens) and read its
 /// answer as a cold call would be read: the same stream of events, parsed
 /// by the same [`StreamParser`].
-pub async fn turn(
+pub(crate) async fn turn(
     req: &TurnRequest,
     timeout: Duration,
     on_piece: &mut impl FnMut(Piece),
@@ -360,7 +360,7 @@ fn start_host() -> std::io::Result<()> {
 
 /// Ask a running host (none is started) one thing; `None` when no host
 /// of this version listens.
-pub async fn ask(message: &ToHost) -> Option<FromHost> {
+pub(crate) async fn ask(message: &ToHost) -> Option<FromHost> {
     let stream = UnixStream::connect(socket_path()).await.ok()?;
     let (read, mut write) = stream.into_split();
     let mut line = serde_json::to_string(message).ok()?;
@@ -374,7 +374,7 @@ pub async fn ask(message: &ToHost) -> Option<FromHost> {
 /// End the warm claudes of these handles, if a host holds any: before a
 /// session's transcripts are erased, nothing may still write them. How
 /// many ended.
-pub fn end_now(handles: &[String]) -> usize {
+pub(crate) fn end_now(handles: &[String]) -> usize {
     use std::io::{BufRead, Write};
     if handles.is_empty() {
         return 0;
@@ -403,7 +403,7 @@ pub fn end_now(handles: &[String]) -> usize {
 
 /// The environment claude runs with on a call: this process's, less what
 /// claude must not inherit, plus `extra`.
-pub fn child_env(extra: &[(&str, &str)]) -> Vec<(String, String)> {
+pub(crate) fn child_env(extra: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = std::env::vars_os()
         .filter(|(k, _)| !super::is_cleared(&k.to_string_lossy()))
         .map(|(k, v)| {
@@ -422,12 +422,12 @@ pub fn child_env(extra: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 /// Where the host writes its log: beside its socket.
-pub fn log_path() -> PathBuf {
+pub(crate) fn log_path() -> PathBuf {
     runtime_dir().join("host.log")
 }
 
 /// Whether `path` is this host's socket's folder: private to the user.
-pub fn is_private(dir: &Path) -> bool {
+pub(crate) fn is_private(dir: &Path) -> bool {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     std::fs::metadata(dir).is_ok_and(|m| {
         m.uid() == rustix::process::getuid().as_raw() && m.permissions().mode() & 0o077 == 0

@@ -91,7 +91,7 @@ pub trait Queries {
 /// One open connection. Dropping it closes the connection and waits for
 /// its thread, so the goodbye has been sent by the time the drop returns;
 /// the server then ends the backend, and its advisory locks with it.
-pub struct Conn {
+pub(super) struct Conn {
     // Declared before the driver, so it is dropped first: the connection
     // ends once its last client is gone, and only then can the join end.
     client: Client,
@@ -107,7 +107,7 @@ impl Queries for Conn {
 }
 
 impl Conn {
-    pub fn transaction(&mut self) -> Result<Tx<'_>, Error> {
+    pub(super) fn transaction(&mut self) -> Result<Tx<'_>, Error> {
         pollster::block_on(self.client.transaction()).map(Tx)
     }
 }
@@ -115,7 +115,7 @@ impl Conn {
 /// A transaction: rolled back when dropped without `commit` (the ROLLBACK
 /// is queued, not waited for; the connection sends it before anything
 /// asked after it).
-pub struct Tx<'a>(Transaction<'a>);
+pub(super) struct Tx<'a>(Transaction<'a>);
 
 impl<'a> Queries for Tx<'a> {
     type Async = Transaction<'a>;
@@ -126,7 +126,7 @@ impl<'a> Queries for Tx<'a> {
 }
 
 impl Tx<'_> {
-    pub fn commit(self) -> Result<(), Error> {
+    pub(super) fn commit(self) -> Result<(), Error> {
         pollster::block_on(self.0.commit())
     }
 }
@@ -145,7 +145,7 @@ impl Drop for Driver {
 
 /// Open a connection, waiting up to `wait` while the server is full or
 /// starting. Errors name the store (never its password).
-pub fn connect(url: &ServerUrl, wait: Duration) -> anyhow::Result<Conn> {
+pub(super) fn connect(url: &ServerUrl, wait: Duration) -> anyhow::Result<Conn> {
     open(url, wait, None)
 }
 
@@ -154,7 +154,7 @@ pub fn connect(url: &ServerUrl, wait: Duration) -> anyhow::Result<Conn> {
 /// nobody waits count once and hold no memory. The LISTEN has taken effect
 /// when this returns: every transaction that notifies and commits after
 /// that is seen.
-pub fn listen(
+pub(super) fn listen(
     url: &ServerUrl,
     wait: Duration,
     channel: &str,

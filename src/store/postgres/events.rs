@@ -29,7 +29,7 @@ const CHANNEL: &str = "duduclaw_events";
 /// last, right before the commit: anything after it would hold every
 /// other writer back, and a lock taken after it could deadlock with a
 /// writer holding that lock while waiting for the counter.
-pub fn append(tx: &impl Queries, events: &[NewEvent]) -> Result<()> {
+pub(super) fn append(tx: &impl Queries, events: &[NewEvent]) -> Result<()> {
     if events.is_empty() {
         return Ok(());
     }
@@ -73,13 +73,13 @@ pub fn append(tx: &impl Queries, events: &[NewEvent]) -> Result<()> {
 /// of its own listening on [`CHANNEL`], so the store's connection (and
 /// the turn locks it holds) stays as it is, and dropping the watch ends
 /// the listening with the connection.
-pub struct Watch {
+pub(super) struct Watch {
     _conn: Conn,
     woken: mpsc::Receiver<()>,
 }
 
 impl Watch {
-    pub fn new(url: &ServerUrl, wait: Duration) -> Result<Watch> {
+    pub(super) fn new(url: &ServerUrl, wait: Duration) -> Result<Watch> {
         let (conn, woken) = conn::listen(url, wait, CHANNEL)?;
         Ok(Watch { _conn: conn, woken })
     }

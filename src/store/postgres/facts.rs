@@ -130,9 +130,9 @@ fn index_terms(query: &FactQuery) -> Vec<String> {
 
 /// Facts go in batches of this many rows per statement: one round trip
 /// for a batch instead of a few per fact (an import of 100k facts).
-pub const BATCH: usize = 1_000;
+pub(super) const BATCH: usize = 1_000;
 
-pub fn add(tx: &Tx, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
+pub(super) fn add(tx: &Tx, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
     let t = now();
     let mut out = Vec::with_capacity(new.len());
     let mut added = Vec::new();
@@ -247,7 +247,7 @@ fn add_batch(
     Ok(())
 }
 
-pub fn set_keywords(tx: &Tx, id: i64, keywords: &[String]) -> Result<bool> {
+pub(super) fn set_keywords(tx: &Tx, id: i64, keywords: &[String]) -> Result<bool> {
     let Some(row) = tx.query_opt(
         "SELECT content, keys_len, terms, agent, user_id FROM facts WHERE id = $1 FOR UPDATE",
         &[&id],
@@ -289,7 +289,7 @@ pub fn set_keywords(tx: &Tx, id: i64, keywords: &[String]) -> Result<bool> {
     Ok(true)
 }
 
-pub fn count_matches(c: &impl Queries, query: &FactQuery, cap: i64) -> Result<i64> {
+pub(super) fn count_matches(c: &impl Queries, query: &FactQuery, cap: i64) -> Result<i64> {
     let terms = index_terms(query);
     if terms.is_empty() {
         return Ok(0);
@@ -312,7 +312,7 @@ pub fn count_matches(c: &impl Queries, query: &FactQuery, cap: i64) -> Result<i6
     Ok(row.try_get(0)?)
 }
 
-pub fn rank(
+pub(super) fn rank(
     c: &impl Queries,
     query: &FactQuery,
     scope: FactScope,
@@ -366,7 +366,7 @@ pub fn rank(
         .collect()
 }
 
-pub fn forget(tx: &Tx, agent: &str, ids: &[i64]) -> Result<usize> {
+pub(super) fn forget(tx: &Tx, agent: &str, ids: &[i64]) -> Result<usize> {
     // The term rows go with the facts (ON DELETE CASCADE); the counts of
     // their terms and the index's size shrink by what went.
     let gone = tx.query(

@@ -22,7 +22,7 @@ mod events;
 mod facts;
 mod jobs;
 mod schema;
-pub mod url;
+pub(crate) mod url;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -43,15 +43,15 @@ use super::{
     Erasure, EventWatch, Fact, FactQuery, FactScope, Job, JobSelect, NewEvent, NewFact, Result,
     SessionLock, StoreError, now,
 };
-pub use schema::SCHEMA_VERSION;
-pub use url::ServerUrl;
+pub(crate) use schema::SCHEMA_VERSION;
+pub(crate) use url::ServerUrl;
 
 /// How long opening waits for a server that is full (too many connections)
 /// or still starting, before saying so. A server that refuses outright or
 /// cannot be reached is reported at once.
-pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
-pub struct PgStore {
+pub(crate) struct PgStore {
     /// Shared with the turn locks taken on it, which unlock through it.
     client: Arc<Mutex<Option<Conn>>>,
     url: ServerUrl,
@@ -67,7 +67,7 @@ impl From<tokio_postgres::Error> for StoreError {
 
 impl PgStore {
     /// Connect, creating and migrating the schema when needed.
-    pub fn open(url: &ServerUrl, wait: Duration) -> anyhow::Result<PgStore> {
+    pub(crate) fn open(url: &ServerUrl, wait: Duration) -> anyhow::Result<PgStore> {
         let mut store = Self::connect(url, wait)?;
         store.found = store.version()?;
         store.migrate()?;
@@ -77,7 +77,10 @@ impl PgStore {
     /// Connect to a store that exists, migrating it when it is behind as
     /// [`open`](PgStore::open) does: `None` when the database has no
     /// schema of ours yet (nothing is created then).
-    pub fn open_existing(url: &ServerUrl, wait: Duration) -> anyhow::Result<Option<PgStore>> {
+    pub(crate) fn open_existing(
+        url: &ServerUrl,
+        wait: Duration,
+    ) -> anyhow::Result<Option<PgStore>> {
         let Some(store) = Self::inspect(url, wait)? else {
             return Ok(None);
         };
@@ -87,7 +90,7 @@ impl PgStore {
 
     /// Connect to a store that exists and read its schema version, changing
     /// nothing (`doctor`): `None` when the database has no schema of ours.
-    pub fn inspect(url: &ServerUrl, wait: Duration) -> anyhow::Result<Option<PgStore>> {
+    pub(crate) fn inspect(url: &ServerUrl, wait: Duration) -> anyhow::Result<Option<PgStore>> {
         let mut store = Self::connect(url, wait)?;
         store.found = store.version()?;
         if store.found == 0 {
@@ -98,13 +101,13 @@ impl PgStore {
     }
 
     /// The schema version the store was at when it was opened.
-    pub fn found(&self) -> i64 {
+    pub(crate) fn found(&self) -> i64 {
         self.found
     }
 
     /// Why this connection's role could not migrate the schema, if it
     /// could not (see [`schema::migration_refused`]).
-    pub fn migration_refused(&self) -> anyhow::Result<Option<String>> {
+    pub(crate) fn migration_refused(&self) -> anyhow::Result<Option<String>> {
         Ok(self.with(|c| schema::migration_refused(c))?)
     }
 
@@ -512,13 +515,13 @@ impl Admin for PgStore {
 /// The shared store suite, each case on a fresh database of the test
 /// server (`DUDUCLAW_TEST_PG_URL`, started by scripts/test.sh).
 #[cfg(test)]
-pub mod testing {
+pub(crate) mod testing {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
 
     /// A new, empty database on the test server; its URL.
-    pub fn fresh_database() -> ServerUrl {
+    pub(crate) fn fresh_database() -> ServerUrl {
         let admin = std::env::var("DUDUCLAW_TEST_PG_URL").unwrap_or_else(|_| {
             panic!(
                 "DUDUCLAW_TEST_PG_URL is not set: the PostgreSQL tests need a server. \

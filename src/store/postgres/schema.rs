@@ -206,7 +206,7 @@ CREATE INDEX facts_standing ON facts(agent, user_id) WHERE standing;
 ];
 
 /// The schema version this build writes (the same as SQLite's).
-pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 // A migration added to one engine only would make `doctor` and the
 // version check disagree between them: refuse to build instead.
@@ -216,7 +216,7 @@ const _: () = assert!(SCHEMA_VERSION == crate::store::SCHEMA_VERSION);
 const MIGRATION_LOCK: i64 = 0x6475_6475_636c_6177; // "duduclaw"
 
 /// Bring the database to [`SCHEMA_VERSION`] in one transaction.
-pub fn migrate(c: &mut Conn) -> Result<()> {
+pub(super) fn migrate(c: &mut Conn) -> Result<()> {
     let tx = c.transaction()?;
     // One host migrates; the others wait here, then find it done.
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
@@ -239,7 +239,7 @@ pub fn migrate(c: &mut Conn) -> Result<()> {
 }
 
 /// The schema version, 0 for a database without our schema.
-pub fn read_version(c: &impl Queries) -> Result<i64> {
+pub(super) fn read_version(c: &impl Queries) -> Result<i64> {
     let exists: bool = c.value("SELECT to_regclass('schema_version') IS NOT NULL", &[])?;
     if !exists {
         return Ok(0);
@@ -249,7 +249,7 @@ pub fn read_version(c: &impl Queries) -> Result<i64> {
 }
 
 /// Refuse a store written by a newer build.
-pub fn check_version(version: i64) -> anyhow::Result<()> {
+pub(super) fn check_version(version: i64) -> anyhow::Result<()> {
     if version > SCHEMA_VERSION {
         anyhow::bail!(StoreError::from(anyhow::anyhow!(
             "the store has schema version {version}, newer than this program's {SCHEMA_VERSION}: upgrade duduclaw-session"
@@ -281,7 +281,7 @@ const TABLES: &[&str] = &[
 /// Why this connection could not migrate the schema, if it could not: a
 /// server that takes no writes (a standby), a role that may not create
 /// tables here, or one that does not own ours.
-pub fn migration_refused(c: &impl Queries) -> Result<Option<String>> {
+pub(super) fn migration_refused(c: &impl Queries) -> Result<Option<String>> {
     let tables: Vec<String> = TABLES.iter().map(|t| (*t).to_string()).collect();
     let row = c.query_one(
         "SELECT current_user::text,

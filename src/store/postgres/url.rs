@@ -20,7 +20,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Whether a `--db` value names a server rather than a file.
-pub fn is_server(value: &str) -> bool {
+pub(crate) fn is_server(value: &str) -> bool {
     value.starts_with("postgres://") || value.starts_with("postgresql://")
 }
 

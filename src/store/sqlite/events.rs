@@ -10,7 +10,7 @@ use crate::store::events;
 use crate::store::{EventWatch, NewEvent, Result};
 
 /// Append events in the caller's transaction.
-pub fn append(conn: &Connection, events: &[NewEvent]) -> rusqlite::Result<()> {
+pub(super) fn append(conn: &Connection, events: &[NewEvent]) -> rusqlite::Result<()> {
     if events.is_empty() {
         return Ok(());
     }
@@ -40,13 +40,13 @@ pub fn append(conn: &Connection, events: &[NewEvent]) -> rusqlite::Result<()> {
 const CHECK_EVERY: Duration = Duration::from_millis(50);
 
 /// Wakes when another connection committed to the file.
-pub struct Watch<'a> {
+pub(super) struct Watch<'a> {
     conn: &'a Connection,
     seen: i64,
 }
 
 impl<'a> Watch<'a> {
-    pub fn new(conn: &'a Connection) -> Result<Watch<'a>> {
+    pub(super) fn new(conn: &'a Connection) -> Result<Watch<'a>> {
         let seen = data_version(conn)?;
         Ok(Watch { conn, seen })
     }

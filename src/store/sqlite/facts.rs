@@ -30,7 +30,7 @@ fn fts5(query: &FactQuery) -> String {
         .join(op)
 }
 
-pub fn add(tx: &Transaction, facts: &[NewFact]) -> Result<Vec<Option<i64>>> {
+pub(super) fn add(tx: &Transaction, facts: &[NewFact]) -> Result<Vec<Option<i64>>> {
     let t = now();
     let mut ins = tx.prepare_cached(
         "INSERT INTO facts (agent, user_id, content, norm, access_count, created_at, last_used_at, source_turn, keywords, correction, standing)
@@ -80,7 +80,7 @@ pub fn add(tx: &Transaction, facts: &[NewFact]) -> Result<Vec<Option<i64>>> {
     Ok(out)
 }
 
-pub fn set_keywords(tx: &Transaction, id: i64, keywords: &[String]) -> Result<bool> {
+pub(super) fn set_keywords(tx: &Transaction, id: i64, keywords: &[String]) -> Result<bool> {
     let content: Option<String> = tx
         .query_row("SELECT content FROM facts WHERE id = ?1", [id], |r| {
             r.get(0)
@@ -107,14 +107,14 @@ pub fn set_keywords(tx: &Transaction, id: i64, keywords: &[String]) -> Result<bo
     Ok(n > 0)
 }
 
-pub fn count_matches(conn: &Connection, query: &FactQuery, cap: i64) -> Result<i64> {
+pub(super) fn count_matches(conn: &Connection, query: &FactQuery, cap: i64) -> Result<i64> {
     let mut stmt = conn.prepare_cached(
         "SELECT count(*) FROM (SELECT 1 FROM facts_fts WHERE facts_fts MATCH ?1 LIMIT ?2)",
     )?;
     Ok(stmt.query_row(params![fts5(query), cap], |r| r.get(0))?)
 }
 
-pub fn rank(
+pub(super) fn rank(
     conn: &Connection,
     query: &FactQuery,
     scope: FactScope,
@@ -159,7 +159,7 @@ pub fn rank(
     Ok(ranked)
 }
 
-pub fn forget(tx: &Transaction, agent: &str, ids: &[i64]) -> Result<usize> {
+pub(super) fn forget(tx: &Transaction, agent: &str, ids: &[i64]) -> Result<usize> {
     let mut n = 0;
     let mut forgotten = Vec::new();
     for id in ids {

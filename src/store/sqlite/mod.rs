@@ -255,7 +255,7 @@ CREATE INDEX facts_standing ON facts(agent, user_id) WHERE standing = 1;
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+pub(super) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// How many of FTS5's best matches the fast ranking path joins for the
 /// scope check.
@@ -269,7 +269,7 @@ const STATEMENT_CACHE: usize = 128;
 /// different sessions share the file, and their writes are short.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub struct SqliteStore {
+pub(super) struct SqliteStore {
     conn: Connection,
     path: PathBuf,
     /// The schema version found when opening, before any migration.
@@ -291,7 +291,7 @@ enum Open {
 
 impl SqliteStore {
     /// Open (creating if needed) the store at `path` and bring its schema up to date.
-    pub fn open(path: &Path) -> anyhow::Result<SqliteStore> {
+    pub(super) fn open(path: &Path) -> anyhow::Result<SqliteStore> {
         Self::open_inner(path, Open::Create)
             .map(|s| s.expect("a created store is always opened"))
             .map_err(|e| super::StoreError::from(full_disk(e, path)).into())
@@ -302,28 +302,28 @@ impl SqliteStore {
     /// (there is nothing in it to read).
     ///
     /// [`open`]: SqliteStore::open
-    pub fn open_existing(path: &Path) -> anyhow::Result<Option<SqliteStore>> {
+    pub(super) fn open_existing(path: &Path) -> anyhow::Result<Option<SqliteStore>> {
         Self::open_inner(path, Open::Existing)
             .map_err(|e| super::StoreError::from(full_disk(e, path)).into())
     }
 
     /// Open an existing store read-only, changing nothing, not even its
     /// schema (`doctor`): [`found`](SqliteStore::found) says where it is.
-    pub fn inspect(path: &Path) -> anyhow::Result<SqliteStore> {
+    pub(super) fn inspect(path: &Path) -> anyhow::Result<SqliteStore> {
         Self::open_inner(path, Open::Inspect)
             .map(|s| s.expect("an inspected store is always opened"))
             .map_err(|e| super::StoreError::from(e).into())
     }
 
     /// The schema version the store was at when it was opened.
-    pub fn found(&self) -> i64 {
+    pub(super) fn found(&self) -> i64 {
         self.found
     }
 
     /// Whether this process may write the file and its folder (where
     /// SQLite keeps its journal): what a migration needs. Asked of the
     /// kernel, so a read-only mount says no even to root.
-    pub fn can_write(&self) -> bool {
+    pub(super) fn can_write(&self) -> bool {
         use rustix::fs::{Access, access};
         let folder = match self.path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,

@@ -7,12 +7,12 @@ use std::process::Output;
 use assert_cmd::Command;
 use tempfile::TempDir;
 
-pub mod pg;
+pub(crate) mod pg;
 
 /// The validator of the committed schema `schemas/NAME.json` (the
 /// published contract, which `tests/it/cli.rs` keeps equal to what the types
 /// generate), compiled once per test process.
-pub fn schema(name: &str) -> std::sync::Arc<jsonschema::Validator> {
+pub(crate) fn schema(name: &str) -> std::sync::Arc<jsonschema::Validator> {
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex, OnceLock};
     static CACHE: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> = OnceLock::new();
@@ -34,7 +34,7 @@ pub fn schema(name: &str) -> std::sync::Arc<jsonschema::Validator> {
 
 /// Fail unless `doc` is valid against the committed schema `name`, naming
 /// every error and where it is.
-pub fn conforms(name: &str, doc: &serde_json::Value) {
+pub(crate) fn conforms(name: &str, doc: &serde_json::Value) {
     let errors: Vec<String> = schema(name)
         .iter_errors(doc)
         .map(|e| format!("{} at {}", e, e.instance_path()))
@@ -47,7 +47,7 @@ pub fn conforms(name: &str, doc: &serde_json::Value) {
 }
 
 /// Each line of JSON Lines output, parsed and checked against `name`.
-pub fn conforming_lines(name: &str, out: &[u8]) -> Vec<serde_json::Value> {
+pub(crate) fn conforming_lines(name: &str, out: &[u8]) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(out)
         .lines()
         .map(|l| {
@@ -59,7 +59,7 @@ pub fn conforming_lines(name: &str, out: &[u8]) -> Vec<serde_json::Value> {
 }
 
 /// The pinned Claude Code the test script installs (see scripts/test.sh).
-pub fn real_claude() -> PathBuf {
+pub(crate) fn real_claude() -> PathBuf {
     if let Some(p) = std::env::var_os("DUDUCLAW_TEST_CLAUDE") {
         return PathBuf::from(p);
     }
@@ -73,9 +73,9 @@ pub fn real_claude() -> PathBuf {
 }
 
 /// The PATH the program runs with in the tests.
-pub const TEST_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+pub(crate) const TEST_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-pub struct Env {
+pub(crate) struct Env {
     pub dir: TempDir,
     pub home: PathBuf,
     pub db: PathBuf,
@@ -118,14 +118,14 @@ impl Env {
     }
 
     /// The real claude, talking to the stand-in at `base_url`.
-    pub fn real(base_url: &str) -> Env {
+    pub(crate) fn real(base_url: &str) -> Env {
         let mut env = Env::base(real_claude());
         env.base_url = Some(base_url.to_string());
         env
     }
 
     /// A fake claude: a shell script (given its body) written into the temp dir.
-    pub fn fake(script: &str) -> Env {
+    pub(crate) fn fake(script: &str) -> Env {
         let mut env = Env::base(PathBuf::new());
         let path = env.dir.path().join("bin/claude");
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -140,7 +140,7 @@ impl Env {
     /// (no `DUDUCLAW_CLAUDE`) and none on the test's PATH. Naming a path
     /// that does not exist is another case: a claude the user named is the
     /// one a turn must use.
-    pub fn without_claude(mut self) -> Env {
+    pub(crate) fn without_claude(mut self) -> Env {
         assert!(
             which::which_in("claude", Some(TEST_PATH), "/").is_err(),
             "a claude is installed on {TEST_PATH}: the tests of a machine without claude cannot run here"
@@ -155,7 +155,7 @@ impl Env {
     /// Stop hook (`~/.claude/settings.json`) and a CLAUDE.md. Each start of
     /// the server is a line in `$HOME/mcp-started.log`, each hook run one
     /// in `$HOME/hooks.log`; [`USER_CLAUDE_MD`] marks the CLAUDE.md.
-    pub fn with_user_setup(self, mcp_delay: f64) -> Env {
+    pub(crate) fn with_user_setup(self, mcp_delay: f64) -> Env {
         let home = &self.home;
         let server = home.join("mcp-standin.sh");
         std::fs::write(&server, standin::MCP_SERVER_SCRIPT).unwrap();
@@ -189,7 +189,7 @@ impl Env {
     }
 
     /// How many times the user's MCP server started, and the hooks that ran.
-    pub fn user_setup_used(&self) -> (usize, Vec<String>) {
+    pub(crate) fn user_setup_used(&self) -> (usize, Vec<String>) {
         let lines = |f: &str| -> Vec<String> {
             std::fs::read_to_string(self.home.join(f))
                 .unwrap_or_default()
@@ -202,43 +202,43 @@ impl Env {
 
     /// Warm turns on: the session's claude kept running between turns by
     /// the host process (in this test's own runtime folder, under TMPDIR).
-    pub fn warm(self) -> Env {
+    pub(crate) fn warm(self) -> Env {
         self.env("DUDUCLAW_NO_WARM", "0")
     }
 
     /// Keep the store on a fresh database of the test PostgreSQL server.
-    pub fn on_server(mut self) -> Env {
+    pub(crate) fn on_server(mut self) -> Env {
         self.server = Some(pg::fresh_database());
         self
     }
 
     /// On the server when `server`, else on the file: one scenario, both engines.
-    pub fn store_on(self, server: bool) -> Env {
+    pub(crate) fn store_on(self, server: bool) -> Env {
         if server { self.on_server() } else { self }
     }
 
     /// The `--db` value the program gets: the server's URL or the file.
-    pub fn store(&self) -> std::ffi::OsString {
+    pub(crate) fn store(&self) -> std::ffi::OsString {
         match &self.server {
             Some(url) => url.into(),
             None => self.db.clone().into_os_string(),
         }
     }
 
-    pub fn env(mut self, k: &str, v: &str) -> Env {
+    pub(crate) fn env(mut self, k: &str, v: &str) -> Env {
         self.extra_env.push((k.into(), v.into()));
         self
     }
 
     /// The program with a clean environment: nothing inherited from the
     /// developer's shell (no DUDUCLAW_*, CLAUDE*, ANTHROPIC_*).
-    pub fn cmd(&self) -> Command {
+    pub(crate) fn cmd(&self) -> Command {
         Command::from_std(self.std_cmd())
     }
 
     /// `program` in the environment [`Env::std_cmd`] gives the binary, plus
     /// `BIN`, the binary's path, for shell scripts and `script`.
-    pub fn like_cmd(&self, program: &str) -> std::process::Command {
+    pub(crate) fn like_cmd(&self, program: &str) -> std::process::Command {
         let model = self.std_cmd();
         let mut c = std::process::Command::new(program);
         c.env_clear();
@@ -256,7 +256,7 @@ impl Env {
 
     /// The same as a plain `std::process::Command`, for spawning children
     /// that a test kills or reads while they run.
-    pub fn std_cmd(&self) -> std::process::Command {
+    pub(crate) fn std_cmd(&self) -> std::process::Command {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_duduclaw-session"));
         c.env_clear()
             .env("PATH", TEST_PATH)
@@ -281,7 +281,7 @@ impl Env {
     }
 
     /// `turn --agent A --channel C [extra] MESSAGE`, with a bounded timeout.
-    pub fn turn(&self, agent: &str, channel: &str, extra: &[&str], message: &str) -> Output {
+    pub(crate) fn turn(&self, agent: &str, channel: &str, extra: &[&str], message: &str) -> Output {
         let mut c = self.cmd();
         c.args([
             "turn",
@@ -302,7 +302,7 @@ impl Env {
     }
 
     /// Like `turn` with `--json`, asserting success and parsing the object.
-    pub fn turn_json(
+    pub(crate) fn turn_json(
         &self,
         agent: &str,
         channel: &str,
@@ -327,7 +327,7 @@ impl Env {
     /// but for a memory call that waits for its session's pause: the
     /// detached workers the turns started have done their work (or given
     /// up). Fails after 60 s, saying which jobs are still open.
-    pub fn settle(&self) {
+    pub(crate) fn settle(&self) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let at_pause = |j: &serde_json::Value| {
             j["waiting"]
@@ -353,7 +353,7 @@ impl Env {
     }
 
     /// `jobs list --json`: the store's side-call jobs.
-    pub fn jobs(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn jobs(&self) -> Vec<serde_json::Value> {
         let out = self
             .cmd()
             .args(["jobs", "list", "--json"])
@@ -367,7 +367,7 @@ impl Env {
 
     /// Processes started for this test (ours, their workers, the claude
     /// children): every one of them has this test's HOME in its environment.
-    pub fn processes(&self) -> Vec<u32> {
+    pub(crate) fn processes(&self) -> Vec<u32> {
         let needle = format!("HOME={}", self.home.display());
         let mut pids = Vec::new();
         let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -392,7 +392,7 @@ impl Env {
     /// Run the program as a user permission bits hold for: as it is when the
     /// tests are not root, else as nobody (`setpriv`), from a copy of the
     /// binary and with the test's folders opened to others.
-    pub fn as_unprivileged(&self, args: &[String]) -> Output {
+    pub(crate) fn as_unprivileged(&self, args: &[String]) -> Output {
         let env = self;
         use std::os::unix::fs::PermissionsExt;
         if !rustix::process::geteuid().is_root() {
@@ -456,7 +456,7 @@ impl Env {
     /// Kill every process of this test (a warm host and its claudes, which
     /// would otherwise live out their cache lifetime), again until none is
     /// left: a claude may start a helper while the others are killed.
-    pub fn end_processes(&self) {
+    pub(crate) fn end_processes(&self) {
         for _ in 0..100 {
             let pids = self.processes();
             if pids.is_empty() {
@@ -473,7 +473,7 @@ impl Env {
 
     /// No process of this test is left (within a few seconds: a worker
     /// that just finished its last job may still be exiting).
-    pub fn assert_no_processes_left(&self) {
+    pub(crate) fn assert_no_processes_left(&self) {
         for _ in 0..100 {
             if self.processes().is_empty() {
                 return;
@@ -493,7 +493,7 @@ impl Env {
     }
 
     /// Where the real claude keeps transcripts for this test.
-    pub fn transcripts(&self) -> Vec<PathBuf> {
+    pub(crate) fn transcripts(&self) -> Vec<PathBuf> {
         let root = self.home.join(".claude/projects");
         let mut out = Vec::new();
         if let Ok(dirs) = std::fs::read_dir(&root) {
@@ -511,14 +511,14 @@ impl Env {
         out
     }
 
-    pub fn sqlite(&self) -> rusqlite::Connection {
+    pub(crate) fn sqlite(&self) -> rusqlite::Connection {
         rusqlite::Connection::open(&self.db).unwrap()
     }
 
     /// Run the program in a private mount namespace where `dir` is read-only
     /// (`unshare -rm`: no root needed, nothing leaks past the process). Root in
     /// CI ignores permission bits, so a read-only mount is the honest test.
-    pub fn on_read_only(&self, dir: &Path, args: &[&str]) -> Output {
+    pub(crate) fn on_read_only(&self, dir: &Path, args: &[&str]) -> Output {
         let works = std::process::Command::new("unshare")
             .args(["-rm", "true"])
             .status()
@@ -567,7 +567,7 @@ impl Drop for Env {
 
 /// A fake claude that hangs with a grandchild (`sleep 300`) in its process
 /// group, and the file where it writes that grandchild's pid.
-pub fn hanging_fake() -> (Env, PathBuf) {
+pub(crate) fn hanging_fake() -> (Env, PathBuf) {
     let env = Env::fake("cat >/dev/null\nsleep 300 &\necho $! > \"$FAKE_PIDFILE\"\nwait");
     let pidfile = env.dir.path().join("child.pid");
     let env = env.env("FAKE_PIDFILE", pidfile.to_str().unwrap());
@@ -576,7 +576,7 @@ pub fn hanging_fake() -> (Env, PathBuf) {
 
 /// Whether the process whose pid is in `pidfile` is gone (or a zombie)
 /// within a few seconds: the kernel may take a moment to reap it.
-pub fn process_gone(pidfile: &Path) -> bool {
+pub(crate) fn process_gone(pidfile: &Path) -> bool {
     let pid = std::fs::read_to_string(pidfile).unwrap();
     let stat = format!("/proc/{}/stat", pid.trim());
     (0..50).any(|_| {
@@ -589,7 +589,7 @@ pub fn process_gone(pidfile: &Path) -> bool {
 }
 
 /// Every file under `dir` (recursively) that holds `needle`.
-pub fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
+pub(crate) fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return found;
@@ -611,7 +611,7 @@ pub fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
 
 /// One exchange of a memory call's input, as the stand-in received it.
 #[derive(Debug, Clone, Default)]
-pub struct SeenExchange {
+pub(crate) struct SeenExchange {
     pub n: usize,
     pub asked: Option<String>,
     pub user: String,
@@ -619,7 +619,7 @@ pub struct SeenExchange {
 }
 
 /// A memory call's request read back: its `<task>` (if any) and exchanges.
-pub fn memory_call(r: &standin::Recorded) -> (Option<String>, Vec<SeenExchange>) {
+pub(crate) fn memory_call(r: &standin::Recorded) -> (Option<String>, Vec<SeenExchange>) {
     fn inner(text: &str, tag: &str) -> Option<String> {
         let open = format!("<{tag}>\n");
         let start = text.find(&open)? + open.len();
@@ -658,7 +658,7 @@ fn unescape(s: &str) -> String {
 /// A memory call's answer: for each exchange the lines `lines` gives it
 /// (facts as `- FACT | keywords`, `CORRECTION:`, `CLARIFY:`, `DRIFT:`),
 /// under its `## n` header; `NONE` when none has any.
-pub fn memory_answer(
+pub(crate) fn memory_answer(
     r: &standin::Recorded,
     lines: impl Fn(Option<&str>, &SeenExchange) -> Vec<String>,
 ) -> String {
@@ -674,9 +674,9 @@ pub fn memory_answer(
 }
 
 /// What the user's CLAUDE.md of [`Env::with_user_setup`] says.
-pub const USER_CLAUDE_MD: &str = "USER-CLAUDE-MD-MARKER";
+pub(crate) const USER_CLAUDE_MD: &str = "USER-CLAUDE-MD-MARKER";
 
-pub fn assert_ok(out: &Output) {
+pub(crate) fn assert_ok(out: &Output) {
     assert!(
         out.status.success(),
         "exit {:?}\nstdout: {}\nstderr: {}",
@@ -686,17 +686,17 @@ pub fn assert_ok(out: &Output) {
     );
 }
 
-pub fn stdout(out: &Output) -> String {
+pub(crate) fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-pub fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// A fake claude that only answers the probe (`--version`, `--help`) as
 /// the fake of [`Env::fake`] does, and fails anything else.
-pub fn fake_probe_script() -> String {
+pub(crate) fn fake_probe_script() -> String {
     format!("#!/bin/bash\n{FAKE_PROBE}\nexit 1\n")
 }
 
@@ -718,7 +718,7 @@ done
 "#;
 
 /// A stream-json success a fake main call can print.
-pub fn fake_success(text: &str) -> String {
+pub(crate) fn fake_success(text: &str) -> String {
     format!(
         r#"cat >/dev/null
 echo '{{"type":"system","subtype":"init","session_id":"x"}}'

@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The variable holding the URL of the test server.
-pub const PG_URL_VAR: &str = "DUDUCLAW_TEST_PG_URL";
+pub(crate) const PG_URL_VAR: &str = "DUDUCLAW_TEST_PG_URL";
 
 /// The test server's URL (a superuser's, database `postgres`). A test that
 /// needs it is ignored where it is not set (build.rs); reached anyway, it
 /// panics saying how to get one, never passes.
-pub fn server_url() -> String {
+pub(crate) fn server_url() -> String {
     match std::env::var(PG_URL_VAR) {
         Ok(url) if !url.trim().is_empty() => url.trim().to_string(),
         _ => panic!(
@@ -26,7 +26,7 @@ pub fn server_url() -> String {
 /// A new, empty database on the test server, and its URL (the server's URL
 /// with the database name replaced). Uses the synchronous `postgres`
 /// client: call it from a plain `#[test]`, never inside a tokio runtime.
-pub fn fresh_database() -> String {
+pub(crate) fn fresh_database() -> String {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let url = server_url();
     let nanos = SystemTime::now()
@@ -53,7 +53,7 @@ pub fn fresh_database() -> String {
 
 /// `url` with its database (the path) replaced by `name`; the query, if
 /// any, is kept.
-pub fn with_database(url: &str, name: &str) -> String {
+pub(crate) fn with_database(url: &str, name: &str) -> String {
     let (base, query) = match url.split_once('?') {
         Some((b, q)) => (b, Some(q)),
         None => (url, None),
@@ -72,7 +72,7 @@ pub fn with_database(url: &str, name: &str) -> String {
 
 /// The password of a URL (`scheme://user:password@host…`), if it has one:
 /// what must never show in any output.
-pub fn password(url: &str) -> Option<String> {
+pub(crate) fn password(url: &str) -> Option<String> {
     let rest = &url[url.find("://")? + 3..];
     let userinfo = &rest[..rest.find('@')?];
     let (_, pw) = userinfo.split_once(':')?;
@@ -80,7 +80,7 @@ pub fn password(url: &str) -> Option<String> {
 }
 
 /// `url` with its password replaced by `***`, for messages.
-pub fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     match password(url) {
         Some(pw) => url.replacen(&format!(":{pw}@"), ":***@", 1),
         None => url.to_string(),

@@ -1,14 +1,13 @@
 //! Benchmark data shared by `core` and `e2e`: realistic, varied key facts in
 //! English and Traditional Chinese, generated deterministically from word
 //! lists with a seeded PRNG, so every run and every machine gets the same set.
-#![allow(dead_code)]
 
 pub mod drive;
 pub mod recall;
 
 use std::collections::HashSet;
 
-use duduclaw_session::text::terms::normalize;
+use duduclaw_session::internals::text::terms::normalize;
 
 /// SplitMix64: tiny, seedable, good enough to pick words.
 pub struct Rng(u64);
