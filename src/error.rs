@@ -160,15 +160,15 @@ impl std::error::Error for Failure {}
 /// shows it as clap shows its own, with the usage of the subcommand typed,
 /// and exits 2.
 #[derive(Debug)]
-pub(crate) struct Usage(pub String);
+pub(crate) struct UsageError(pub String);
 
-impl fmt::Display for Usage {
+impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl std::error::Error for Usage {}
+impl std::error::Error for UsageError {}
 
 /// A store failure. Every engine converts its driver's errors into this one
 /// type, so the exit code (4) follows from the type, not from a tag at
@@ -223,7 +223,7 @@ pub(crate) enum ErrorKind {
 
 impl ErrorKind {
     pub(crate) fn of(err: &anyhow::Error) -> ErrorKind {
-        if err.chain().any(|e| e.is::<Usage>()) {
+        if err.chain().any(|e| e.is::<UsageError>()) {
             return ErrorKind::Usage;
         }
         kind_of(err).map_or(ErrorKind::Other, ErrorKind::Kind)

@@ -58,7 +58,7 @@ pub fn main() -> ExitCode {
         Err(e) => {
             // Usage errors found after parsing look like clap's own, with
             // the usage of the subcommand typed.
-            if let Some(usage) = e.downcast_ref::<error::Usage>() {
+            if let Some(usage) = e.downcast_ref::<error::UsageError>() {
                 let _ = cli::usage_error(&args, &usage.0).print();
                 return ExitCode::from(2);
             }
@@ -159,7 +159,7 @@ pub mod internals {
             PinChange, PinSource, Reply, Roll, SCHEMA_VERSION, ScoredFact, Store, SystemSent, open,
         };
         pub mod event_data {
-            pub use crate::store::event_data::{Drift, Drifted, EventData, Kept, TurnRef};
+            pub use crate::store::event_data::{Drift, Drifted, EventData, Redactable, TurnRef};
         }
         pub mod events {
             pub use crate::store::events::Owner;

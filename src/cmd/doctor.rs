@@ -40,7 +40,7 @@ pub(super) struct Report {
     api: Option<ApiReport>,
     user_setup: UserSetupReport,
     /// `claude`, `api`, or null when turns would fail.
-    turns_via: Option<Via>,
+    turns_via: Option<TurnRoute>,
     problems: Vec<String>,
     notes: Vec<String>,
     warnings: Vec<String>,
@@ -49,7 +49,9 @@ pub(super) struct Report {
 /// Which way turns would go.
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-enum Via {
+// Its name in the published schema (`doctor`), from before the rename.
+#[schemars(rename = "Via")]
+enum TurnRoute {
     Claude,
     Api,
 }
@@ -57,7 +59,9 @@ enum Via {
 /// Which engine holds the store.
 #[derive(Debug, Clone, Copy, Default, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-enum Engine {
+// Its name in the published schema (`doctor`), from before the rename.
+#[schemars(rename = "Engine")]
+enum EngineName {
     #[default]
     Sqlite,
     Postgresql,
@@ -76,7 +80,7 @@ struct SideCalls {
 #[derive(Debug, Default, Serialize, JsonSchema)]
 struct StoreReport {
     location: String,
-    engine: Engine,
+    engine: EngineName,
     exists: bool,
     /// A file's size (a server's is the server's business).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -105,13 +109,15 @@ struct StoreReport {
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(untagged)]
 enum Integrity {
-    Ok(Fine),
+    Ok(CheckPassed),
     Failed(Vec<String>),
 }
 
 /// The engine's check found nothing wrong.
 #[derive(Debug, Serialize, JsonSchema)]
-enum Fine {
+// Its name in the published schema (`doctor`), from before the rename.
+#[schemars(rename = "Fine")]
+enum CheckPassed {
     #[serde(rename = "ok")]
     Ok,
 }
@@ -272,9 +278,9 @@ fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec
     *report = StoreReport {
         location: location.to_string(),
         engine: if location.file().is_some() {
-            Engine::Sqlite
+            EngineName::Sqlite
         } else {
-            Engine::Postgresql
+            EngineName::Postgresql
         },
         exists: location.exists(),
         bytes: location
@@ -338,7 +344,7 @@ fn check_integrity(
 ) -> bool {
     match store.integrity_check() {
         Ok(lines) if lines == ["ok"] => {
-            report.integrity = Some(Integrity::Ok(Fine::Ok));
+            report.integrity = Some(Integrity::Ok(CheckPassed::Ok));
             true
         }
         Ok(lines) => {
@@ -669,13 +675,13 @@ pub(super) async fn run(
     // API works, and a failing API is no problem when claude works.
     match (claude_ok, api_ok) {
         (true, _) => {
-            report.turns_via = Some(Via::Claude);
+            report.turns_via = Some(TurnRoute::Claude);
             if let Some(p) = api_problem {
                 notes.push(format!("{} (turns use claude)", p.line));
             }
         }
         (false, true) => {
-            report.turns_via = Some(Via::Api);
+            report.turns_via = Some(TurnRoute::Api);
             notes.push(
                 "claude cannot be used: turns go to the Messages API (ANTHROPIC_API_KEY)".into(),
             );

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::{scope_session, summary};
 use crate::cli::{EventsAction, EventsArgs, Since};
-use crate::store::event_data::{EventData, Kept};
+use crate::store::event_data::{EventData, Redactable};
 use crate::store::{self, Event, EventFilter, EventKind, Location};
 
 /// Without `--since`, a reading shows the newest this many, as `tail` does.
@@ -395,43 +395,43 @@ fn n(turn: Option<i64>) -> String {
 fn describe(e: &EventData) -> String {
     match e {
         d if d.is_redacted() => "(redacted)".into(),
-        EventData::TurnDone(Kept::Data(d)) => format!(
+        EventData::TurnDone(Redactable::Data(d)) => format!(
             "turn {} answered ({}, {}, {} ms)",
             n(d.turn.turn),
             d.mode,
             d.path,
             d.duration_ms
         ),
-        EventData::TurnFailed(Kept::Data(d)) => {
+        EventData::TurnFailed(Redactable::Data(d)) => {
             format!("turn {} failed: {}", n(d.turn.turn), one_line(&d.error))
         }
-        EventData::PinSet(Kept::Data(d))
-        | EventData::PinClarified(Kept::Data(d))
-        | EventData::PinConsolidated(Kept::Data(d)) => match &d.pin {
+        EventData::PinSet(Redactable::Data(d))
+        | EventData::PinClarified(Redactable::Data(d))
+        | EventData::PinConsolidated(Redactable::Data(d)) => match &d.pin {
             Some(p) => format!("rev {} ({}): {}", d.rev, d.source, one_line(p)),
             None => format!("rev {} ({}): cleared", d.rev, d.source),
         },
-        EventData::FactAdded(Kept::Data(d)) | EventData::Correction(Kept::Data(d)) => {
+        EventData::FactAdded(Redactable::Data(d)) | EventData::Correction(Redactable::Data(d)) => {
             format!("fact {}: {}", d.fact_id, one_line(&d.content))
         }
-        EventData::FactForgotten(Kept::Data(d)) => format!("fact {}", d.fact_id),
-        EventData::FactEnriched(Kept::Data(d)) => {
+        EventData::FactForgotten(Redactable::Data(d)) => format!("fact {}", d.fact_id),
+        EventData::FactEnriched(Redactable::Data(d)) => {
             format!("fact {}: {} keywords", d.fact_id, d.keywords.len())
         }
-        EventData::SessionCompacted(Kept::Data(d)) => format!(
+        EventData::SessionCompacted(Redactable::Data(d)) => format!(
             "summary up to turn {}: {}",
             n(d.upto_turn),
             one_line(&d.summary)
         ),
-        EventData::SessionRemoved(Kept::Data(d)) => format!("{} turns", d.turns),
-        EventData::JobFailed(Kept::Data(d)) => format!(
+        EventData::SessionRemoved(Redactable::Data(d)) => format!("{} turns", d.turns),
+        EventData::JobFailed(Redactable::Data(d)) => format!(
             "{} job {} gave up after {} attempts: {}",
             d.job_kind,
             d.job,
             d.attempts,
             one_line(&d.error)
         ),
-        EventData::Drift(Kept::Data(d)) => format!(
+        EventData::Drift(Redactable::Data(d)) => format!(
             "turn {} {}: {}",
             n(d.turn.turn),
             match d.level {

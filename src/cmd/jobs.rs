@@ -82,9 +82,9 @@ fn list(
         None => (Vec::new(), std::collections::HashMap::new()),
     };
     let in_use = slots.in_use();
-    let listed: Vec<Listed> = rows
+    let listed: Vec<JobView> = rows
         .iter()
-        .map(|j| Listed {
+        .map(|j| JobView {
             waiting: waiting(j, &rows, slots.limit(), in_use),
             turn: j.turn_id.and_then(|t| numbers.get(&t).copied()),
             job: j,
@@ -103,7 +103,7 @@ fn list(
             ],
         )?;
     }
-    for Listed {
+    for JobView {
         job: j, waiting, ..
     } in listed
     {
@@ -131,7 +131,9 @@ fn list(
 /// as people count turns (the Nth message and its reply are turn N),
 /// beside the turn's id (`turn_id`).
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub(super) struct Listed<'a> {
+// Its name in the published schema, from before the rename.
+#[schemars(rename = "Listed")]
+pub(super) struct JobView<'a> {
     #[serde(flatten)]
     job: &'a JobRow,
     /// Its turn's number, as people count turns.

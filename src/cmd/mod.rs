@@ -100,7 +100,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
 
 /// A usage error found after parsing, shown and exiting like clap's own (2).
 fn usage(message: impl std::fmt::Display) -> anyhow::Error {
-    crate::error::Usage(message.to_string()).into()
+    crate::error::UsageError(message.to_string()).into()
 }
 
 /// The agent, required by every command that names a session or a scope.

@@ -15,7 +15,7 @@ use super::open_for_reading;
 use crate::backend::{self, Arg, ProbeCache, Request, claude};
 use crate::cli::TurnArgs;
 use crate::error::{Kind, fail};
-use crate::memory::review::Why;
+use crate::memory::review::MemoryTrigger;
 use crate::session::transcript_host;
 use crate::store::{CallPath, JobKind, Location, Mode, Session};
 use crate::turn::cache::{ProfileReport, Verdict};
@@ -127,26 +127,26 @@ struct MemoryCall {
     after_turn: i64,
     /// How many exchanges, this turn's included.
     exchanges: usize,
-    why: WhyDue,
+    why: TriggerText,
 }
 
 /// Why the memory call is due, as a sentence.
 #[derive(Debug, Clone, Copy)]
-struct WhyDue(Why);
+struct TriggerText(MemoryTrigger);
 
-impl Serialize for WhyDue {
+impl Serialize for TriggerText {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.0.as_str())
     }
 }
 
-impl JsonSchema for WhyDue {
+impl JsonSchema for TriggerText {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         "WhyDue".into()
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let all: Vec<&str> = Why::ALL.iter().map(|w| w.as_str()).collect();
+        let all: Vec<&str> = MemoryTrigger::ALL.iter().map(|w| w.as_str()).collect();
         schemars::json_schema!({ "type": "string", "enum": all })
     }
 }
@@ -199,7 +199,7 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
         memory_call: plan.memory.review.as_ref().map(|d| MemoryCall {
             after_turn: d.after,
             exchanges: d.exchanges,
-            why: WhyDue(d.why),
+            why: TriggerText(d.why),
         }),
         roll_from,
         roll_after_reply,

@@ -56,13 +56,13 @@ pub fn schema(name: SchemaName) -> Schema {
         SchemaName::FactsEnrich => root::<facts::Enriched>(),
         SchemaName::Sessions => root::<Vec<sessions::SessionView<'static>>>(),
         SchemaName::Session => root::<sessions::SessionView<'static>>(),
-        SchemaName::Jobs => root::<Vec<jobs::Listed<'static>>>(),
+        SchemaName::Jobs => root::<Vec<jobs::JobView<'static>>>(),
         SchemaName::Stats => root::<stats::Stats>(),
         SchemaName::Prompt => root::<prompt::Plan<'static>>(),
         SchemaName::History => root::<Vec<sessions::HistoryTurn<'static>>>(),
         SchemaName::PinHistory => root::<Vec<pin::Revision<'static>>>(),
         SchemaName::Doctor => root::<doctor::Report>(),
-        SchemaName::StoreCopy => root::<store_copy::Copied>(),
+        SchemaName::StoreCopy => root::<store_copy::CopyReport>(),
         SchemaName::Forget => root::<forget::Report>(),
     };
     schema.insert(

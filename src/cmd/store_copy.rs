@@ -25,7 +25,7 @@ struct Counts {
 /// What `store copy --json` prints: the counts, and the two stores (a
 /// server's password shown as `***`).
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-pub(super) struct Copied {
+pub(super) struct CopyReport {
     #[serde(flatten)]
     counts: Counts,
     from: String,
@@ -52,7 +52,7 @@ pub(super) fn run(
     let n = copy(&source, &target, bars)?;
     let mut out = std::io::stdout().lock();
     if json {
-        let copied = Copied {
+        let copied = CopyReport {
             counts: n,
             from: source.to_string(),
             to: target.to_string(),

@@ -228,28 +228,28 @@ pub(crate) fn marked<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
 /// How far the assistant's reply departs from the pinned task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum DriftLevel {
+pub(crate) enum DriftVerdict {
     None,
     Minor,
     Major,
 }
 
-impl DriftLevel {
+impl DriftVerdict {
     /// The level a `drift` event reports; `None` when the reply kept to the task.
     pub(crate) fn drifted(self) -> Option<crate::store::event_data::Drifted> {
         use crate::store::event_data::Drifted;
         match self {
-            DriftLevel::None => None,
-            DriftLevel::Minor => Some(Drifted::Minor),
-            DriftLevel::Major => Some(Drifted::Major),
+            DriftVerdict::None => None,
+            DriftVerdict::Minor => Some(Drifted::Minor),
+            DriftVerdict::Major => Some(Drifted::Major),
         }
     }
 
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            DriftLevel::None => "none",
-            DriftLevel::Minor => "minor",
-            DriftLevel::Major => "major",
+            DriftVerdict::None => "none",
+            DriftVerdict::Minor => "minor",
+            DriftVerdict::Major => "major",
         }
     }
 }
@@ -264,7 +264,7 @@ const MAX_CORRECTIONS_PER_ANSWER: usize = 3;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Verdicts {
     /// The first well-formed `DRIFT:` line: its level and reason.
-    pub drift: Option<(DriftLevel, String)>,
+    pub drift: Option<(DriftVerdict, String)>,
     /// `CORRECTION: text | keywords` lines, as facts.
     pub corrections: Vec<Extracted>,
 }
@@ -291,14 +291,14 @@ pub(crate) fn parse_verdicts(answer: &str) -> Verdicts {
 }
 
 /// `none|minor|major | reason` (a dash or colon may stand for the bar).
-fn drift_line(rest: &str) -> Option<(DriftLevel, String)> {
+fn drift_line(rest: &str) -> Option<(DriftVerdict, String)> {
     let end = rest
         .find(|c: char| !c.is_alphabetic())
         .unwrap_or(rest.len());
     let level = match rest[..end].to_ascii_lowercase().as_str() {
-        "none" => DriftLevel::None,
-        "minor" => DriftLevel::Minor,
-        "major" => DriftLevel::Major,
+        "none" => DriftVerdict::None,
+        "minor" => DriftVerdict::Minor,
+        "major" => DriftVerdict::Major,
         _ => return None,
     };
     let reason = rest[end..]
@@ -307,7 +307,7 @@ fn drift_line(rest: &str) -> Option<(DriftLevel, String)> {
         })
         .trim();
     let reason: String = reason.chars().take(MAX_REASON_CHARS).collect();
-    if level != DriftLevel::None && (reason.is_empty() || looks_like_secret(&reason)) {
+    if level != DriftVerdict::None && (reason.is_empty() || looks_like_secret(&reason)) {
         // A verdict without its why is not worth an alarm.
         return None;
     }
@@ -376,7 +376,7 @@ mod tests {
         assert_eq!(
             v.drift,
             Some((
-                DriftLevel::Major,
+                DriftVerdict::Major,
                 "the reply rewrote the parser instead of the lexer".into()
             ))
         );
@@ -405,11 +405,11 @@ mod tests {
             assert_eq!(facts[0].content, "Deploys on Fly.io", "{answer}");
         }
         let v = parse_verdicts("DRIFT: none");
-        assert_eq!(v.drift, Some((DriftLevel::None, String::new())));
+        assert_eq!(v.drift, Some((DriftVerdict::None, String::new())));
         let v = parse_verdicts("drift: Minor - drifted into styling");
         assert_eq!(
             v.drift,
-            Some((DriftLevel::Minor, "drifted into styling".into()))
+            Some((DriftVerdict::Minor, "drifted into styling".into()))
         );
     }
 

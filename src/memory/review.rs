@@ -17,7 +17,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::memory::facts::{self, DriftLevel, Extracted};
+use crate::memory::facts::{self, DriftVerdict, Extracted};
 use crate::memory::inputs::JobInput;
 use crate::memory::{clarify, jobs};
 use crate::store::{MemorySchedule, Role, Session, Store, Turn, TurnStatus};
@@ -49,7 +49,7 @@ const REPLY_MAX_CHARS: usize = 600;
 
 /// Why a memory call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Why {
+pub(crate) enum MemoryTrigger {
     /// Enough substantive exchanges wait (`--memory-every`).
     Enough,
     /// The session came back after its prompt cache went cold: what waited
@@ -65,22 +65,29 @@ pub(crate) enum Why {
     Pause,
 }
 
-impl Why {
+impl MemoryTrigger {
     /// Every reason, in the order of the checks.
-    pub(crate) const ALL: [Why; 4] = [Why::Enough, Why::Idle, Why::Compaction, Why::Pause];
+    pub(crate) const ALL: [MemoryTrigger; 4] = [
+        MemoryTrigger::Enough,
+        MemoryTrigger::Idle,
+        MemoryTrigger::Compaction,
+        MemoryTrigger::Pause,
+    ];
 
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Why::Enough => "enough exchanges wait",
-            Why::Idle => "the session was idle past the cache lifetime",
-            Why::Compaction => "a compaction is queued",
-            Why::Pause => "at the pause: once the session has been quiet for its cache lifetime",
+            MemoryTrigger::Enough => "enough exchanges wait",
+            MemoryTrigger::Idle => "the session was idle past the cache lifetime",
+            MemoryTrigger::Compaction => "a compaction is queued",
+            MemoryTrigger::Pause => {
+                "at the pause: once the session has been quiet for its cache lifetime"
+            }
         }
     }
 
     /// Whether the call waits for the session's pause.
     pub(crate) fn waits(self) -> bool {
-        self == Why::Pause
+        self == MemoryTrigger::Pause
     }
 }
 
@@ -91,7 +98,7 @@ pub(crate) struct Due {
     pub after: i64,
     /// How many exchanges, this turn's included.
     pub exchanges: usize,
-    pub why: Why,
+    pub why: MemoryTrigger,
 }
 
 /// Whether a message is worth the call on its own: it says something
@@ -134,13 +141,13 @@ pub(crate) fn due(
     let exchanges = waiting + 1;
     worth += usize::from(worthy(previous_reply, message));
     let why = if compacting {
-        Why::Compaction
+        MemoryTrigger::Compaction
     } else if idle && waiting > 0 {
-        Why::Idle
+        MemoryTrigger::Idle
     } else if worth >= every.max(1) || exchanges >= 2 * every.max(1) {
-        Why::Enough
+        MemoryTrigger::Enough
     } else if worth > 0 {
-        Why::Pause
+        MemoryTrigger::Pause
     } else {
         // Nothing worth a call (a "thanks"): it waits for the next one.
         return None;
@@ -288,17 +295,17 @@ fn cut(s: &str, max: usize) -> String {
 
 /// What the call said of one exchange.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Said {
+pub(crate) struct ExchangeFindings {
     pub facts: Vec<Extracted>,
     pub corrections: Vec<Extracted>,
     pub clarify: Option<String>,
-    pub drift: Option<(DriftLevel, String)>,
+    pub drift: Option<(DriftVerdict, String)>,
 }
 
 /// The answer, by exchange number. Lines before any `## n` belong to the
 /// only exchange when there is one, and to none otherwise; a numbered
 /// `DRIFT n:` line counts wherever it stands.
-pub(crate) fn parse(answer: &str, count: usize) -> BTreeMap<usize, Said> {
+pub(crate) fn parse(answer: &str, count: usize) -> BTreeMap<usize, ExchangeFindings> {
     let mut sections: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
     let mut current = if count == 1 { Some(1) } else { None };
     let mut numbered_drift: Vec<(usize, &str)> = Vec::new();
@@ -317,13 +324,13 @@ pub(crate) fn parse(answer: &str, count: usize) -> BTreeMap<usize, Said> {
             sections.entry(n).or_default().push(line);
         }
     }
-    let mut out: BTreeMap<usize, Said> = BTreeMap::new();
+    let mut out: BTreeMap<usize, ExchangeFindings> = BTreeMap::new();
     for (n, lines) in sections {
         let text = lines.join("\n");
         let verdicts = facts::parse_verdicts(&text);
         out.insert(
             n,
-            Said {
+            ExchangeFindings {
                 facts: facts::parse_fact_lines(&text),
                 corrections: verdicts.corrections,
                 clarify: lines.iter().find_map(|l| clarification(l)),
@@ -399,22 +406,22 @@ mod tests {
         ];
         // Two substantive of four: not yet, so at the session's pause.
         let d = due(&live, None, LONG, 4, false, false).unwrap();
-        assert_eq!((d.after, d.exchanges, d.why), (0, 3, Why::Pause));
-        assert!(d.why.waits() && !Why::Enough.waits());
+        assert_eq!((d.after, d.exchanges, d.why), (0, 3, MemoryTrigger::Pause));
+        assert!(d.why.waits() && !MemoryTrigger::Enough.waits());
         // One per exchange with --memory-every 1, covering the waiting ones.
         let d = due(&live, None, LONG, 1, false, false).unwrap();
-        assert_eq!((d.after, d.exchanges, d.why), (0, 3, Why::Enough));
+        assert_eq!((d.after, d.exchanges, d.why), (0, 3, MemoryTrigger::Enough));
         // Past the watermark only.
         assert_eq!(due(&live, Some(3), "ok", 1, false, false), None);
         // Idle past the cache lifetime: what waits is judged now.
         let d = due(&live, Some(1), "ok", 4, true, false).unwrap();
-        assert_eq!((d.after, d.exchanges, d.why), (1, 2, Why::Idle));
+        assert_eq!((d.after, d.exchanges, d.why), (1, 2, MemoryTrigger::Idle));
         // Nothing waits: an idle return alone calls nothing.
         assert_eq!(due(&live, Some(3), "ok", 4, true, false), None);
         // A compaction takes what waits with it.
         assert_eq!(
             due(&live, Some(3), "ok", 4, false, true).map(|d| d.why),
-            Some(Why::Compaction)
+            Some(MemoryTrigger::Compaction)
         );
         // An answer to the reply's question counts as worth a call.
         let mut asked = live.clone();
@@ -488,7 +495,7 @@ mod tests {
         assert_eq!(said.len(), 2);
         assert_eq!(said[&1].facts[0].content, "Targets Node 20");
         assert_eq!(said[&1].clarify.as_deref(), Some("target Node 20"));
-        assert_eq!(said[&1].drift, Some((DriftLevel::None, String::new())));
+        assert_eq!(said[&1].drift, Some((DriftVerdict::None, String::new())));
         assert!(said[&2].facts.is_empty());
         assert_eq!(
             said[&2].corrections[0].content,
@@ -496,7 +503,7 @@ mod tests {
         );
         assert_eq!(
             said[&2].drift,
-            Some((DriftLevel::Major, "it proposed Kubernetes".into()))
+            Some((DriftVerdict::Major, "it proposed Kubernetes".into()))
         );
 
         // One exchange: no header needed. Numbered verdicts anywhere.
@@ -509,9 +516,12 @@ mod tests {
         let said = parse("DRIFT 2: major | off task\nDRIFT 1: none", 2);
         assert_eq!(
             said[&2].drift.as_ref().map(|d| d.0),
-            Some(DriftLevel::Major)
+            Some(DriftVerdict::Major)
         );
-        assert_eq!(said[&1].drift.as_ref().map(|d| d.0), Some(DriftLevel::None));
+        assert_eq!(
+            said[&1].drift.as_ref().map(|d| d.0),
+            Some(DriftVerdict::None)
+        );
         // Several exchanges and no header: nothing can be attributed.
         assert!(parse("- Uses pnpm | npm", 2).is_empty());
         assert!(parse("NONE", 3).is_empty());

@@ -52,7 +52,7 @@ pub(crate) struct WorkerSettings {
 /// [`WorkerSettings`] as [`SETTINGS_VAR`] carries them; the store travels
 /// in `DUDUCLAW_DB`, as every command reads it.
 #[derive(Debug, Serialize, Deserialize)]
-struct Carried {
+struct EnvSettings {
     claude: Option<std::path::PathBuf>,
     route: Route,
     extract_model: String,
@@ -68,7 +68,7 @@ struct Carried {
 impl WorkerSettings {
     /// The settings a turn left in [`SETTINGS_VAR`] for `jobs work`.
     pub(crate) fn from_carried(location: &Location, value: &str) -> Result<WorkerSettings> {
-        let c: Carried = serde_json::from_str(value).map_err(|e| {
+        let c: EnvSettings = serde_json::from_str(value).map_err(|e| {
             anyhow::anyhow!("{SETTINGS_VAR} does not hold a worker's settings: {e}")
         })?;
         Ok(WorkerSettings {
@@ -85,7 +85,7 @@ impl WorkerSettings {
     }
 
     fn carried(&self) -> String {
-        let c = Carried {
+        let c = EnvSettings {
             claude: self.claude.clone(),
             route: self.route,
             extract_model: self.extract_model.clone(),

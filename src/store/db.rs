@@ -271,12 +271,12 @@ pub trait Engine: Send {
     fn db(&self) -> &dyn Db;
 
     /// Run `f` in one transaction, committed if it returns `Ok` and rolled
-    /// back otherwise. See [`write`] for one that returns a value.
+    /// back otherwise. See [`in_transaction`] for one that returns a value.
     fn transaction(&mut self, f: &mut dyn FnMut(&dyn Db) -> Result<()>) -> Result<()>;
 }
 
 /// Run `f` in one transaction of `engine` and return what it returns.
-pub(crate) fn write<E: Engine + ?Sized, T>(
+pub(crate) fn in_transaction<E: Engine + ?Sized, T>(
     engine: &mut E,
     f: impl FnOnce(&dyn Db) -> Result<T>,
 ) -> Result<T> {

@@ -25,7 +25,7 @@ pub trait Erase: Engine {
     /// Remember handles whose claude transcripts every host must delete.
     fn record_erased_handles(&mut self, handles: &[String]) -> Result<()> {
         let t = now();
-        db::write(self, |db| {
+        db::in_transaction(self, |db| {
             for h in handles {
                 db.execute(&sql::RECORD_ERASED_HANDLE, args![h, t])?;
             }

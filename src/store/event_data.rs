@@ -200,19 +200,19 @@ impl Redacted {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 #[schemars(rename = "{T}OrRedacted")]
-pub enum Kept<T> {
+pub enum Redactable<T> {
     Redacted(Redacted),
     Data(T),
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Kept<T> {
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Redactable<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = Value::deserialize(d)?;
         if Redacted::is(&v) {
-            return Ok(Kept::Redacted(Redacted));
+            return Ok(Redactable::Redacted(Redacted));
         }
         T::deserialize(v)
-            .map(Kept::Data)
+            .map(Redactable::Data)
             .map_err(serde::de::Error::custom)
     }
 }
@@ -223,31 +223,31 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Kept<T> {
 #[serde(tag = "kind", content = "data")]
 pub enum EventData {
     #[serde(rename = "turn.done")]
-    TurnDone(Kept<TurnDone>),
+    TurnDone(Redactable<TurnDone>),
     #[serde(rename = "turn.failed")]
-    TurnFailed(Kept<TurnFailed>),
+    TurnFailed(Redactable<TurnFailed>),
     #[serde(rename = "pin.set")]
-    PinSet(Kept<PinChanged>),
+    PinSet(Redactable<PinChanged>),
     #[serde(rename = "pin.clarified")]
-    PinClarified(Kept<PinChanged>),
+    PinClarified(Redactable<PinChanged>),
     #[serde(rename = "pin.consolidated")]
-    PinConsolidated(Kept<PinChanged>),
+    PinConsolidated(Redactable<PinChanged>),
     #[serde(rename = "fact.added")]
-    FactAdded(Kept<FactAdded>),
+    FactAdded(Redactable<FactAdded>),
     #[serde(rename = "fact.forgotten")]
-    FactForgotten(Kept<FactForgotten>),
+    FactForgotten(Redactable<FactForgotten>),
     #[serde(rename = "fact.enriched")]
-    FactEnriched(Kept<FactEnriched>),
+    FactEnriched(Redactable<FactEnriched>),
     #[serde(rename = "session.compacted")]
-    SessionCompacted(Kept<Compacted>),
+    SessionCompacted(Redactable<Compacted>),
     #[serde(rename = "session.removed")]
-    SessionRemoved(Kept<SessionRemoved>),
+    SessionRemoved(Redactable<SessionRemoved>),
     #[serde(rename = "job.failed")]
-    JobFailed(Kept<JobFailed>),
+    JobFailed(Redactable<JobFailed>),
     #[serde(rename = "drift")]
-    Drift(Kept<Drift>),
+    Drift(Redactable<Drift>),
     #[serde(rename = "correction")]
-    Correction(Kept<FactAdded>),
+    Correction(Redactable<FactAdded>),
 }
 
 impl EventData {
@@ -292,17 +292,16 @@ impl EventData {
             vec![(&mut t.turn, &mut t.turn_id)]
         }
         match self {
-            EventData::TurnDone(Kept::Data(d)) => r(&mut d.turn),
-            EventData::TurnFailed(Kept::Data(d)) => r(&mut d.turn),
-            EventData::PinSet(Kept::Data(d))
-            | EventData::PinClarified(Kept::Data(d))
-            | EventData::PinConsolidated(Kept::Data(d)) => r(&mut d.turn),
-            EventData::FactAdded(Kept::Data(d)) | EventData::Correction(Kept::Data(d)) => {
-                r(&mut d.turn)
-            }
-            EventData::JobFailed(Kept::Data(d)) => r(&mut d.turn),
-            EventData::Drift(Kept::Data(d)) => r(&mut d.turn),
-            EventData::SessionCompacted(Kept::Data(d)) => {
+            EventData::TurnDone(Redactable::Data(d)) => r(&mut d.turn),
+            EventData::TurnFailed(Redactable::Data(d)) => r(&mut d.turn),
+            EventData::PinSet(Redactable::Data(d))
+            | EventData::PinClarified(Redactable::Data(d))
+            | EventData::PinConsolidated(Redactable::Data(d)) => r(&mut d.turn),
+            EventData::FactAdded(Redactable::Data(d))
+            | EventData::Correction(Redactable::Data(d)) => r(&mut d.turn),
+            EventData::JobFailed(Redactable::Data(d)) => r(&mut d.turn),
+            EventData::Drift(Redactable::Data(d)) => r(&mut d.turn),
+            EventData::SessionCompacted(Redactable::Data(d)) => {
                 vec![(&mut d.upto_turn, &mut d.upto_turn_id)]
             }
             _ => Vec::new(),
@@ -312,19 +311,19 @@ impl EventData {
     pub fn is_redacted(&self) -> bool {
         matches!(
             self,
-            EventData::TurnDone(Kept::Redacted(_))
-                | EventData::TurnFailed(Kept::Redacted(_))
-                | EventData::PinSet(Kept::Redacted(_))
-                | EventData::PinClarified(Kept::Redacted(_))
-                | EventData::PinConsolidated(Kept::Redacted(_))
-                | EventData::FactAdded(Kept::Redacted(_))
-                | EventData::FactForgotten(Kept::Redacted(_))
-                | EventData::FactEnriched(Kept::Redacted(_))
-                | EventData::SessionCompacted(Kept::Redacted(_))
-                | EventData::SessionRemoved(Kept::Redacted(_))
-                | EventData::JobFailed(Kept::Redacted(_))
-                | EventData::Drift(Kept::Redacted(_))
-                | EventData::Correction(Kept::Redacted(_))
+            EventData::TurnDone(Redactable::Redacted(_))
+                | EventData::TurnFailed(Redactable::Redacted(_))
+                | EventData::PinSet(Redactable::Redacted(_))
+                | EventData::PinClarified(Redactable::Redacted(_))
+                | EventData::PinConsolidated(Redactable::Redacted(_))
+                | EventData::FactAdded(Redactable::Redacted(_))
+                | EventData::FactForgotten(Redactable::Redacted(_))
+                | EventData::FactEnriched(Redactable::Redacted(_))
+                | EventData::SessionCompacted(Redactable::Redacted(_))
+                | EventData::SessionRemoved(Redactable::Redacted(_))
+                | EventData::JobFailed(Redactable::Redacted(_))
+                | EventData::Drift(Redactable::Redacted(_))
+                | EventData::Correction(Redactable::Redacted(_))
         )
     }
 }

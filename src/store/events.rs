@@ -4,9 +4,10 @@
 //! the commit (on PostgreSQL the id counter's row lock is held from there
 //! to the commit, so the shorter the better).
 
+use super::db::Param;
 use super::event_data::{
-    Compacted, EventData, FactAdded, FactEnriched, FactForgotten, JobFailed, Kept, PinChanged,
-    SessionRemoved, TurnDone, TurnFailed, TurnRef,
+    Compacted, EventData, FactAdded, FactEnriched, FactForgotten, JobFailed, PinChanged,
+    Redactable, SessionRemoved, TurnDone, TurnFailed, TurnRef,
 };
 use super::{EventFilter, JobKind, NewEvent, NewFact, PinChange, PinSource, Reply, Roll};
 
@@ -57,7 +58,7 @@ pub(crate) fn turn_done(owner: &Owner, turn: i64, reply_turn: i64, reply: &Reply
     };
     NewEvent {
         turn_id: Some(turn),
-        ..NewEvent::of(owner, EventData::TurnDone(Kept::Data(data)))
+        ..NewEvent::of(owner, EventData::TurnDone(Redactable::Data(data)))
     }
 }
 
@@ -68,7 +69,7 @@ pub(crate) fn turn_failed(owner: &Owner, turn: i64, error: &str) -> NewEvent {
     };
     NewEvent {
         turn_id: Some(turn),
-        ..NewEvent::of(owner, EventData::TurnFailed(Kept::Data(data)))
+        ..NewEvent::of(owner, EventData::TurnFailed(Redactable::Data(data)))
     }
 }
 
@@ -79,7 +80,7 @@ pub(crate) fn pin_changed(
     pin: Option<&str>,
     change: PinChange,
 ) -> NewEvent {
-    let data = Kept::Data(PinChanged {
+    let data = Redactable::Data(PinChanged {
         pin: pin.map(str::to_string),
         source: change.source,
         rev,
@@ -101,7 +102,7 @@ pub(crate) fn pin_changed(
 /// made just now (an imported or copied correction is a `fact.added`
 /// marked as one: nobody corrected anything at that moment).
 pub(crate) fn fact_added(id: i64, fact: &NewFact) -> NewEvent {
-    let data = Kept::Data(FactAdded {
+    let data = Redactable::Data(FactAdded {
         fact_id: id,
         content: fact.content.to_string(),
         keywords: fact.keywords.to_vec(),
@@ -136,7 +137,7 @@ fn fact_owner(agent: &str, user: Option<&str>) -> Owner {
 }
 
 pub(crate) fn fact_forgotten(agent: &str, user: Option<&str>, id: i64) -> NewEvent {
-    let data = EventData::FactForgotten(Kept::Data(FactForgotten { fact_id: id }));
+    let data = EventData::FactForgotten(Redactable::Data(FactForgotten { fact_id: id }));
     NewEvent {
         fact_id: Some(id),
         ..NewEvent::of(&fact_owner(agent, user), data)
@@ -149,7 +150,7 @@ pub(crate) fn fact_enriched(
     id: i64,
     keywords: &[String],
 ) -> NewEvent {
-    let data = EventData::FactEnriched(Kept::Data(FactEnriched {
+    let data = EventData::FactEnriched(Redactable::Data(FactEnriched {
         fact_id: id,
         keywords: keywords.to_vec(),
     }));
@@ -171,12 +172,12 @@ pub(crate) fn compacted(owner: &Owner, roll: &Roll) -> Option<NewEvent> {
     };
     Some(NewEvent::of(
         owner,
-        EventData::SessionCompacted(Kept::Data(data)),
+        EventData::SessionCompacted(Redactable::Data(data)),
     ))
 }
 
 pub(crate) fn removed(owner: &Owner, turns: i64) -> NewEvent {
-    let data = EventData::SessionRemoved(Kept::Data(SessionRemoved { turns }));
+    let data = EventData::SessionRemoved(Redactable::Data(SessionRemoved { turns }));
     NewEvent::of(owner, data)
 }
 
@@ -198,24 +199,17 @@ pub(crate) fn job_failed(
     };
     NewEvent {
         turn_id: turn,
-        ..NewEvent::of(owner, EventData::JobFailed(Kept::Data(data)))
+        ..NewEvent::of(owner, EventData::JobFailed(Redactable::Data(data)))
     }
-}
-
-/// A parameter of an event query, for either engine to bind.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Param {
-    Int(i64),
-    Text(String),
 }
 
 /// The `SELECT` for a filter, in PostgreSQL's placeholders (the SQLite
 /// engine converts them), with its parameters. Columns: id, at, kind,
 /// agent, session_id, user_id, data.
-pub(crate) fn select(filter: &EventFilter) -> (String, Vec<Param>) {
+pub(crate) fn select<'a>(filter: &EventFilter<'a>) -> (String, Vec<Param<'a>>) {
     let mut params = Vec::new();
     let mut clauses: Vec<String> = Vec::new();
-    let bind = |p: Param, params: &mut Vec<Param>| {
+    let bind = |p: Param<'a>, params: &mut Vec<Param<'a>>| {
         params.push(p);
         format!("${}", params.len())
     };
@@ -226,15 +220,12 @@ pub(crate) fn select(filter: &EventFilter) -> (String, Vec<Param>) {
         clauses.push(format!("at >= {}", bind(Param::Int(since), &mut params)));
     }
     if let Some(agent) = filter.agent {
-        clauses.push(format!(
-            "agent = {}",
-            bind(Param::Text(agent.into()), &mut params)
-        ));
+        clauses.push(format!("agent = {}", bind(Param::Text(agent), &mut params)));
     }
     if let Some(sid) = filter.session_id {
         clauses.push(format!(
             "session_id = {}",
-            bind(Param::Text(sid.into()), &mut params)
+            bind(Param::Text(sid), &mut params)
         ));
     }
     if filter.without_session {
@@ -244,7 +235,7 @@ pub(crate) fn select(filter: &EventFilter) -> (String, Vec<Param>) {
         let list: Vec<String> = filter
             .kinds
             .iter()
-            .map(|k| bind(Param::Text(k.as_str().into()), &mut params))
+            .map(|k| bind(Param::Text(k.as_str()), &mut params))
             .collect();
         clauses.push(format!("kind IN ({})", list.join(", ")));
     }
@@ -329,7 +320,7 @@ mod tests {
         assert!(sql.contains("kind IN ($3, $4)"), "{sql}");
         assert!(sql.ends_with("ORDER BY id"), "{sql}");
         assert_eq!(params.len(), 5);
-        assert_eq!(params[2], Param::Text("drift".into()));
+        assert_eq!(params[2], Param::Text("drift"));
     }
 
     #[test]

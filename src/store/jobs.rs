@@ -102,7 +102,7 @@ pub trait Jobs: Engine {
     /// Mark a job done, appending the events its result reports (drift) in
     /// the same transaction, so a retried job never reports twice.
     fn finish_job(&mut self, id: i64, events: &[NewEvent]) -> Result<()> {
-        db::write(self, |db| {
+        db::in_transaction(self, |db| {
             db.execute(&sql::JOB_FINISH, args![id, JobStatus::Done, now()])?;
             db.append_events(events)
         })
@@ -113,7 +113,7 @@ pub trait Jobs: Engine {
     fn fail_job(&mut self, id: i64, error: &str) -> Result<()> {
         let (failed, pending) = (JobStatus::Failed, JobStatus::Pending);
         let delay = RETRY_DELAY_SECS;
-        db::write(self, |db| {
+        db::in_transaction(self, |db| {
             let args = args![id, error, MAX_ATTEMPTS, failed, pending, now(), delay];
             db.execute(&sql::JOB_FAIL, args)?;
             if let Some(given_up) = log::job_given_up(db, id, error)? {
@@ -188,7 +188,7 @@ pub trait Jobs: Engine {
         m: &MemorySchedule,
         input: &dyn Fn(i64) -> serde_json::Value,
     ) -> Result<i64> {
-        db::write(self, |db| {
+        db::in_transaction(self, |db| {
             let t = now();
             let pending = JobStatus::Pending;
             let extend = args![m.session_id, m.through, m.due, t, m.host, pending];

@@ -14,21 +14,14 @@ pub trait EventLog: Engine {
     /// Events matching a filter, oldest first.
     fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
         let (text, params) = events::select(filter);
-        let args: Vec<Param> = params
-            .iter()
-            .map(|p| match p {
-                events::Param::Int(n) => Param::Int(*n),
-                events::Param::Text(s) => Param::Text(s),
-            })
-            .collect();
         self.db()
-            .rows(&sql::Statement::built(text), &args, rows::event)
+            .rows(&sql::Statement::built(text), &params, rows::event)
     }
 
     /// Delete the events written before `before_us` (microseconds since
     /// the epoch); how many went. Ids are never handed out again.
     fn prune_events(&mut self, before_us: i64) -> Result<usize> {
-        let n = db::write(self, |db| db.execute(&sql::PRUNE_EVENTS, args![before_us]))?;
+        let n = db::in_transaction(self, |db| db.execute(&sql::PRUNE_EVENTS, args![before_us]))?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
@@ -40,7 +33,7 @@ pub trait EventLog: Engine {
     /// agent, or in every agent with `None`: `forget --user`.
     fn redact_person_events(&mut self, user: &str, agent: Option<&str>) -> Result<usize> {
         let data = redacted_data().to_string();
-        let n = db::write(self, |db| match agent {
+        let n = db::in_transaction(self, |db| match agent {
             Some(agent) => db.execute(&sql::REDACT_PERSON_IN_AGENT, args![&data, user, agent]),
             None => db.execute(&sql::REDACT_PERSON, args![&data, user]),
         })?;

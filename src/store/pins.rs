@@ -9,7 +9,7 @@ pub trait Pins: Engine {
     /// Write the pin and record the revision with what changed it (a pin
     /// set to what it already holds records nothing).
     fn set_pin(&mut self, session_id: &str, pin: Option<&str>, change: PinChange) -> Result<()> {
-        db::write(self, |db| write(db, session_id, None, pin, change))?;
+        db::in_transaction(self, |db| write(db, session_id, None, pin, change))?;
         Ok(())
     }
 
@@ -22,7 +22,7 @@ pub trait Pins: Engine {
         pin: &str,
         change: PinChange,
     ) -> Result<bool> {
-        db::write(self, |db| {
+        db::in_transaction(self, |db| {
             write(db, session_id, Some(expected), Some(pin), change)
         })
     }

@@ -48,7 +48,7 @@ pub trait Sessions: Engine {
 
     /// Delete a session with its turns and jobs; whether it existed.
     fn delete_session(&mut self, id: &str) -> Result<bool> {
-        db::write(self, |db| {
+        db::in_transaction(self, |db| {
             let Some(owner) = log::session_owner(db, id)? else {
                 return Ok(false);
             };
@@ -69,7 +69,7 @@ pub trait Sessions: Engine {
         content: &str,
         user: Option<&str>,
     ) -> Result<i64> {
-        db::write(self, |db| {
+        db::in_transaction(self, |db| {
             let t = now();
             let id = db.value(
                 &sql::ADD_USER_TURN,
@@ -98,12 +98,12 @@ pub trait Sessions: Engine {
 
     /// Record the reply, mark the user turn answered and count the handle's turn.
     fn add_reply(&mut self, session_id: &str, user_turn: i64, reply: &Reply) -> Result<i64> {
-        db::write(self, |db| add_reply(db, session_id, user_turn, reply))
+        db::in_transaction(self, |db| add_reply(db, session_id, user_turn, reply))
     }
 
     /// Keep a failed turn's message (it is history the user typed) and say why.
     fn fail_user_turn(&mut self, user_turn: i64, error: &str) -> Result<()> {
-        db::write(self, |db| {
+        db::in_transaction(self, |db| {
             db.execute(
                 &sql::FAIL_USER_TURN,
                 args![user_turn, TurnStatus::Failed, error],
@@ -160,7 +160,7 @@ pub trait Sessions: Engine {
     /// only if it is still on `roll.from`: a compare-and-swap, so a
     /// concurrent rollover is never overwritten. Whether it moved.
     fn roll_handle(&mut self, session_id: &str, roll: &Roll) -> Result<bool> {
-        db::write(self, |db| {
+        db::in_transaction(self, |db| {
             let (from, to, handle) = (roll.from, roll.to, roll.handle);
             let n = match roll.summary {
                 None => db.execute(
@@ -186,7 +186,7 @@ pub trait Sessions: Engine {
     /// moved with them), unless a session with its id is here already:
     /// whether it was written (`store copy`).
     fn import_session(&mut self, session: &Session, turns: &[Turn]) -> Result<bool> {
-        db::write(self, |db| import(db, session, turns))
+        db::in_transaction(self, |db| import(db, session, turns))
     }
 
     /// Take the session's turn lock if it is free now (`None` when busy).

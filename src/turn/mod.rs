@@ -388,14 +388,14 @@ async fn answer(store: &mut dyn Store, cx: &TurnContext<'_>, out: &mut Output) -
         ms = cx.elapsed_ms(),
         "turn answered"
     );
-    after_answer(store, cx, &planned.memory, &answered).await?;
+    after_stored_reply(store, cx, &planned.memory, &answered).await?;
     report(store, cx, &planned.gathered, answered)
 }
 
 /// After the reply is stored: the move the plan decided for an API reply,
 /// the memory call it completed, this turn's side calls with
 /// `--wait-side`, and claude transcripts erased meanwhile.
-async fn after_answer(
+async fn after_stored_reply(
     store: &mut dyn Store,
     cx: &TurnContext<'_>,
     memory: &MemoryPlan,
@@ -410,7 +410,7 @@ async fn after_answer(
         roll(store, session, session.generation, &handle)?;
     }
     queue_review(store, cx, memory);
-    after_reply(store, cx, &answered.backend).await;
+    run_side_calls_if_waited(store, cx, &answered.backend).await;
     erasure::delete_erased_transcripts(store, &cx.host);
     Ok(())
 }
@@ -828,7 +828,7 @@ fn queue_review(store: &mut dyn Store, cx: &TurnContext<'_>, memory: &MemoryPlan
 /// After the reply: run this turn's side calls in the foreground when
 /// asked to (`--wait-side`); a worker started with the turn runs them
 /// otherwise. Nothing here can fail the turn.
-async fn after_reply(store: &mut dyn Store, cx: &TurnContext<'_>, backend: &Backend) {
+async fn run_side_calls_if_waited(store: &mut dyn Store, cx: &TurnContext<'_>, backend: &Backend) {
     let settings = cx.settings;
     if settings.wait_side {
         let runner = Runner {

@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::{Env, assert_ok, memory_answer, memory_call, stderr};
+use common::{Env, assert_ok, is_side, memory_answer, memory_call, stderr};
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
 use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
 use serde_json::Value;
@@ -19,11 +19,6 @@ const TASK: &str = "Migrate our React app from CRA to Vite. Keep the tests passi
 const PIN: &str = "migrate the React app from CRA to Vite; keep tests passing; leave auth alone";
 const OFF_TASK: &str = "I rewrote the login page in Svelte instead.";
 const REASON: &str = "the reply rewrote the login page instead of migrating the build";
-
-fn is_side(r: &Recorded) -> bool {
-    let s = r.system_text();
-    s.contains(PIN_SYSTEM) || s.contains(MEMORY_SYSTEM)
-}
 
 fn model(r: &Recorded) -> Reply {
     if r.system_text().contains(PIN_SYSTEM) {
@@ -58,15 +53,8 @@ fn mains(s: &StandIn) -> Vec<Recorded> {
     s.requests().into_iter().filter(|r| !is_side(r)).collect()
 }
 
-fn run(env: &Env, args: &[&str]) -> std::process::Output {
-    env.cmd().args(args).output().unwrap()
-}
-
 fn pin_set(env: &Env, text: &str) {
-    assert_ok(&run(
-        env,
-        &["pin", "set", "--agent", "a", "--channel", "c", text],
-    ));
+    assert_ok(&env.run(&["pin", "set", "--agent", "a", "--channel", "c", text]));
 }
 
 on_both_stores!(claude: a_pin_changed_while_warm_is_in_the_recap_at_once_and_the_system_prompt_keeps_its_bytes,
@@ -77,7 +65,7 @@ on_both_stores!(claude: a_pin_changed_while_warm_is_in_the_recap_at_once_and_the
 fn add_fact(env: &Env, args: &[&str]) {
     let mut all = vec!["facts", "add", "--agent", "a"];
     all.extend_from_slice(args);
-    assert_ok(&run(env, &all));
+    assert_ok(&env.run(&all));
 }
 
 /// The profile, as the model receives it: the scope's standing facts (a
@@ -228,18 +216,15 @@ fn a_pin_changed_while_warm_is_in_the_recap_at_once_and_the_system_prompt_keeps_
             .ends_with("Ship v2 with dark mode\n</pinned_task>")
     );
     // `prompt` says which pin the next turn keeps and why.
-    let out = run(
-        &env,
-        &[
-            "prompt",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "--json",
-            "fourth",
-        ],
-    );
+    let out = env.run(&[
+        "prompt",
+        "--agent",
+        "a",
+        "--channel",
+        "c",
+        "--json",
+        "fourth",
+    ]);
     assert_ok(&out);
     let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(plan["cache"]["system"], "kept", "{plan}");
@@ -287,13 +272,13 @@ fn system_pin_always_rewrites_a_warm_cache_and_stats_counts_it() {
         r2.usage
     );
     env.settle();
-    let out = run(&env, &["stats", "--json"]);
+    let out = env.run(&["stats", "--json"]);
     assert_ok(&out);
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
     let bill = &stats["memory_bill"];
     assert_eq!(bill["rewritten_turns"], 1, "{stats}");
     assert!(bill["rewrites_usd"].as_f64().unwrap() > 0.0, "{stats}");
-    let table = String::from_utf8(run(&env, &["stats"]).stdout).unwrap();
+    let table = String::from_utf8(env.run(&["stats"]).stdout).unwrap();
     assert!(
         table.contains("cache rewrites $") && table.contains(" in 1 turn, "),
         "{table}"
@@ -308,10 +293,7 @@ fn memory_calls(s: &StandIn) -> Vec<Recorded> {
 }
 
 fn drift_events(env: &Env) -> Vec<Value> {
-    let out = run(
-        env,
-        &["events", "--json", "--since", "0", "--kind", "drift"],
-    );
+    let out = env.run(&["events", "--json", "--since", "0", "--kind", "drift"]);
     assert_ok(&out);
     common::conforming_lines("event", &out.stdout)
 }
@@ -344,7 +326,7 @@ fn one_memory_call_reads_several_exchanges_and_jobs_run_judges_the_last_reply() 
     let users: Vec<&str> = exchanges.iter().map(|e| e.user.as_str()).collect();
     assert_eq!(users, messages);
     assert!(exchanges.iter().all(|e| e.assistant.starts_with("done: ")));
-    let facts = String::from_utf8(run(&env, &["facts", "list", "--agent", "a"]).stdout).unwrap();
+    let facts = String::from_utf8(env.run(&["facts", "list", "--agent", "a"]).stdout).unwrap();
     assert!(facts.contains("Uses pnpm, never npm i"), "{facts}");
 
     // An off-task reply, then only thanks: no call is due yet...
@@ -354,7 +336,7 @@ fn one_memory_call_reads_several_exchanges_and_jobs_run_judges_the_last_reply() 
     assert_eq!(memory_calls(&s).len(), 1);
     assert!(drift_events(&env).is_empty());
     // ...and `jobs run` judges both replies, the last one included.
-    let out = run(&env, &["jobs", "run"]);
+    let out = env.run(&["jobs", "run"]);
     assert_ok(&out);
     assert!(
         stderr(&out).contains("queued the memory call of 1 session"),
@@ -371,7 +353,7 @@ fn one_memory_call_reads_several_exchanges_and_jobs_run_judges_the_last_reply() 
     assert_eq!(drift[0]["data"]["level"], "major");
     assert_eq!(drift[0]["data"]["reason"], REASON);
     // Nothing waits any more: another run queues nothing.
-    let out = run(&env, &["jobs", "run"]);
+    let out = env.run(&["jobs", "run"]);
     assert_ok(&out);
     assert_eq!(stderr(&out), "no runnable jobs\n");
 }

@@ -488,34 +488,6 @@ fn readme_lists_every_exit_code() {
 // Helpers for running commands
 // ---------------------------------------------------------------------------
 
-fn run(env: &Env, args: &[&str]) -> Output {
-    env.cmd()
-        .args(args)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap()
-}
-
-fn run_ok(env: &Env, args: &[&str]) -> String {
-    let out = run(env, args);
-    assert_ok(&out);
-    stdout(&out)
-}
-
-fn run_stdin(env: &Env, args: &[&str], input: &str) -> Output {
-    env.cmd()
-        .args(args)
-        .write_stdin(input.as_bytes().to_vec())
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap()
-}
-
-fn json(env: &Env, args: &[&str]) -> Value {
-    let text = run_ok(env, args);
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"))
-}
-
 fn code(out: &Output) -> Option<i32> {
     out.status.code()
 }
@@ -545,31 +517,22 @@ const A: [&str; 4] = ["--agent", "a", "--channel", "c"];
 #[test]
 fn id_is_deterministic_distinct_and_stable() {
     let env = Env::fake("exit 1");
-    let one = run_ok(&env, &["id", "--agent", "a", "--channel", "c"]);
-    let two = run_ok(&env, &["id", "--agent", "a", "--channel", "c"]);
+    let one = env.run_ok(&["id", "--agent", "a", "--channel", "c"]);
+    let two = env.run_ok(&["id", "--agent", "a", "--channel", "c"]);
     assert_eq!(one, two);
     // A known vector: changing the derivation would orphan every stored session.
     assert_eq!(one, "6391d86f-180d-8137-88dd-55586268d3ff\n");
     let uuid = uuid::Uuid::parse_str(one.trim()).unwrap();
     assert_eq!(uuid.get_version_num(), 8);
-    let t1 = run_ok(
-        &env,
-        &["id", "--agent", "a", "--channel", "c", "--thread", "t1"],
-    );
-    let t2 = run_ok(
-        &env,
-        &["id", "--agent", "a", "--channel", "c", "--thread", "t2"],
-    );
-    let empty = run_ok(
-        &env,
-        &["id", "--agent", "a", "--channel", "c", "--thread", ""],
-    );
+    let t1 = env.run_ok(&["id", "--agent", "a", "--channel", "c", "--thread", "t1"]);
+    let t2 = env.run_ok(&["id", "--agent", "a", "--channel", "c", "--thread", "t2"]);
+    let empty = env.run_ok(&["id", "--agent", "a", "--channel", "c", "--thread", ""]);
     let ids: BTreeSet<_> = [&one, &t1, &t2, &empty].into_iter().collect();
     assert_eq!(ids.len(), 4, "{ids:?}");
     // Fields are length-prefixed: moving a separator changes the id.
     assert_ne!(
-        run_ok(&env, &["id", "--agent", "a|b", "--channel", "c"]),
-        run_ok(&env, &["id", "--agent", "a", "--channel", "b|c"])
+        env.run_ok(&["id", "--agent", "a|b", "--channel", "c"]),
+        env.run_ok(&["id", "--agent", "a", "--channel", "b|c"])
     );
     // The environment addresses the session as well as the options do.
     let via_env = env
@@ -591,7 +554,7 @@ fn pin_show_set_append_clear() {
         let mut v = vec!["pin"];
         v.extend_from_slice(args);
         v.extend_from_slice(&A);
-        run(&env, &v)
+        env.run(&v)
     };
     // An unknown session is exit 13, as everywhere; nothing is created.
     let out = pin(&["show"]);
@@ -615,11 +578,8 @@ fn pin_show_set_append_clear() {
     assert!(shown.contains("[+] keep the service worker"), "{shown}");
 
     // Other sessions have their own pin.
-    assert_ok(&run(
-        &env,
-        &["pin", "set", "--agent", "a", "--channel", "other", "theirs"],
-    ));
-    let other = run_ok(&env, &["pin", "show", "--agent", "a", "--channel", "other"]);
+    assert_ok(&env.run(&["pin", "set", "--agent", "a", "--channel", "other", "theirs"]));
+    let other = env.run_ok(&["pin", "show", "--agent", "a", "--channel", "other"]);
     assert_eq!(other, "theirs\n");
     assert!(stdout(&pin(&["show"])).contains("[+] keep the service worker"));
 
@@ -715,7 +675,7 @@ fn add_fact(env: &Env, agent: &str, user: Option<&str>, text: &str) -> i64 {
         args.extend(["--user", u]);
     }
     args.push(text);
-    let out = run_ok(env, &args);
+    let out = env.run_ok(&args);
     out.trim()
         .parse()
         .unwrap_or_else(|_| panic!("`facts add` printed no id: {out:?}"))
@@ -725,9 +685,9 @@ fn add_fact(env: &Env, agent: &str, user: Option<&str>, text: &str) -> i64 {
 fn facts_add_list_search_forget() {
     let env = Env::fake("exit 1");
     // Nothing stored yet: empty output, and no store is created by reading.
-    assert_eq!(run_ok(&env, &["facts", "list", "--agent", "a"]), "");
+    assert_eq!(env.run_ok(&["facts", "list", "--agent", "a"]), "");
     assert_eq!(
-        json(&env, &["facts", "list", "--agent", "a", "--json"]),
+        env.json(&["facts", "list", "--agent", "a", "--json"]),
         Value::Array(vec![])
     );
     assert!(!env.db.exists());
@@ -738,16 +698,13 @@ fn facts_add_list_search_forget() {
     assert!(pnpm < docker && docker < tea);
 
     // The same fact again is stored once; its id is printed again.
-    let again = run(
-        &env,
-        &[
-            "facts",
-            "add",
-            "--agent",
-            "a",
-            "uses PNPM for packages never npm i",
-        ],
-    );
+    let again = env.run(&[
+        "facts",
+        "add",
+        "--agent",
+        "a",
+        "uses PNPM for packages never npm i",
+    ]);
     assert_ok(&again);
     assert_eq!(stdout(&again).trim(), pnpm.to_string());
     assert!(
@@ -756,7 +713,7 @@ fn facts_add_list_search_forget() {
         stderr(&again)
     );
 
-    let list = json(&env, &["facts", "list", "--agent", "a", "--json"]);
+    let list = env.json(&["facts", "list", "--agent", "a", "--json"]);
     let arr = list.as_array().unwrap();
     assert_eq!(arr.len(), 3);
     for f in arr {
@@ -776,7 +733,7 @@ fn facts_add_list_search_forget() {
     );
 
     // Plain text: one fact per line, id, uses, person, text.
-    let plain = run_ok(&env, &["facts", "list", "--agent", "a"]);
+    let plain = env.run_ok(&["facts", "list", "--agent", "a"]);
     let first = plain.lines().next().unwrap();
     assert_eq!(
         first,
@@ -784,7 +741,7 @@ fn facts_add_list_search_forget() {
     );
     assert_eq!(plain.lines().count(), 3);
     assert_eq!(
-        run_ok(&env, &["facts", "list", "--agent", "a", "--limit", "1"])
+        env.run_ok(&["facts", "list", "--agent", "a", "--limit", "1"])
             .lines()
             .count(),
         1
@@ -792,35 +749,29 @@ fn facts_add_list_search_forget() {
 
     // A multi-line fact is stored as one line.
     let multi = add_fact(&env, "a", None, "Prefers\ttabs\nover spaces");
-    let plain = run_ok(&env, &["facts", "list", "--agent", "a"]);
+    let plain = env.run_ok(&["facts", "list", "--agent", "a"]);
     assert!(
         plain.contains(&format!("{multi}\t0\t-\tPrefers tabs over spaces\n")),
         "{plain}"
     );
 
     // Search ranks like a turn would, English stems and Chinese alike.
-    let hits = json(
-        &env,
-        &[
-            "facts",
-            "search",
-            "--agent",
-            "a",
-            "how do I deploy?",
-            "--json",
-        ],
-    );
+    let hits = env.json(&[
+        "facts",
+        "search",
+        "--agent",
+        "a",
+        "how do I deploy?",
+        "--json",
+    ]);
     assert_eq!(hits[0]["id"], docker, "{hits}");
     assert!(hits[0]["score"].as_f64().unwrap() > 0.0, "{hits}");
-    let hits = json(
-        &env,
-        &["facts", "search", "--agent", "a", "請用繁體中文", "--json"],
-    );
+    let hits = env.json(&["facts", "search", "--agent", "a", "請用繁體中文", "--json"]);
     assert_eq!(hits[0]["id"], tea, "{hits}");
-    let plain = run_ok(&env, &["facts", "search", "--agent", "a", "pnpm"]);
+    let plain = env.run_ok(&["facts", "search", "--agent", "a", "pnpm"]);
     assert!(plain.starts_with(&format!("{pnpm}\t")), "{plain}");
     // Searching bumps nothing: only injection into a turn counts as use.
-    let list = json(&env, &["facts", "list", "--agent", "a", "--json"]);
+    let list = env.json(&["facts", "list", "--agent", "a", "--json"]);
     assert!(
         list.as_array()
             .unwrap()
@@ -839,12 +790,12 @@ fn facts_add_list_search_forget() {
         "^x -y AND NOT",
         "deploy*",
     ] {
-        let out = run(&env, &["facts", "search", "--agent", "a", q, "--json"]);
+        let out = env.run(&["facts", "search", "--agent", "a", q, "--json"]);
         assert_ok(&out);
         serde_json::from_slice::<Value>(&out.stdout).unwrap();
     }
     assert_eq!(
-        json(&env, &["facts", "list", "--agent", "a", "--json"])
+        env.json(&["facts", "list", "--agent", "a", "--json"])
             .as_array()
             .unwrap()
             .len(),
@@ -853,28 +804,19 @@ fn facts_add_list_search_forget() {
 
     // forget by id; an unknown id is bad input and named.
     assert_eq!(
-        run_ok(
-            &env,
-            &["facts", "forget", "--agent", "a", &docker.to_string()]
-        ),
+        env.run_ok(&["facts", "forget", "--agent", "a", &docker.to_string()]),
         ""
     );
-    let hits = json(
-        &env,
-        &["facts", "search", "--agent", "a", "deploy", "--json"],
-    );
+    let hits = env.json(&["facts", "search", "--agent", "a", "deploy", "--json"]);
     assert_eq!(hits, Value::Array(vec![]));
-    let out = run(
-        &env,
-        &[
-            "facts",
-            "forget",
-            "--agent",
-            "a",
-            &docker.to_string(),
-            &tea.to_string(),
-        ],
-    );
+    let out = env.run(&[
+        "facts",
+        "forget",
+        "--agent",
+        "a",
+        &docker.to_string(),
+        &tea.to_string(),
+    ]);
     assert_eq!(code(&out), Some(13), "{}", stderr(&out));
     assert!(
         stderr(&out).contains(&format!("no fact {docker}")),
@@ -882,13 +824,13 @@ fn facts_add_list_search_forget() {
         stderr(&out)
     );
     assert_eq!(
-        contents(&json(&env, &["facts", "list", "--agent", "a", "--json"])),
+        contents(&env.json(&["facts", "list", "--agent", "a", "--json"])),
         [
             "Prefers tabs over spaces",
             "Uses pnpm for packages, never npm i"
         ]
     );
-    let out = run(&env, &["facts", "forget", "--agent", "a"]);
+    let out = env.run(&["facts", "forget", "--agent", "a"]);
     assert_eq!(code(&out), Some(2), "an id is required");
 }
 
@@ -905,16 +847,16 @@ fn facts_refuse_bad_input() {
         "-----BEGIN RSA PRIVATE KEY----- abc",
         "password: hunter2",
     ] {
-        let out = run(&env, &["facts", "add", "--agent", "a", "--", bad]);
+        let out = env.run(&["facts", "add", "--agent", "a", "--", bad]);
         assert_eq!(code(&out), Some(3), "{bad:?}: {}", stderr(&out));
         assert_eq!(stdout(&out), "");
         assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
     }
     assert!(
-        stderr(&run(&env, &["facts", "add", "--agent", "a", SECRET])).contains("secret"),
+        stderr(&env.run(&["facts", "add", "--agent", "a", SECRET])).contains("secret"),
         "the refusal says why"
     );
-    assert_eq!(run_ok(&env, &["facts", "list", "--agent", "a"]), "");
+    assert_eq!(env.run_ok(&["facts", "list", "--agent", "a"]), "");
 }
 
 #[test]
@@ -930,7 +872,7 @@ fn facts_are_scoped_by_agent_and_user() {
         if let Some(u) = user {
             args.extend(["--user", u]);
         }
-        contents(&json(&env, &args))
+        contents(&env.json(&args))
     };
     assert_eq!(list("a", None), ["Agent-wide: the repo uses pnpm"]);
     assert_eq!(
@@ -946,23 +888,20 @@ fn facts_are_scoped_by_agent_and_user() {
     assert_eq!(list("c", None), Vec::<String>::new());
 
     // The person shows in plain listings.
-    let plain = run_ok(&env, &["facts", "list", "--agent", "a", "--user", "u1"]);
+    let plain = env.run_ok(&["facts", "list", "--agent", "a", "--user", "u1"]);
     assert!(
         plain.contains(&format!("{u1}\t0\tu1\tu1 prefers tabs\n")),
         "{plain}"
     );
 
     // Search and forget respect the agent too.
-    let hits = json(&env, &["facts", "search", "--agent", "b", "pnpm", "--json"]);
+    let hits = env.json(&["facts", "search", "--agent", "b", "pnpm", "--json"]);
     assert_eq!(hits, Value::Array(vec![]));
-    let hits = json(
-        &env,
-        &[
-            "facts", "search", "--agent", "a", "--user", "u2", "tabs", "--json",
-        ],
-    );
+    let hits = env.json(&[
+        "facts", "search", "--agent", "a", "--user", "u2", "tabs", "--json",
+    ]);
     assert_eq!(hits, Value::Array(vec![]));
-    let out = run(&env, &["facts", "forget", "--agent", "b", &u1.to_string()]);
+    let out = env.run(&["facts", "forget", "--agent", "b", &u1.to_string()]);
     assert_eq!(code(&out), Some(13), "{}", stderr(&out));
     assert_eq!(
         list("a", Some("u1")).len(),
@@ -986,7 +925,7 @@ fn facts_are_scoped_by_agent_and_user() {
 fn export(env: &Env, args: &[&str]) -> Vec<Value> {
     let mut v = vec!["facts", "export"];
     v.extend_from_slice(args);
-    run_ok(env, &v)
+    env.run_ok(&v)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
@@ -1034,13 +973,10 @@ fn facts_export_import_round_trip_between_stores() {
         "{exported:?}"
     );
     let file = one.dir.path().join("facts.jsonl");
-    std::fs::write(&file, run_ok(&one, &["facts", "export", "--agent", "a"])).unwrap();
+    std::fs::write(&file, one.run_ok(&["facts", "export", "--agent", "a"])).unwrap();
 
     let two = Env::fake("exit 1");
-    let out = run(
-        &two,
-        &["facts", "import", "--agent", "a", file.to_str().unwrap()],
-    );
+    let out = two.run(&["facts", "import", "--agent", "a", file.to_str().unwrap()]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "", "import reports on stderr");
     assert!(
@@ -1054,10 +990,7 @@ fn facts_export_import_round_trip_between_stores() {
     );
 
     // Importing again adds nothing: every line is a duplicate.
-    let out = run(
-        &two,
-        &["facts", "import", "--agent", "a", file.to_str().unwrap()],
-    );
+    let out = two.run(&["facts", "import", "--agent", "a", file.to_str().unwrap()]);
     assert_ok(&out);
     assert!(
         stderr(&out).contains("imported 0 facts (3 duplicates"),
@@ -1068,8 +1001,7 @@ fn facts_export_import_round_trip_between_stores() {
 
     // Exported lines keep their agent and person, even when the importing
     // command line names others; `"user": null` stays agent-wide.
-    let out = run_stdin(
-        &two,
+    let out = two.run_stdin(
         &["facts", "import", "--agent", "z", "--user", "u9", "-"],
         &std::fs::read_to_string(&file).unwrap(),
     );
@@ -1095,17 +1027,14 @@ fn facts_import_defaults_dedups_and_skips_secrets() {
         r#"{"content": "Person fact", "user": "u1", "access_count": 5}"#,
         r#"{"content": "Other agent's fact", "agent": "b"}"#,
     );
-    let out = run_stdin(&env, &["facts", "import", "--agent", "a", "-"], &input);
+    let out = env.run_stdin(&["facts", "import", "--agent", "a", "-"], &input);
     assert_ok(&out);
     assert!(
         stderr(&out).contains("imported 3 facts (1 duplicates, 1 secrets skipped)"),
         "{}",
         stderr(&out)
     );
-    let a = json(
-        &env,
-        &["facts", "list", "--agent", "a", "--user", "u1", "--json"],
-    );
+    let a = env.json(&["facts", "list", "--agent", "a", "--user", "u1", "--json"]);
     assert_eq!(contents(&a), ["Person fact", "Uses pnpm, never npm i"]);
     let person = a
         .as_array()
@@ -1115,10 +1044,10 @@ fn facts_import_defaults_dedups_and_skips_secrets() {
         .unwrap();
     assert_eq!(person["access_count"], 5);
     assert_eq!(
-        contents(&json(&env, &["facts", "list", "--agent", "b", "--json"])),
+        contents(&env.json(&["facts", "list", "--agent", "b", "--json"])),
         ["Other agent's fact"]
     );
-    let all = run_ok(&env, &["facts", "export", "--agent", "a"]);
+    let all = env.run_ok(&["facts", "export", "--agent", "a"]);
     assert!(!all.contains("sk-ant"), "a secret was imported: {all}");
 
     // A bad line anywhere imports nothing, and names the line.
@@ -1137,12 +1066,12 @@ fn facts_import_defaults_dedups_and_skips_secrets() {
             "{}\n{bad}\n",
             serde_json::json!({ "content": format!("fresh {why}") })
         );
-        let out = run_stdin(&env, &["facts", "import", "--agent", "c", "-"], &input);
+        let out = env.run_stdin(&["facts", "import", "--agent", "c", "-"], &input);
         assert_eq!(code(&out), Some(3), "{bad}: {}", stderr(&out));
         assert!(stderr(&out).contains(why), "{bad}: {}", stderr(&out));
-        assert_eq!(run_ok(&env, &["facts", "list", "--agent", "c"]), "");
+        assert_eq!(env.run_ok(&["facts", "list", "--agent", "c"]), "");
     }
-    let out = run(&env, &["facts", "import", "--agent", "a", "/no/such/file"]);
+    let out = env.run(&["facts", "import", "--agent", "a", "/no/such/file"]);
     assert_eq!(code(&out), Some(3), "{}", stderr(&out));
     assert!(stderr(&out).contains("/no/such/file"), "{}", stderr(&out));
 }
@@ -1158,7 +1087,7 @@ fn history_json_limit_and_text() {
     for extra in [&[][..], &["--json"][..]] {
         let mut args = vec!["history", "--agent", "a", "--channel", "c"];
         args.extend_from_slice(extra);
-        let out = run(&env, &args);
+        let out = env.run(&args);
         assert_eq!(code(&out), Some(13), "{}", stderr(&out));
         assert_eq!(stdout(&out), "");
     }
@@ -1166,10 +1095,7 @@ fn history_json_limit_and_text() {
     assert_ok(&env.turn("a", "c", &["--no-extract"], "second ping"));
     assert_ok(&env.turn("a", "other", &["--no-extract"], "elsewhere"));
 
-    let h = json(
-        &env,
-        &["history", "--agent", "a", "--channel", "c", "--json"],
-    );
+    let h = env.json(&["history", "--agent", "a", "--channel", "c", "--json"]);
     let turns = h.as_array().unwrap();
     let seen: Vec<(&str, &str)> = turns
         .iter()
@@ -1189,26 +1115,20 @@ fn history_json_limit_and_text() {
     assert_eq!(turns[3]["mode"], "resumed");
     assert!(turns[1]["usage"].is_object(), "{}", turns[1]);
 
-    let last = json(
-        &env,
-        &[
-            "history",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "--json",
-            "--limit",
-            "2",
-        ],
-    );
+    let last = env.json(&[
+        "history",
+        "--agent",
+        "a",
+        "--channel",
+        "c",
+        "--json",
+        "--limit",
+        "2",
+    ]);
     assert_eq!(last.as_array().unwrap().len(), 2);
     assert_eq!(last[0]["content"], "second ping");
 
-    let text = run_ok(
-        &env,
-        &["history", "--agent", "a", "--channel", "c", "--limit", "2"],
-    );
+    let text = env.run_ok(&["history", "--agent", "a", "--channel", "c", "--limit", "2"]);
     assert_eq!(
         text,
         "## turn 2 · user\nsecond ping\n\n## turn 2 · assistant\npong\n\n"
@@ -1220,13 +1140,13 @@ fn a_failed_turn_shows_in_history_with_its_error() {
     let env = Env::fake("cat >/dev/null; echo '<html>502</html>'; exit 0");
     let out = env.turn("a", "c", &["--no-extract"], "lost message");
     assert_eq!(code(&out), Some(6));
-    let text = run_ok(&env, &["history", "--agent", "a", "--channel", "c"]);
+    let text = env.run_ok(&["history", "--agent", "a", "--channel", "c"]);
     assert!(text.starts_with("## turn 1 · user (failed: "), "{text}");
     assert!(text.contains("lost message"), "{text}");
 }
 
 fn session_id_of(env: &Env, channel: &str) -> String {
-    run_ok(env, &["id", "--agent", "a", "--channel", channel])
+    env.run_ok(&["id", "--agent", "a", "--channel", channel])
         .trim()
         .to_string()
 }
@@ -1234,33 +1154,30 @@ fn session_id_of(env: &Env, channel: &str) -> String {
 #[test]
 fn sessions_list_show_rm() {
     let env = fake_env("pong");
-    assert_eq!(run_ok(&env, &["sessions", "list"]), "");
+    assert_eq!(env.run_ok(&["sessions", "list"]), "");
     assert_eq!(
-        json(&env, &["sessions", "list", "--json"]),
+        env.json(&["sessions", "list", "--json"]),
         Value::Array(vec![])
     );
 
     assert_ok(&env.turn("a", "c1", &["--no-extract"], "hello"));
     assert_ok(&env.turn("b", "c2", &["--no-extract"], "hello"));
-    run_ok(
-        &env,
-        &[
-            "pin",
-            "set",
-            "--agent",
-            "a",
-            "--channel",
-            "c1",
-            "--thread",
-            "t",
-            "line one\nline two",
-        ],
-    );
+    env.run_ok(&[
+        "pin",
+        "set",
+        "--agent",
+        "a",
+        "--channel",
+        "c1",
+        "--thread",
+        "t",
+        "line one\nline two",
+    ]);
     let c1 = session_id_of(&env, "c1");
 
-    let all = json(&env, &["sessions", "list", "--json"]);
+    let all = env.json(&["sessions", "list", "--json"]);
     assert_eq!(all.as_array().unwrap().len(), 3);
-    let a = json(&env, &["sessions", "list", "--agent", "a", "--json"]);
+    let a = env.json(&["sessions", "list", "--agent", "a", "--json"]);
     assert_eq!(a.as_array().unwrap().len(), 2);
     let s = a
         .as_array()
@@ -1273,18 +1190,18 @@ fn sessions_list_show_rm() {
     assert!(s["thread"].is_null());
     assert_eq!(s["turns"], 2);
 
-    let plain = run_ok(&env, &["sessions", "list", "--agent", "a"]);
+    let plain = env.run_ok(&["sessions", "list", "--agent", "a"]);
     let row = plain.lines().find(|l| l.starts_with(&c1)).unwrap();
     let cols: Vec<&str> = row.split('\t').collect();
     assert_eq!(&cols[..5], [c1.as_str(), "a", "c1", "-", "2"], "{row}");
     assert!(cols[5].ends_with('Z'), "last used is RFC 3339: {row}");
     assert!(plain.contains("\ta\tc1\tt\t0\t"), "{plain}");
 
-    let shown = json(&env, &["sessions", "show", &c1, "--json"]);
+    let shown = env.json(&["sessions", "show", &c1, "--json"]);
     assert_eq!(shown["id"], c1.as_str());
     assert_eq!(shown["turns"], 2);
     assert!(shown["estimated_tokens"].as_u64().unwrap() > 0);
-    let text = run_ok(&env, &["sessions", "show", &c1]);
+    let text = env.run_ok(&["sessions", "show", &c1]);
     assert!(text.starts_with(&format!("id:        {c1}\n")), "{text}");
     for label in [
         "agent:     a\n",
@@ -1297,25 +1214,22 @@ fn sessions_list_show_rm() {
         assert!(text.contains(label), "{label:?} in\n{text}");
     }
     // Multi-line values stay under their label.
-    let t = run_ok(
-        &env,
-        &["id", "--agent", "a", "--channel", "c1", "--thread", "t"],
-    );
-    let text = run_ok(&env, &["sessions", "show", t.trim()]);
+    let t = env.run_ok(&["id", "--agent", "a", "--channel", "c1", "--thread", "t"]);
+    let text = env.run_ok(&["sessions", "show", t.trim()]);
     assert!(
         text.contains("pin:       line one\n           line two\n"),
         "{text}"
     );
     // Ids are UUIDs in any case.
-    assert_ok(&run(&env, &["sessions", "show", &c1.to_uppercase()]));
+    assert_ok(&env.run(&["sessions", "show", &c1.to_uppercase()]));
 
     for bad in ["no-such-session", "00000000-0000-0000-0000-000000000000"] {
-        let out = run(&env, &["sessions", "show", bad]);
+        let out = env.run(&["sessions", "show", bad]);
         assert_eq!(code(&out), Some(13), "{}", stderr(&out));
         assert!(stderr(&out).contains("no session"), "{}", stderr(&out));
     }
 
-    let out = run(&env, &["sessions", "rm", &c1]);
+    let out = env.run(&["sessions", "rm", &c1]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "");
     let said = stderr(&out);
@@ -1324,15 +1238,15 @@ fn sessions_list_show_rm() {
         "a summary, without the error prefix: {said}"
     );
     assert_eq!(
-        json(&env, &["sessions", "list", "--json"])
+        env.json(&["sessions", "list", "--json"])
             .as_array()
             .unwrap()
             .len(),
         2
     );
-    let out = run(&env, &["history", "--agent", "a", "--channel", "c1"]);
+    let out = env.run(&["history", "--agent", "a", "--channel", "c1"]);
     assert_eq!(code(&out), Some(13), "the turns went with the session");
-    let out = run(&env, &["sessions", "rm", &c1]);
+    let out = env.run(&["sessions", "rm", &c1]);
     assert_eq!(code(&out), Some(13), "{}", stderr(&out));
     assert!(stderr(&out).contains(&c1), "{}", stderr(&out));
 }
@@ -1349,13 +1263,13 @@ fn sessions_rm_leaves_a_session_whose_turn_is_running() {
         .join(format!("{id}.lock"));
     let file = std::fs::File::options().write(true).open(&lock).unwrap();
     file.lock().unwrap();
-    let out = run(&env, &["sessions", "rm", &id]);
+    let out = env.run(&["sessions", "rm", &id]);
     assert_eq!(code(&out), Some(12), "{}", stderr(&out));
     assert!(stderr(&out).contains("turn is running"), "{}", stderr(&out));
     env.sqlite()
         .execute("UPDATE sessions SET updated_at = updated_at - 3600", [])
         .unwrap();
-    let out = run(&env, &["sessions", "prune", "--older-than", "1m"]);
+    let out = env.run(&["sessions", "prune", "--older-than", "1m"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "");
     assert!(
@@ -1364,14 +1278,14 @@ fn sessions_rm_leaves_a_session_whose_turn_is_running() {
         stderr(&out)
     );
     assert_eq!(
-        json(&env, &["sessions", "list", "--json"])
+        env.json(&["sessions", "list", "--json"])
             .as_array()
             .unwrap()
             .len(),
         1
     );
     drop(file);
-    assert_ok(&run(&env, &["sessions", "rm", &id]));
+    assert_ok(&env.run(&["sessions", "rm", &id]));
 }
 
 #[test]
@@ -1388,10 +1302,7 @@ fn sessions_prune_older_than() {
         )
         .unwrap();
 
-    let out = run(
-        &env,
-        &["sessions", "prune", "--older-than", "2days", "--dry-run"],
-    );
+    let out = env.run(&["sessions", "prune", "--older-than", "2days", "--dry-run"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), format!("{old}\n"));
     assert!(
@@ -1400,30 +1311,27 @@ fn sessions_prune_older_than() {
         stderr(&out)
     );
     assert_eq!(
-        json(&env, &["sessions", "list", "--json"])
+        env.json(&["sessions", "list", "--json"])
             .as_array()
             .unwrap()
             .len(),
         2
     );
 
-    let out = run(&env, &["sessions", "prune", "--older-than", "4d"]);
+    let out = env.run(&["sessions", "prune", "--older-than", "4d"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "");
 
-    let out = run(&env, &["sessions", "prune", "--older-than", "1d"]);
+    let out = env.run(&["sessions", "prune", "--older-than", "1d"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), format!("{old}\n"));
-    let left = json(&env, &["sessions", "list", "--json"]);
+    let left = env.json(&["sessions", "list", "--json"]);
     assert_eq!(left.as_array().unwrap().len(), 1);
     assert_eq!(left[0]["channel"], "new");
 
     // A huge duration is nothing to prune, not an overflow.
-    assert_ok(&run(
-        &env,
-        &["sessions", "prune", "--older-than", "500000years"],
-    ));
-    let out = run(&env, &["sessions", "prune", "--older-than", "banana"]);
+    assert_ok(&env.run(&["sessions", "prune", "--older-than", "500000years"]));
+    let out = env.run(&["sessions", "prune", "--older-than", "banana"]);
     assert_eq!(code(&out), Some(2), "{}", stderr(&out));
 }
 
@@ -1447,18 +1355,15 @@ fn sha(path: &Path) -> Vec<u8> {
 #[test]
 fn prompt_prints_what_turn_would_send_and_changes_nothing() {
     let env = recording_fake();
-    run_ok(
-        &env,
-        &[
-            "pin",
-            "set",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "PINNED-TASK-TEXT",
-        ],
-    );
+    env.run_ok(&[
+        "pin",
+        "set",
+        "--agent",
+        "a",
+        "--channel",
+        "c",
+        "PINNED-TASK-TEXT",
+    ]);
     let fact = add_fact(&env, "a", None, "Uses pnpm for packages, never npm i");
     add_fact(&env, "a", None, "Deploys with Docker Compose");
     let before = sha(&env.db);
@@ -1468,7 +1373,7 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
     let mut args = vec!["prompt", "--profile-tokens", "0"];
     args.extend_from_slice(&A);
     args.push("should I run pnpm install?");
-    let text = run_ok(&env, &args);
+    let text = env.run_ok(&args);
     let sections: Vec<&str> = text.lines().filter(|l| l.starts_with("# ")).collect();
     assert_eq!(sections.len(), 7, "{text}");
     assert!(sections[0].starts_with("# session "), "{text}");
@@ -1518,7 +1423,7 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
     let mut args = vec!["prompt", "--json", "--profile-tokens", "0"];
     args.extend_from_slice(&A);
     args.push("should I run pnpm install?");
-    let v = json(&env, &args);
+    let v = env.json(&args);
     assert_eq!(v["argv"][0], "claude");
     assert_eq!(v["mode"], "new");
     assert!(
@@ -1540,7 +1445,7 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
     let mut args = vec!["prompt"];
     args.extend_from_slice(&A);
     args.push("should I run pnpm install?");
-    let text = run_ok(&env, &args);
+    let text = env.run_ok(&args);
     assert!(text.contains("\n# profile new (2 facts, ~"), "{text}");
     let system = text.split("# appended system text\n").nth(1).unwrap();
     assert!(
@@ -1554,7 +1459,7 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
     let mut args = vec!["prompt", "--no-user-setup"];
     args.extend_from_slice(&A);
     args.push("should I run pnpm install?");
-    let text = run_ok(&env, &args);
+    let text = env.run_ok(&args);
     let argv = text
         .split("# argv\n")
         .nth(1)
@@ -1576,14 +1481,14 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
     // Stdin works as for `turn`, and a blank message is refused.
     let mut args = vec!["prompt"];
     args.extend_from_slice(&A);
-    assert_ok(&run_stdin(&env, &args, "from stdin"));
-    let out = run_stdin(&env, &args, "  \n");
+    assert_ok(&env.run_stdin(&args, "from stdin"));
+    let out = env.run_stdin(&args, "  \n");
     assert_eq!(code(&out), Some(3));
 
     // Nothing was called (beyond the probe) and nothing written.
     assert!(!env.home.join("calls").exists(), "prompt called claude");
     assert_eq!(sha(&env.db), before, "prompt changed the store");
-    let list = json(&env, &["facts", "list", "--agent", "a", "--json"]);
+    let list = env.json(&["facts", "list", "--agent", "a", "--json"]);
     assert!(
         list.as_array()
             .unwrap()
@@ -1596,7 +1501,7 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
     let mut args = vec!["prompt"];
     args.extend_from_slice(&A);
     args.push("hello");
-    let text = run_ok(&fresh, &args);
+    let text = fresh.run_ok(&args);
     assert!(text.contains("# appended system text\n(none)\n"), "{text}");
     assert!(text.contains("# facts chosen\n(none)\n"), "{text}");
     assert!(!fresh.db.exists());
@@ -1610,14 +1515,14 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
 fn doctor_on_a_healthy_store() {
     let env = fake_env("pong");
     // Before the first turn: no store is fine, and doctor creates none.
-    let out = run(&env, &["doctor"]);
+    let out = env.run(&["doctor"]);
     assert_ok(&out);
     assert!(stdout(&out).contains("not created yet"), "{}", stdout(&out));
     assert!(!env.db.exists());
 
     assert_ok(&env.turn("a", "c", &["--no-extract"], "hello"));
     add_fact(&env, "a", None, "Uses pnpm");
-    let out = run(&env, &["doctor"]);
+    let out = env.run(&["doctor"]);
     assert_ok(&out);
     let text = stdout(&out);
     assert!(text.contains("claude: "), "{text}");
@@ -1637,7 +1542,7 @@ fn doctor_on_a_healthy_store() {
     assert!(text.ends_with("all good\n"), "{text}");
     assert_eq!(stderr(&out), "");
 
-    let v = json(&env, &["doctor", "--json"]);
+    let v = env.json(&["doctor", "--json"]);
     assert_eq!(
         v["store"]["schema_version"],
         duduclaw_session::internals::store::SCHEMA_VERSION
@@ -1660,7 +1565,7 @@ fn doctor_on_a_healthy_store() {
 fn doctor_without_claude() {
     let mut env = Env::fake("exit 1");
     env.claude = env.dir.path().join("no/such/claude");
-    let out = run(&env, &["doctor"]);
+    let out = env.run(&["doctor"]);
     assert_eq!(code(&out), Some(5), "{}", stderr(&out));
     let text = stdout(&out);
     let problems: Vec<&str> = text
@@ -1731,7 +1636,7 @@ fn doctor_on_a_corrupt_store_reports_and_leaves_it() {
     std::fs::create_dir_all(env.db.parent().unwrap()).unwrap();
     let junk = b"definitely not a sqlite database\n".repeat(200);
     std::fs::write(&env.db, &junk).unwrap();
-    let out = run(&env, &["doctor"]);
+    let out = env.run(&["doctor"]);
     assert_eq!(code(&out), Some(4), "{}", stderr(&out));
     assert!(
         stdout(&out).contains("problem: could not open session store"),
@@ -1751,11 +1656,7 @@ fn doctor_on_a_corrupt_store_reports_and_leaves_it() {
             )
         })
         .collect();
-    assert_ok(&run_stdin(
-        &env,
-        &["facts", "import", "--agent", "a", "-"],
-        &lines,
-    ));
+    assert_ok(&env.run_stdin(&["facts", "import", "--agent", "a", "-"], &lines));
     let mut bytes = std::fs::read(&env.db).unwrap();
     let page = 4096;
     assert!(bytes.len() > 6 * page, "{}", bytes.len());
@@ -1763,7 +1664,7 @@ fn doctor_on_a_corrupt_store_reports_and_leaves_it() {
         *b = 0x5a;
     }
     std::fs::write(&env.db, &bytes).unwrap();
-    let out = run(&env, &["doctor"]);
+    let out = env.run(&["doctor"]);
     assert_eq!(code(&out), Some(4), "{}\n{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("problem: "), "{}", stdout(&out));
     assert_eq!(
@@ -1773,7 +1674,7 @@ fn doctor_on_a_corrupt_store_reports_and_leaves_it() {
     );
 
     // The JSON report lists the problems too.
-    let out = run(&env, &["doctor", "--json"]);
+    let out = env.run(&["doctor", "--json"]);
     assert_eq!(code(&out), Some(4));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(!v["problems"].as_array().unwrap().is_empty(), "{v}");
@@ -1801,44 +1702,38 @@ fn every_exit_code_the_cli_can_produce_without_claude() {
     };
 
     expect(
-        run(&env, &["id", "--agent", "a", "--channel", "c"]),
+        env.run(&["id", "--agent", "a", "--channel", "c"]),
         0,
         "success",
     );
     // 2: usage.
-    expect(run(&env, &["facts", "list"]), 2, "missing --agent");
-    expect(run(&env, &["id", "--agent", "a"]), 2, "missing --channel");
-    expect(run(&env, &["no-such-command"]), 2, "unknown command");
-    expect(run(&env, &["completions", "tcsh"]), 2, "unknown shell");
+    expect(env.run(&["facts", "list"]), 2, "missing --agent");
+    expect(env.run(&["id", "--agent", "a"]), 2, "missing --channel");
+    expect(env.run(&["no-such-command"]), 2, "unknown command");
+    expect(env.run(&["completions", "tcsh"]), 2, "unknown shell");
     expect(
-        run(
-            &env,
-            &["history", "--limit", "x", "--agent", "a", "--channel", "c"],
-        ),
+        env.run(&["history", "--limit", "x", "--agent", "a", "--channel", "c"]),
         2,
         "bad number",
     );
-    expect(run(&env, &[]), 2, "no command");
+    expect(env.run::<&str>(&[]), 2, "no command");
     // 3: bad input.
     expect(env.turn("a", "c", &[], "  "), 3, "blank message");
     expect(
-        run(&env, &["facts", "add", "--agent", "a", SECRET]),
+        env.run(&["facts", "add", "--agent", "a", SECRET]),
         3,
         "secret fact",
     );
     expect(
-        run(
-            &env,
-            &[
-                "pin",
-                "set",
-                "--agent",
-                "a",
-                "--channel",
-                "c",
-                &"x".repeat(1001),
-            ],
-        ),
+        env.run(&[
+            "pin",
+            "set",
+            "--agent",
+            "a",
+            "--channel",
+            "c",
+            &"x".repeat(1001),
+        ]),
         3,
         "pin over the cap",
     );
@@ -1847,7 +1742,7 @@ fn every_exit_code_the_cli_can_produce_without_claude() {
     std::fs::create_dir_all(broken.db.parent().unwrap()).unwrap();
     std::fs::write(&broken.db, b"not a database\n".repeat(100)).unwrap();
     expect(
-        run(&broken, &["facts", "list", "--agent", "a"]),
+        broken.run(&["facts", "list", "--agent", "a"]),
         4,
         "corrupt store",
     );
@@ -1865,19 +1760,16 @@ fn every_exit_code_the_cli_can_produce_without_claude() {
     // 7: timeout.
     let hang = Env::fake("cat >/dev/null; sleep 30");
     expect(
-        run(
-            &hang,
-            &[
-                "turn",
-                "--agent",
-                "a",
-                "--channel",
-                "c",
-                "--timeout",
-                "1",
-                "hi",
-            ],
-        ),
+        hang.run(&[
+            "turn",
+            "--agent",
+            "a",
+            "--channel",
+            "c",
+            "--timeout",
+            "1",
+            "hi",
+        ]),
         7,
         "timeout",
     );
@@ -1919,7 +1811,7 @@ fn every_exit_code_the_cli_can_produce_without_claude() {
     );
     // 13: no such session.
     expect(
-        run(&env, &["history", "--agent", "nobody", "--channel", "c"]),
+        env.run(&["history", "--agent", "nobody", "--channel", "c"]),
         13,
         "unknown session",
     );
@@ -2014,7 +1906,7 @@ fn verbose_logs_go_to_stderr_only() {
     assert!(stderr(&out).contains("DEBUG"), "{}", stderr(&out));
     assert!(stderr(&out).contains("spawning claude"), "{}", stderr(&out));
     // The global flag works after the subcommand too, and on every command.
-    let out = run(&env, &["facts", "list", "--agent", "a", "-v", "--json"]);
+    let out = env.run(&["facts", "list", "--agent", "a", "-v", "--json"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "[]\n");
 }
@@ -2044,11 +1936,7 @@ fn a_closed_pipe_ends_output_quietly() {
             )
         })
         .collect();
-    assert_ok(&run_stdin(
-        &env,
-        &["facts", "import", "--agent", "a", "-"],
-        &lines,
-    ));
+    assert_ok(&env.run_stdin(&["facts", "import", "--agent", "a", "-"], &lines));
     for (args, head) in [
         ("facts export --agent a", "head -1"),
         ("facts list --agent a", "head -1"),
@@ -2137,23 +2025,22 @@ fn no_color_turns_colour_off_on_a_terminal() {
 #[test]
 fn diagnostics_stay_on_stderr() {
     let env = Env::fake("exit 1");
-    let out = run(&env, &["facts", "add", "--agent", "a", SECRET]);
+    let out = env.run(&["facts", "add", "--agent", "a", SECRET]);
     assert_eq!(stdout(&out), "");
     assert!(
         stderr(&out).starts_with("duduclaw-session: "),
         "{}",
         stderr(&out)
     );
-    let out = run(&env, &["sessions", "show", "nope"]);
+    let out = env.run(&["sessions", "show", "nope"]);
     assert_eq!(stdout(&out), "");
-    let out = run_stdin(
-        &env,
+    let out = env.run_stdin(
         &["facts", "import", "--agent", "a", "-"],
         "{\"content\": \"x y z\"}\n",
     );
     assert_ok(&out);
     assert_eq!(stdout(&out), "");
-    let out = run(&env, &["--help"]);
+    let out = env.run(&["--help"]);
     assert_ok(&out);
     assert_eq!(stderr(&out), "");
     assert!(stdout(&out).contains("Exit codes:"), "{}", stdout(&out));
@@ -2185,7 +2072,7 @@ fn an_agent_whose_facts_are_all_persons_says_so_when_listed_without_user() {
     let env = fake_env("ok");
     add_fact(&env, "support-bot", Some("u1"), "Prefers replies in French");
     add_fact(&env, "support-bot", Some("u2"), "Runs the on-call rota");
-    let out = run(&env, &["facts", "list", "--agent", "support-bot"]);
+    let out = env.run(&["facts", "list", "--agent", "support-bot"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "", "the scope itself holds nothing");
     assert!(
@@ -2194,13 +2081,10 @@ fn an_agent_whose_facts_are_all_persons_says_so_when_listed_without_user() {
         stderr(&out)
     );
     // With the person, or with an agent-wide fact, nothing to say.
-    let out = run(
-        &env,
-        &["facts", "list", "--agent", "support-bot", "--user", "u1"],
-    );
+    let out = env.run(&["facts", "list", "--agent", "support-bot", "--user", "u1"]);
     assert!(stdout(&out).contains("French") && stderr(&out).is_empty());
     add_fact(&env, "support-bot", None, "Answers within one business day");
-    let out = run(&env, &["facts", "list", "--agent", "support-bot"]);
+    let out = env.run(&["facts", "list", "--agent", "support-bot"]);
     assert!(stdout(&out).contains("business day") && stderr(&out).is_empty());
 }
 
@@ -2229,7 +2113,7 @@ fn lists_have_a_header_on_a_terminal_and_rows_only_in_a_pipe() {
             "{args}: {screen:?}"
         );
         let argv: Vec<&str> = args.split(' ').collect();
-        let piped = run_ok(&env, &argv);
+        let piped = env.run_ok(&argv);
         assert!(
             !piped.is_empty() && !piped.contains(header),
             "{args}: {piped}"

@@ -15,7 +15,9 @@ use std::path::Path;
 
 use common::{Env, assert_ok, conforming_lines, conforms, fake_success, stdout};
 use duduclaw_session::internals::session::Address;
-use duduclaw_session::internals::store::event_data::{Drift, Drifted, EventData, Kept, TurnRef};
+use duduclaw_session::internals::store::event_data::{
+    Drift, Drifted, EventData, Redactable, TurnRef,
+};
 use duduclaw_session::internals::store::events::Owner;
 use duduclaw_session::internals::store::{
     self, CallPath, EventKind, JobKind, JobSelect, Location, Mode, NewEvent, NewFact, PinChange,
@@ -293,7 +295,7 @@ fn every_event_kind_validates_as_written_and_redacted() {
     };
     let drift = NewEvent {
         turn_id: Some(t1),
-        ..NewEvent::of(&owner, EventData::Drift(Kept::Data(drift)))
+        ..NewEvent::of(&owner, EventData::Drift(Redactable::Data(drift)))
     };
     st.finish_job(job, &[drift]).unwrap();
     let pin = json!({"v": 1, "message": "m", "model": "haiku"});

@@ -7,7 +7,7 @@ use crate::common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{Env, assert_ok, memory_answer, stderr};
+use common::{Env, assert_ok, is_side, memory_answer, stderr};
 use duduclaw_session::internals::memory::compact::SUMMARY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
 use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
@@ -15,11 +15,6 @@ use standin::{Gate, Recorded, Reply, StandIn};
 
 const PIN: &str =
     "Migrate the React app from CRA to Vite; keep the tests passing; do not touch the auth flow";
-
-fn is_side(r: &Recorded) -> bool {
-    let s = r.system_text();
-    s.contains(PIN_SYSTEM) || s.contains(MEMORY_SYSTEM) || s.contains(SUMMARY_SYSTEM)
-}
 
 /// [`model`], with every side call's answer held until `gate` opens: a test
 /// that checks a turn did not wait for its side calls must know they are

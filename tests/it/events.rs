@@ -21,15 +21,15 @@ const CORRECTION: &str = "Keep the existing CSS modules, never switch to Tailwin
 const REASON: &str = "the reply restyled buttons instead of migrating the build to Vite";
 const RELATED: &str = "Which styling approach should the new settings page use, given our setup?";
 
-fn is_side(r: &Recorded, system: &str) -> bool {
+fn has_system(r: &Recorded, system: &str) -> bool {
     r.system_text().contains(system)
 }
 
 fn model(r: &Recorded) -> Reply {
-    if is_side(r, PIN_SYSTEM) {
+    if has_system(r, PIN_SYSTEM) {
         return Reply::Text(PIN.into());
     }
-    if is_side(r, MEMORY_SYSTEM) {
+    if has_system(r, MEMORY_SYSTEM) {
         return Reply::Text(memory_answer(r, |task, e| {
             let mut lines = Vec::new();
             if e.user.contains("CRA to Vite") {
@@ -92,7 +92,7 @@ fn drift_and_corrections_come_from_the_memory_call(server: bool) {
     let memory_calls: Vec<Recorded> = s
         .requests()
         .into_iter()
-        .filter(|r| is_side(r, MEMORY_SYSTEM))
+        .filter(|r| has_system(r, MEMORY_SYSTEM))
         .collect();
     assert_eq!(memory_calls.len(), 2, "one memory call per turn");
     let (task, exchanges) = memory_call(&memory_calls[0]);

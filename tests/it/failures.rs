@@ -24,63 +24,52 @@ fn success_prints_the_reply() {
     assert_eq!(stdout(&out), "hello from fake\n");
 }
 
+/// A claude that fails, and how: each is its own exit code with a
+/// one-line message naming the failure, and the message typed is kept
+/// (as a failed turn, for `history` and a retry).
 #[test]
-fn not_logged_in_is_exit_8_and_keeps_the_message() {
-    let env = Env::fake(
-        r#"cat >/dev/null
+fn each_failure_of_claude_has_its_exit_code_and_keeps_the_message() {
+    const LOGGED_OUT: &str = r#"cat >/dev/null
 echo '{"type":"result","subtype":"success","is_error":true,"result":"Not logged in · Please run /login"}'
-exit 1"#,
-    );
-    let out = env.turn("a", "c", &[], "remember me");
-    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
-    assert!(stderr(&out).contains("not logged in"), "{}", stderr(&out));
-    assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
-    assert_eq!(
-        user_turns(&env),
-        vec![("remember me".to_string(), "failed".to_string())]
-    );
-}
-
-#[test]
-fn rate_limit_reported_with_exit_zero_is_still_an_error() {
-    let env = Env::fake(
-        r#"cat >/dev/null
+exit 1"#;
+    // Claude Code reports some errors with exit status 0.
+    const RATE_LIMITED: &str = r#"cat >/dev/null
 echo '{"type":"result","subtype":"success","is_error":true,"result":"API Error: Rate limit reached"}'
-exit 0"#,
-    );
-    let out = env.turn("a", "c", &[], "hi");
-    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
-}
-
-#[test]
-fn garbage_output_is_a_clear_failure() {
-    let env = Env::fake("cat >/dev/null; echo '<html>502 Bad Gateway</html>'; exit 0");
-    let out = env.turn("a", "c", &[], "hi");
-    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("unexpected output"),
-        "{}",
-        stderr(&out)
-    );
-}
-
-#[test]
-fn killed_by_a_signal() {
-    let env = Env::fake("cat >/dev/null; kill -SEGV $$");
-    let out = env.turn("a", "c", &[], "hi");
-    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
-    assert!(stderr(&out).contains("signal 11"), "{}", stderr(&out));
-}
-
-#[test]
-fn max_turns() {
-    let env = Env::fake(
-        r#"cat >/dev/null
+exit 0"#;
+    const MAX_TURNS: &str = r#"cat >/dev/null
 echo '{"type":"result","subtype":"error_max_turns","is_error":true}'
-exit 1"#,
-    );
-    let out = env.turn("a", "c", &[], "hi");
-    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+exit 1"#;
+    // (what, the fake claude, exit code, what stderr says)
+    let cases = [
+        ("not logged in", LOGGED_OUT, 8, "not logged in"),
+        ("rate limited, exit 0", RATE_LIMITED, 9, "rate limit"),
+        (
+            "garbage on stdout",
+            "cat >/dev/null; echo '<html>502 Bad Gateway</html>'; exit 0",
+            6,
+            "unexpected output",
+        ),
+        (
+            "killed by a signal",
+            "cat >/dev/null; kill -SEGV $$",
+            6,
+            "signal 11",
+        ),
+        ("out of turns", MAX_TURNS, 10, "turn"),
+    ];
+    for (what, script, code, says) in cases {
+        let env = Env::fake(script);
+        let out = env.turn("a", "c", &[], "remember me");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{what}: {err}");
+        assert!(err.to_lowercase().contains(says), "{what}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{what}: {err}");
+        assert_eq!(
+            user_turns(&env),
+            vec![("remember me".to_string(), "failed".to_string())],
+            "{what}"
+        );
+    }
 }
 
 #[test]

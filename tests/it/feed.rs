@@ -93,13 +93,6 @@ fn add_fact(env: &Env, agent: &str, user: Option<&str>, text: &str) -> i64 {
         .unwrap_or_else(|e| panic!("facts add printed no id ({e}): {printed:?}"))
 }
 
-/// Run a command that must succeed.
-fn run_ok(env: &Env, args: &[&str]) -> std::process::Output {
-    let out = env.cmd().args(args).timeout(STUCK).output().unwrap();
-    assert_ok(&out);
-    out
-}
-
 /// Wait for a child to exit, killing it and failing after [`STUCK`].
 /// The polling interval only paces the check; it asserts nothing.
 fn wait_bounded(child: &mut Child, what: &str) -> ExitStatus {
@@ -484,32 +477,27 @@ fn reading_filters_and_bad_input() {
     let env = Env::fake("");
 
     // No store: nothing to read, and reading creates nothing.
-    let out = run_ok(&env, &["events"]);
-    assert_eq!(stdout(&out), "");
-    let out = run_ok(&env, &["events", "--json", "--since", "0"]);
-    assert_eq!(stdout(&out), "");
-    run_ok(&env, &["events", "prune", "--older-than", "0s"]);
+    let out = env.run_ok(&["events"]);
+    assert_eq!(out, "");
+    let out = env.run_ok(&["events", "--json", "--since", "0"]);
+    assert_eq!(out, "");
+    env.run_ok(&["events", "prune", "--older-than", "0s"]);
     let folder = env.db.parent().unwrap();
     assert!(!folder.exists(), "reading created {}", folder.display());
 
     let f1 = add_fact(&env, "A", None, "alpha fact");
-    run_ok(
-        &env,
-        &["pin", "set", "--agent", "A", "--channel", "C", "task C"],
-    );
+    env.run_ok(&["pin", "set", "--agent", "A", "--channel", "C", "task C"]);
     const SYNTAX: &str = r#"NEAR("a b", 3) OR x* AND "it's" -y ^z {col}:w 'single' \back\slash $HOME `id` ünïcødé 日本 🦀"#;
     let f2 = add_fact(&env, "A", None, SYNTAX);
-    run_ok(&env, &["facts", "forget", "--agent", "A", &f1.to_string()]);
-    run_ok(
-        &env,
-        &["pin", "set", "--agent", "A", "--channel", "D", "task D"],
-    );
-    run_ok(&env, &["pin", "clear", "--agent", "A", "--channel", "C"]);
+    env.run_ok(&["facts", "forget", "--agent", "A", &f1.to_string()]);
+    env.run_ok(&["pin", "set", "--agent", "A", "--channel", "D", "task D"]);
+    env.run_ok(&["pin", "clear", "--agent", "A", "--channel", "C"]);
     add_fact(&env, "B", None, "beta fact");
-    let session_d = stdout(&run_ok(&env, &["id", "--agent", "A", "--channel", "D"]))
+    let session_d = env
+        .run_ok(&["id", "--agent", "A", "--channel", "D"])
         .trim()
         .to_string();
-    run_ok(&env, &["sessions", "rm", &session_d]);
+    env.run_ok(&["sessions", "rm", &session_d]);
 
     let all = all_events(&env);
     assert_eq!(
@@ -577,7 +565,8 @@ fn reading_filters_and_bad_input() {
     assert_eq!(read(&["--limit", "0"]), Vec::<i64>::new());
 
     // Scope: one session's events, one agent's, or all of them.
-    let session_c = stdout(&run_ok(&env, &["id", "--agent", "A", "--channel", "C"]))
+    let session_c = env
+        .run_ok(&["id", "--agent", "A", "--channel", "C"])
         .trim()
         .to_string();
     let c = events(&env, &["--since", "0", "--agent", "A", "--channel", "C"]);
@@ -596,7 +585,7 @@ fn reading_filters_and_bad_input() {
     );
 
     // Text: one line per event, starting with its id, naming its kind.
-    let text = stdout(&run_ok(&env, &["events", "--since", "0"]));
+    let text = env.run_ok(&["events", "--since", "0"]);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), all.len(), "{text}");
     for (line, e) in lines.iter().zip(&all) {
@@ -657,10 +646,12 @@ fn reading_filters_and_bad_input() {
     }
 
     // Pruning: by age, then everything; ids are never handed out again.
-    let out = run_ok(&env, &["events", "prune", "--older-than", "1h"]);
+    let out = env.run(&["events", "prune", "--older-than", "1h"]);
+    assert_ok(&out);
     assert!(stderr(&out).contains("deleted 1 event"), "{}", stderr(&out));
     assert_eq!(read(&["--since", "0"]), pick(&[1, 2, 3, 4, 5, 6, 7]));
-    let out = run_ok(&env, &["events", "prune", "--older-than", "0s"]);
+    let out = env.run(&["events", "prune", "--older-than", "0s"]);
+    assert_ok(&out);
     assert!(
         stderr(&out).contains("deleted 7 events"),
         "{}",
@@ -705,8 +696,8 @@ fn forgetting_redacts_the_log(server: bool) {
         found
     };
     let printed = |needle: &str| {
-        let out = run_ok(&env, &["events", "--json", "--since", "0"]);
-        stdout(&out).contains(needle)
+        env.run_ok(&["events", "--json", "--since", "0"])
+            .contains(needle)
     };
 
     // One fact, forgotten by id.
@@ -717,7 +708,7 @@ fn forgetting_redacts_the_log(server: bool) {
         .into_iter()
         .find(|e| e["data"]["fact_id"] == f)
         .unwrap();
-    run_ok(&env, &["facts", "forget", "--agent", "bot", &f.to_string()]);
+    env.run_ok(&["facts", "forget", "--agent", "bot", &f.to_string()]);
     let log = all_events(&env);
     let now = log.iter().find(|e| e["id"] == added["id"]).unwrap();
     assert_eq!(now["kind"], "fact.added");
@@ -740,14 +731,12 @@ fn forgetting_redacts_the_log(server: bool) {
     // An agent whose only fact, alice's, was forgotten before: nothing of it
     // is left but its events, which still name her.
     let gone = add_fact(&env, "gone", Some("alice"), "alice asked once");
-    run_ok(
-        &env,
-        &["facts", "forget", "--agent", "gone", &gone.to_string()],
-    );
+    env.run_ok(&["facts", "forget", "--agent", "gone", &gone.to_string()]);
     let before = all_events(&env);
     assert!(printed(PERSON));
     assert!(!places(PERSON).is_empty());
-    let out = run_ok(&env, &["forget", "--user", "alice", "--agent", "bot"]);
+    let out = env.run(&["forget", "--user", "alice", "--agent", "bot"]);
+    assert_ok(&out);
     let after = all_events(&env);
     assert_strictly_increasing(&ids(&after), "after forget");
     for e in &before {
@@ -775,7 +764,7 @@ fn forgetting_redacts_the_log(server: bool) {
     assert!(printed(ELSEWHERE), "--agent bot leaves agent other alone");
     assert!(printed(BOB) && printed(WIDE));
 
-    run_ok(&env, &["forget", "--user", "alice"]);
+    env.run_ok(&["forget", "--user", "alice"]);
     let last = all_events(&env);
     assert!(
         last.iter().all(|e| e["user"] != "alice"),

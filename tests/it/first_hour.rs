@@ -11,7 +11,6 @@ use crate::common;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Output, Stdio};
-use std::time::Duration;
 
 use clap::CommandFactory;
 use common::{Env, TEST_PATH, assert_ok, fake_success, stderr, stdout};
@@ -44,14 +43,6 @@ fn section(readme: &str, heading: &str) -> String {
     let next = regex::Regex::new(r"\n## [A-Z]").unwrap();
     let end = next.find(rest).map_or(rest.len(), |m| m.start());
     rest[..end].to_string()
-}
-
-fn run(env: &Env, args: &[&str]) -> Output {
-    env.cmd()
-        .args(args)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap()
 }
 
 fn code(out: &Output) -> Option<i32> {
@@ -106,10 +97,10 @@ fn a_claude_named_but_unusable_is_the_error_never_a_silent_detour_to_the_api() {
         assert_eq!(stdout(&out), "", "{what}: no reply from elsewhere");
         assert!(stderr(&out).contains(&named), "{what}: {}", stderr(&out));
         // The dry run fails where the turn would.
-        let out = run(&env, &["prompt", "--agent", "a", "--channel", "c", "hi"]);
+        let out = env.run(&["prompt", "--agent", "a", "--channel", "c", "hi"]);
         assert_eq!(code(&out), Some(5), "{what}: prompt: {}", stderr(&out));
         // And doctor says turns would fail, naming the path.
-        let out = run(&env, &["doctor", "--json"]);
+        let out = env.run(&["doctor", "--json"]);
         assert_eq!(code(&out), Some(5), "{what}: doctor: {}", stdout(&out));
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(report["turns_via"], Value::Null, "{what}: {report}");
@@ -335,14 +326,14 @@ fn numbering_model(r: &Recorded) -> Reply {
 }
 
 fn json_of(env: &Env, args: &[&str]) -> Value {
-    let out = run(env, args);
+    let out = env.run(args);
     assert_ok(&out);
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{args:?} printed no JSON ({e}): {}", stdout(&out)))
 }
 
 fn json_lines(env: &Env, args: &[&str]) -> Vec<Value> {
-    let out = run(env, args);
+    let out = env.run(args);
     assert_ok(&out);
     stdout(&out)
         .lines()
@@ -390,11 +381,11 @@ fn turns_are_numbered_as_exchanges_everywhere() {
             .unwrap()["id"]
             .clone()
     };
-    let text = stdout(&run(&env, &with(&["history"], &[])));
+    let text = stdout(&env.run(&with(&["history"], &[])));
     assert!(text.starts_with("## turn 1 · user\n"), "{text}");
     assert!(text.contains("## turn 2 · assistant\n"), "{text}");
 
-    let pin = stdout(&run(&env, &with(&["pin", "history"], &[])));
+    let pin = stdout(&env.run(&with(&["pin", "history"], &[])));
     let sources: Vec<&str> = pin.lines().filter_map(|l| l.split('\t').nth(2)).collect();
     assert_eq!(
         sources,
@@ -418,7 +409,7 @@ fn turns_are_numbered_as_exchanges_everywhere() {
         [(1.into(), id_of(TASK)), (2.into(), id_of(ANSWER))],
         "{events:#?}"
     );
-    let text = stdout(&run(&env, &with(&["events"], &[])));
+    let text = stdout(&env.run(&with(&["events"], &[])));
     assert!(text.contains("turn 1 answered"), "{text}");
     assert!(text.contains("turn 2 answered"), "{text}");
     assert!(
@@ -445,12 +436,9 @@ fn a_scoped_event_feed_says_how_many_agent_wide_events_it_left_out() {
     let env = Env::fake(&fake_success("pong"));
     assert_ok(&env.turn("a", "c", &["--no-extract"], "hello"));
     for fact in ["Uses pnpm, never npm i", "CI runs on GitHub Actions"] {
-        assert_ok(&run(&env, &["facts", "add", "--agent", "a", fact]));
+        assert_ok(&env.run(&["facts", "add", "--agent", "a", fact]));
     }
-    assert_ok(&run(
-        &env,
-        &["facts", "add", "--agent", "b", "Another agent's"],
-    ));
+    assert_ok(&env.run(&["facts", "add", "--agent", "b", "Another agent's"]));
     assert_ok(&env.turn("a", "c", &["--no-extract"], "hello again"));
     let screen = on_a_terminal(&env, "events --agent a --channel c");
     assert!(screen.contains("turn 2 answered"), "{screen}");
@@ -466,7 +454,7 @@ fn a_scoped_event_feed_says_how_many_agent_wide_events_it_left_out() {
         screen.contains("fact.added") && !screen.contains("not shown"),
         "{screen}"
     );
-    let out = run(&env, &["events", "--agent", "a", "--channel", "c"]);
+    let out = env.run(&["events", "--agent", "a", "--channel", "c"]);
     assert_ok(&out);
     assert_eq!(stderr(&out), "");
 }
@@ -480,7 +468,7 @@ fn whatever_the_store_does_not_hold_is_exit_13() {
     let env = Env::fake(&fake_success("pong"));
     let s = ["--agent", "a", "--channel", "c"];
     let not_found = |args: &[&str], says: &str| {
-        let out = run(&env, args);
+        let out = env.run(args);
         assert_eq!(code(&out), Some(13), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
     };
@@ -506,7 +494,7 @@ fn whatever_the_store_does_not_hold_is_exit_13() {
         "no session",
     );
     // Documented where exit codes are.
-    let help = stdout(&run(&env, &["--help"]));
+    let help = stdout(&env.run(&["--help"]));
     assert!(
         help.contains("13  no such session, pin revision, fact or job"),
         "{help}"
@@ -547,7 +535,7 @@ fn the_version_is_the_newest_entry_of_the_readme_changes() {
         "Cargo.toml says {version}, the README's newest change is {newest}: bump one to match the other"
     );
     let env = Env::fake("exit 1");
-    let out = run(&env, &["--version"]);
+    let out = env.run(&["--version"]);
     assert_eq!(stdout(&out).trim(), format!("duduclaw-session {version}"));
 }
 
@@ -555,9 +543,9 @@ fn the_version_is_the_newest_entry_of_the_readme_changes() {
 #[test]
 fn the_readme_tour_shows_the_schema_doctor_prints() {
     let env = Env::fake("exit 1");
-    assert_ok(&run(&env, &["facts", "add", "--agent", "a", "Uses pnpm"]));
+    assert_ok(&env.run(&["facts", "add", "--agent", "a", "Uses pnpm"]));
     let schema = regex::Regex::new(r"schema (\d+) ·").unwrap();
-    let said = stdout(&run(&env, &["doctor"]));
+    let said = stdout(&env.run(&["doctor"]));
     let now = &schema.captures(&said).expect("doctor shows the schema")[1];
     let tour = section(&readme(), "## A tour");
     let shown: Vec<&str> = schema
@@ -590,7 +578,7 @@ fn man_prints_any_subcommands_page_and_man_and_completions_name_no_store() {
             "duduclaw-session-events-prune.1",
         ),
     ] {
-        let out = run(&env, &args);
+        let out = env.run(&args);
         assert_ok(&out);
         let committed = std::fs::read(root().join("man").join(page)).unwrap();
         assert!(
@@ -599,7 +587,7 @@ fn man_prints_any_subcommands_page_and_man_and_completions_name_no_store() {
             args.join(" ")
         );
     }
-    let out = run(&env, &["man", "facts", "lst"]);
+    let out = env.run(&["man", "facts", "lst"]);
     assert_eq!(code(&out), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("no subcommand \"facts lst\"") && stderr(&out).contains("list"),
@@ -607,7 +595,7 @@ fn man_prints_any_subcommands_page_and_man_and_completions_name_no_store() {
         stderr(&out)
     );
     for sub in ["man", "completions"] {
-        let help = stdout(&run(&env, &[sub, "--help"]));
+        let help = stdout(&env.run(&[sub, "--help"]));
         for flag in ["--db", "--claude", "DUDUCLAW_DB", "DUDUCLAW_CLAUDE"] {
             assert!(!help.contains(flag), "`{sub} --help` lists {flag}:\n{help}");
         }
@@ -653,8 +641,8 @@ printf '%s\n' "${{COMPREPLY[@]}}""#,
     assert!(offered.lines().any(|l| l == "--db"), "{offered}");
     // Before the subcommand (where every command reads them) they change
     // nothing; after it, they are refused like any option it does not take.
-    assert_ok(&run(&env, &["--db", "/nonexistent/x.db", "man", "turn"]));
-    let out = run(&env, &["man", "--db", "/nonexistent/x.db", "turn"]);
+    assert_ok(&env.run(&["--db", "/nonexistent/x.db", "man", "turn"]));
+    let out = env.run(&["man", "--db", "/nonexistent/x.db", "turn"]);
     assert_eq!(code(&out), Some(2), "{}", stderr(&out));
 }
 
@@ -691,18 +679,15 @@ fn every_list_has_a_header_on_a_terminal_and_its_words_read_right() {
         &["--wait-side"],
         "We deploy the billing service with Argo CD.",
     ));
-    assert_ok(&run(
-        &env,
-        &[
-            "pin",
-            "set",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "Ship the billing service",
-        ],
-    ));
+    assert_ok(&env.run(&[
+        "pin",
+        "set",
+        "--agent",
+        "a",
+        "--channel",
+        "c",
+        "Ship the billing service",
+    ]));
     for (args, header) in [
         (
             "events --agent a --channel c",
@@ -717,18 +702,18 @@ fn every_list_has_a_header_on_a_terminal_and_its_words_read_right() {
         let first = screen.lines().next().unwrap_or("").trim_end();
         assert!(header.is_match(first), "{args}: {screen:?}");
         let argv: Vec<&str> = args.split(' ').collect();
-        let piped = stdout(&run(&env, &argv));
+        let piped = stdout(&env.run(&argv));
         assert!(!piped.is_empty(), "{args}");
         assert!(
             !header.is_match(piped.lines().next().unwrap()),
             "{args}: {piped}"
         );
     }
-    let id = stdout(&run(&env, &["id", "--agent", "a", "--channel", "c"]));
-    let shown = stdout(&run(&env, &["sessions", "show", id.trim()]));
+    let id = stdout(&env.run(&["id", "--agent", "a", "--channel", "c"]));
+    let shown = stdout(&env.run(&["sessions", "show", id.trim()]));
     assert!(shown.contains("(1 attempt)"), "{shown}");
     assert!(!shown.contains("(1 attempts)"), "{shown}");
-    let stats = stdout(&run(&env, &["stats", "--all"]));
+    let stats = stdout(&env.run(&["stats", "--all"]));
     let heading = stats.lines().next().unwrap();
     assert!(
         regex::Regex::new(r"fresh in {2,}cache write {2,}cache read {2,}read %")
@@ -757,31 +742,28 @@ fn a_usage_error_shows_its_subcommands_usage_and_a_failure_says_one_line() {
         ),
         (vec!["facts", "list"], "Usage: duduclaw-session facts list "),
     ] {
-        let out = run(&env, &args);
+        let out = env.run(&args);
         assert_eq!(code(&out), Some(2), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(usage), "{args:?}: {}", stderr(&out));
     }
     // The bounds as the help gives them.
-    let out = run(
-        &env,
-        &[
-            "turn",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "--timeout",
-            "0",
-            "hi",
-        ],
-    );
+    let out = env.run(&[
+        "turn",
+        "--agent",
+        "a",
+        "--channel",
+        "c",
+        "--timeout",
+        "0",
+        "hi",
+    ]);
     assert_eq!(code(&out), Some(2));
     assert!(
         stderr(&out).contains("between 1s and 24h"),
         "{}",
         stderr(&out)
     );
-    let help = stdout(&run(&env, &["turn", "--help"]));
+    let help = stdout(&env.run(&["turn", "--help"]));
     assert!(help.contains("at most 24h"), "{help}");
 
     // A claude that fails the same way on resume and on the new handle the

@@ -71,12 +71,6 @@ fn places(env: &Env, needle: &str) -> Vec<String> {
     found
 }
 
-fn json(env: &Env, args: &[&str]) -> serde_json::Value {
-    let out = env.cmd().args(args).output().unwrap();
-    assert_ok(&out);
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 on_both_stores!(claude: erased_text_is_in_no_file_and_no_row_and_the_rest_goes_on,
     a_person_forgotten_in_a_group_channel_leaves_tombstones_and_the_others_words
 );
@@ -116,7 +110,7 @@ fn erased_text_is_in_no_file_and_no_row_and_the_rest_goes_on(server: bool) {
         &["--wait-side"],
         &format!("My office is at 7 {KEPT} Lane, send the invoices there."),
     );
-    let sessions = json(&env, &["sessions", "list", "--json"]);
+    let sessions = env.json(&["sessions", "list", "--json"]);
     let alice = sessions
         .as_array()
         .unwrap()
@@ -148,12 +142,9 @@ fn erased_text_is_in_no_file_and_no_row_and_the_rest_goes_on(server: bool) {
     assert!(transcripts_left.is_empty(), "{transcripts_left:?}");
 
     // `facts forget`: the facts that quote the marker, keywords and index.
-    let facts = json(
-        &env,
-        &[
-            "facts", "list", "--json", "--agent", "bot", "--user", "alice",
-        ],
-    );
+    let facts = env.json(&[
+        "facts", "list", "--json", "--agent", "bot", "--user", "alice",
+    ]);
     let ids: Vec<String> = facts
         .as_array()
         .unwrap()
@@ -238,12 +229,8 @@ fn a_person_forgotten_in_a_group_channel_leaves_tombstones_and_the_others_words(
         "another person's profile"
     );
     assert!(!places(&env, GONE).is_empty());
-    let history = |env: &Env| {
-        json(
-            env,
-            &["history", "--json", "--agent", "bot", "--channel", "group"],
-        )
-    };
+    let history =
+        |env: &Env| env.json(&["history", "--json", "--agent", "bot", "--channel", "group"]);
     let before = history(&env);
     assert_eq!(
         before[0]["user"], "alice",
@@ -251,7 +238,7 @@ fn a_person_forgotten_in_a_group_channel_leaves_tombstones_and_the_others_words(
     );
     assert_eq!(before[2]["user"], "bob");
 
-    let dry = json(&env, &["forget", "--user", "alice", "--dry-run", "--json"]);
+    let dry = env.json(&["forget", "--user", "alice", "--dry-run", "--json"]);
     assert_eq!(dry["dry_run"], true);
     assert_eq!(
         (
@@ -271,7 +258,7 @@ fn a_person_forgotten_in_a_group_channel_leaves_tombstones_and_the_others_words(
     assert!(dry["transcripts"].as_u64().unwrap() >= 1, "{dry}");
     assert_eq!(history(&env), before, "a dry run changes nothing");
 
-    let done = json(&env, &["forget", "--user", "alice", "--json"]);
+    let done = env.json(&["forget", "--user", "alice", "--json"]);
     assert_eq!(done["dry_run"], false);
     assert_eq!(done["messages"], dry["messages"], "{done}");
     let left = places(&env, GONE);
@@ -313,7 +300,7 @@ fn a_person_forgotten_in_a_group_channel_leaves_tombstones_and_the_others_words(
     );
     assert!(!replay.contains(GONE));
     // Again: nothing left to erase.
-    let again = json(&env, &["forget", "--user", "alice", "--json"]);
+    let again = env.json(&["forget", "--user", "alice", "--json"]);
     assert_eq!(
         (&again["messages"], &again["facts"], &again["sessions"]),
         (&0.into(), &0.into(), &0.into()),

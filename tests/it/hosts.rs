@@ -17,7 +17,7 @@ use std::process::{Child, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Env, files_containing, pg};
+use common::{Env, files_containing, is_side, pg};
 use duduclaw_session::internals::memory::compact::SUMMARY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
 use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
@@ -280,11 +280,6 @@ fn ok(out: &Output, what: &str) {
 // ---------------------------------------------------------------------------
 // the model
 // ---------------------------------------------------------------------------
-
-fn is_side(r: &Recorded) -> bool {
-    let s = r.system_text();
-    s.contains(PIN_SYSTEM) || s.contains(MEMORY_SYSTEM) || s.contains(SUMMARY_SYSTEM)
-}
 
 /// The message the user sent in this request: in a replay, the
 /// `<current_message>` element; else the last line (after any recap and

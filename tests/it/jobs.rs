@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::{Env, assert_ok, stderr, stdout};
+use common::{Env, assert_ok, is_side, stderr, stdout};
 use duduclaw_session::internals::memory::compact::SUMMARY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
 use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
@@ -14,11 +14,6 @@ use standin::{Gate, Recorded, Reply, StandIn};
 
 const PIN: &str = "Migrate the React app from CRA to Vite; keep the tests passing";
 const TASK: &str = "Please migrate our React app from CRA to Vite and keep the tests passing.";
-
-fn is_side(r: &Recorded) -> bool {
-    let s = r.system_text();
-    s.contains(PIN_SYSTEM) || s.contains(MEMORY_SYSTEM) || s.contains(SUMMARY_SYSTEM)
-}
 
 /// Pins for CRA messages, NONE for facts, a summary, echo for main calls.
 fn model(r: &Recorded) -> Reply {
@@ -36,16 +31,6 @@ fn model(r: &Recorded) -> Reply {
     }
     let last = r.last_user_text().lines().last().unwrap_or("").to_string();
     Reply::Text(format!("reply to: {last}"))
-}
-
-fn run(env: &Env, args: &[&str]) -> std::process::Output {
-    env.cmd().args(args).output().unwrap()
-}
-
-fn json(env: &Env, args: &[&str]) -> Value {
-    let out = run(env, args);
-    assert_ok(&out);
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// `--wait-side` (or DUDUCLAW_WAIT_SIDE=1): the side calls finish before
@@ -93,7 +78,7 @@ fn compaction_runs_under_no_extract_and_stops_with_no_compact() {
             .iter()
             .map(|j| j["kind"].as_str().unwrap().to_string())
             .collect();
-        let sessions = json(&env, &["sessions", "list", "--json"]);
+        let sessions = env.json(&["sessions", "list", "--json"]);
         if compacted {
             assert!(kinds.iter().all(|k| k == "summary"), "{kinds:?}");
             assert!(!kinds.is_empty(), "a summary under --no-extract");
@@ -152,39 +137,36 @@ fn jobs_list_retry_and_run() {
         assert_eq!(j["channel"], "c");
         assert!(j["session_id"].is_string() && j["id"].is_i64(), "{j}");
     }
-    let text = stdout(&run(&env, &["jobs", "list"]));
+    let text = stdout(&env.run(&["jobs", "list"]));
     assert_eq!(text.lines().count(), 2, "{text}");
     assert!(text.contains("\tfailed\t3\t"), "{text}");
     assert!(text.contains("side call exploded"), "{text}");
     // Filters: another agent has none; the session has both.
     assert_eq!(
-        json(&env, &["jobs", "list", "--json", "--agent", "b"]),
+        env.json(&["jobs", "list", "--json", "--agent", "b"]),
         serde_json::json!([])
     );
-    let mine = json(
-        &env,
-        &["jobs", "list", "--json", "--agent", "a", "--channel", "c"],
-    );
+    let mine = env.json(&["jobs", "list", "--json", "--agent", "a", "--channel", "c"]);
     assert_eq!(mine.as_array().unwrap().len(), 2);
 
     // Nothing runnable: `jobs run` says so.
-    let out = run(&env, &["jobs", "run"]);
+    let out = env.run(&["jobs", "run"]);
     assert_ok(&out);
     assert_eq!(stderr(&out), "no runnable jobs\n");
     // Retry the facts job; with the side call fixed, `jobs run` does it.
     std::fs::write(env.home.join("side-ok"), "").unwrap();
     let facts = jobs.iter().find(|j| j["kind"] == "memory").unwrap();
     let id = facts["id"].as_i64().unwrap().to_string();
-    let out = run(&env, &["jobs", "retry", &id]);
+    let out = env.run(&["jobs", "retry", &id]);
     assert_ok(&out);
     assert!(stderr(&out).contains("pending again"), "{}", stderr(&out));
-    assert_eq!(code(&run(&env, &["jobs", "retry", "999999"])), Some(13));
-    let out = run(&env, &["jobs", "run"]);
+    assert_eq!(code(&env.run(&["jobs", "retry", "999999"])), Some(13));
+    let out = env.run(&["jobs", "run"]);
     assert_ok(&out);
     assert_eq!(stderr(&out), "ran 1 jobs: 1 done, 0 failed\n");
-    let facts = stdout(&run(&env, &["facts", "list", "--agent", "a"]));
+    let facts = stdout(&env.run(&["facts", "list", "--agent", "a"]));
     assert!(facts.contains("Deploys with Docker Compose"), "{facts}");
-    let done = json(&env, &["jobs", "list", "--json"]);
+    let done = env.json(&["jobs", "list", "--json"]);
     let j = done
         .as_array()
         .unwrap()
@@ -200,11 +182,11 @@ fn jobs_list_retry_and_run() {
         .execute("UPDATE jobs SET updated_at = updated_at - 7200", [])
         .unwrap();
     assert_eq!(
-        json(&env, &["jobs", "list", "--json", "--since", "1h"]),
+        env.json(&["jobs", "list", "--json", "--since", "1h"]),
         serde_json::json!([])
     );
     assert_eq!(
-        json(&env, &["jobs", "list", "--json", "--since", "3h"])
+        env.json(&["jobs", "list", "--json", "--since", "3h"])
             .as_array()
             .unwrap()
             .len(),
@@ -300,46 +282,34 @@ fn an_extracted_pin_keeps_a_change_made_while_it_ran() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    assert_ok(&run(
-        &env,
-        &[
-            "pin",
-            "append",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "use Node 20",
-        ],
-    ));
+    assert_ok(&env.run(&[
+        "pin",
+        "append",
+        "--agent",
+        "a",
+        "--channel",
+        "c",
+        "use Node 20",
+    ]));
     gate.open();
     env.settle();
-    let pin = stdout(&run(
-        &env,
-        &["pin", "show", "--agent", "a", "--channel", "c"],
-    ));
+    let pin = stdout(&env.run(&["pin", "show", "--agent", "a", "--channel", "c"]));
     assert_eq!(pin, format!("{PIN}\n[+] use Node 20\n"));
 
     // A task set by hand meanwhile wins outright.
     let env = Env::real(&s.base_url());
     env.turn_json("a", "c", &[], TASK);
-    assert_ok(&run(
-        &env,
-        &[
-            "pin",
-            "set",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "my own task",
-        ],
-    ));
+    assert_ok(&env.run(&[
+        "pin",
+        "set",
+        "--agent",
+        "a",
+        "--channel",
+        "c",
+        "my own task",
+    ]));
     env.settle();
-    let pin = stdout(&run(
-        &env,
-        &["pin", "show", "--agent", "a", "--channel", "c"],
-    ));
+    let pin = stdout(&env.run(&["pin", "show", "--agent", "a", "--channel", "c"]));
     assert_eq!(pin, "my own task\n");
 }
 
@@ -391,7 +361,7 @@ fn a_fact_said_once_lands_at_the_pause_without_a_later_turn() {
     );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
-        let facts = json(&env, &["facts", "list", "--agent", "a", "--json"]);
+        let facts = env.json(&["facts", "list", "--agent", "a", "--json"]);
         if let Some(f) = facts.as_array().unwrap().first() {
             assert_eq!(f["content"], "Allergic to penicillin");
             assert_eq!(f["standing"], true, "marked standing by the call");
@@ -473,9 +443,9 @@ fn later_turns_move_the_pause_and_a_killed_waiter_loses_nothing() {
     }
     env.assert_no_processes_left();
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0);
-    assert_ok(&run(&env, &["jobs", "run", "--all"]));
+    assert_ok(&env.run(&["jobs", "run", "--all"]));
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
-    let facts = json(&env, &["facts", "list", "--agent", "a", "--json"]);
+    let facts = env.json(&["facts", "list", "--agent", "a", "--json"]);
     assert_eq!(facts.as_array().unwrap().len(), 1, "{facts}");
     assert!(env.jobs().iter().all(|j| j["status"] == "done"));
 }

@@ -44,12 +44,6 @@ fn model(r: &Recorded) -> Reply {
     Reply::Text("ok".into())
 }
 
-fn json(env: &Env, args: &[&str]) -> Value {
-    let out = env.cmd().args(args).output().unwrap();
-    assert_ok(&out);
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 #[test]
 #[cfg_attr(
     not(test_claude),
@@ -65,7 +59,7 @@ fn extracted_keywords_find_the_fact_in_the_other_language() {
         "We ship everything to Cloudflare Workers now, that is our deployment target.",
     );
     env.settle();
-    let facts = json(&env, &["facts", "list", "--agent", "a", "--json"]);
+    let facts = env.json(&["facts", "list", "--agent", "a", "--json"]);
     assert_eq!(facts[0]["content"], FACT);
     assert_eq!(
         facts[0]["keywords"],
@@ -92,17 +86,14 @@ fn extracted_keywords_find_the_fact_in_the_other_language() {
     let ranked = ["--no-extract", "--profile-tokens", "0"];
     let v = env.turn_json("a", "other", &ranked, "部署到哪裡？");
     assert_eq!(v["facts_injected"], serde_json::json!([FACT]));
-    let hits = json(
-        &env,
-        &[
-            "facts",
-            "search",
-            "--agent",
-            "a",
-            "--json",
-            "要上線到哪個平台",
-        ],
-    );
+    let hits = env.json(&[
+        "facts",
+        "search",
+        "--agent",
+        "a",
+        "--json",
+        "要上線到哪個平台",
+    ]);
     assert_eq!(hits[0]["content"], FACT);
     assert!(hits[0]["keywords"].is_array());
 }
@@ -120,23 +111,20 @@ fn keywords_by_hand_and_through_import_and_export() {
         .output()
         .unwrap();
     assert_ok(&out);
-    let facts = json(&env, &["facts", "list", "--agent", "a", "--json"]);
+    let facts = env.json(&["facts", "list", "--agent", "a", "--json"]);
     assert_eq!(
         facts[0]["keywords"],
         serde_json::json!(["currency", "TWD", "which currency"]),
         "deduplicated, a secret dropped"
     );
-    let hits = json(
-        &env,
-        &[
-            "facts",
-            "search",
-            "--agent",
-            "a",
-            "--json",
-            "What currency should the report use?",
-        ],
-    );
+    let hits = env.json(&[
+        "facts",
+        "search",
+        "--agent",
+        "a",
+        "--json",
+        "What currency should the report use?",
+    ]);
     assert_eq!(hits[0]["content"], "報表金額必須以新台幣計價。");
 
     // Export then import into another store: lossless, keywords included.
@@ -209,20 +197,17 @@ fn enrich_writes_keywords_for_facts_that_have_none() {
             .unwrap(),
     );
     // Before: an English question does not find the Chinese fact.
-    let hits = json(
-        &env,
-        &[
-            "facts",
-            "search",
-            "--agent",
-            "a",
-            "--json",
-            "Which currency?",
-        ],
-    );
+    let hits = env.json(&[
+        "facts",
+        "search",
+        "--agent",
+        "a",
+        "--json",
+        "Which currency?",
+    ]);
     assert_eq!(hits, serde_json::json!([]));
 
-    let v = json(&env, &["facts", "enrich", "--agent", "a", "--json"]);
+    let v = env.json(&["facts", "enrich", "--agent", "a", "--json"]);
     assert_eq!(v["facts_enriched"], 26, "{v}");
     assert_eq!(v["facts_left"], 0);
     assert_eq!(v["jobs"]["done"], 2, "26 facts in batches of 20: {v}");
@@ -233,20 +218,17 @@ fn enrich_writes_keywords_for_facts_that_have_none() {
         .filter(|r| r.system_text().contains(ENRICH_SYSTEM))
         .count();
     assert_eq!(enrich_calls, 2);
-    let hits = json(
-        &env,
-        &[
-            "facts",
-            "search",
-            "--agent",
-            "a",
-            "--json",
-            "Which currency?",
-        ],
-    );
+    let hits = env.json(&[
+        "facts",
+        "search",
+        "--agent",
+        "a",
+        "--json",
+        "Which currency?",
+    ]);
     assert_eq!(hits[0]["content"], "報表金額必須以新台幣計價。");
     // Nothing left: a second run calls nothing.
-    let v = json(&env, &["facts", "enrich", "--agent", "a", "--json"]);
+    let v = env.json(&["facts", "enrich", "--agent", "a", "--json"]);
     assert_eq!(
         (v["facts_enriched"].as_u64(), v["jobs"]["done"].as_u64()),
         (Some(0), Some(0))
@@ -258,7 +240,7 @@ fn enrich_writes_keywords_for_facts_that_have_none() {
             .count(),
         2
     );
-    let stats = json(&env, &["stats", "--json"]);
+    let stats = env.json(&["stats", "--json"]);
     assert_eq!(stats["side_calls"]["by_kind"]["enrich"]["calls"], 2);
 
     // Resumable: a job left open (an interrupted run) is finished first.
@@ -288,7 +270,7 @@ fn enrich_writes_keywords_for_facts_that_have_none() {
         [serde_json::json!({"facts": [{"id": id, "content": "One more fact without keywords"}]}).to_string()],
     )
     .unwrap();
-    let v = json(&env, &["facts", "enrich", "--agent", "a", "--json"]);
+    let v = env.json(&["facts", "enrich", "--agent", "a", "--json"]);
     assert_eq!(v["facts_left"], 0, "{v}");
     assert_eq!(v["jobs"]["done"], 1, "the open job, and no new one: {v}");
 }

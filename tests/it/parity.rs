@@ -10,27 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{Env, assert_ok};
-use duduclaw_session::internals::memory::clarify::CONSOLIDATE_SYSTEM;
+use common::{Env, assert_ok, is_side};
 use duduclaw_session::internals::memory::compact::SUMMARY_SYSTEM;
-use duduclaw_session::internals::memory::jobs::{ENRICH_SYSTEM, PIN_SYSTEM};
-use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
+
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
-
-/// A side call: one of the memory's own system prompts.
-fn is_side(r: &Recorded) -> bool {
-    let s = r.system_text();
-    [
-        PIN_SYSTEM,
-        MEMORY_SYSTEM,
-        ENRICH_SYSTEM,
-        CONSOLIDATE_SYSTEM,
-        SUMMARY_SYSTEM,
-    ]
-    .iter()
-    .any(|p| s.contains(p))
-}
 
 /// Summarizes when asked, finds nothing in other side calls, asks a
 /// question when told to, fails the first "FAIL ONCE" message, echoes

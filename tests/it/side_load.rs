@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use common::{Env, assert_ok, stderr, stdout};
+use common::{Env, assert_ok, is_side, stderr, stdout};
 use standin::{Recorded, Reply, StandIn};
 
 /// These tests load the host on purpose (a burst is 36 claude processes
@@ -21,12 +21,6 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 fn alone() -> MutexGuard<'static, ()> {
     // A failed test poisons the lock; the next one still runs alone.
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A side call: our own short system prompt and no tools (Claude Code's
-/// own prompt names itself).
-fn is_side(r: &Recorded) -> bool {
-    !r.system_text().contains("Claude Code")
 }
 
 /// The side-call processes of this test alive now, as (process group,

@@ -3,16 +3,11 @@
 
 use crate::common;
 
-use common::{Env, assert_ok, stdout};
+use common::{Env, assert_ok, is_side, stdout};
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
 use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
-
-fn is_side(r: &Recorded) -> bool {
-    let s = r.system_text();
-    s.contains(PIN_SYSTEM) || s.contains(MEMORY_SYSTEM)
-}
 
 fn model(r: &Recorded) -> Reply {
     let sys = r.system_text();

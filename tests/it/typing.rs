@@ -32,10 +32,6 @@ fn received(env: &Env) -> Vec<String> {
     out
 }
 
-fn run(env: &Env, args: &[&str]) -> Output {
-    env.cmd().args(args).output().unwrap()
-}
-
 fn code(out: &Output) -> Option<i32> {
     out.status.code()
 }
@@ -136,8 +132,8 @@ fn the_readme_function_sends_its_words_as_one_message() {
 #[test]
 fn double_dash_ends_options() {
     let env = recording();
-    assert_ok(&run(&env, &turn_args(&["--", "-x marks the spot"])));
-    assert_ok(&run(&env, &turn_args(&["--", "--help"])));
+    assert_ok(&env.run(&turn_args(&["--", "-x marks the spot"])));
+    assert_ok(&env.run(&turn_args(&["--", "--help"])));
     assert_eq!(received(&env), ["-x marks the spot", "--help"]);
 }
 
@@ -145,7 +141,7 @@ fn double_dash_ends_options() {
 fn a_dash_message_outside_double_dash_is_a_usage_error_never_help() {
     let env = recording();
     for m in ["-hello", "-x marks the spot", "-vhello"] {
-        let out = run(&env, &turn_args(&[m]));
+        let out = env.run(&turn_args(&[m]));
         assert_eq!(code(&out), Some(2), "{m}: {}", stderr(&out));
         let err = stderr(&out);
         assert!(err.contains("after '--'") && err.contains("stdin"), "{err}");
@@ -158,7 +154,7 @@ fn a_dash_message_outside_double_dash_is_a_usage_error_never_help() {
 #[test]
 fn dash_vv_is_the_verbose_option_as_the_help_says() {
     let env = recording();
-    let help = stdout(&run(&env, &["turn", "--help"]));
+    let help = stdout(&env.run(&["turn", "--help"]));
     assert!(help.contains("-v and -vv are the verbose option"), "{help}");
     // `turn -vv` with the message on stdin: verbose logs, the message sent.
     let out = env
@@ -178,10 +174,13 @@ fn claude_arg_passes_values_to_claude_not_the_message() {
         "printf '%s\\n' \"$@\" > \"$HOME/argv\"\n{}",
         common::fake_success("ok")
     ));
-    let out = run(
-        &env,
-        &turn_args(&["--claude-arg", "--add-dir", "--claude-arg=/src", "--", "-m"]),
-    );
+    let out = env.run(&turn_args(&[
+        "--claude-arg",
+        "--add-dir",
+        "--claude-arg=/src",
+        "--",
+        "-m",
+    ]));
     assert_ok(&out);
     let argv = std::fs::read_to_string(env.home.join("argv")).unwrap();
     assert!(argv.ends_with("--add-dir\n/src\n"), "{argv}");
@@ -199,14 +198,14 @@ fn a_message_typed_without_claude_is_kept_and_sent_again() {
     let mut env = recording();
     let real = env.claude.clone();
     env.claude = env.dir.path().join("nowhere/claude");
-    let out = run(&env, &turn_args(&["the message I typed"]));
+    let out = env.run(&turn_args(&["the message I typed"]));
     assert_eq!(code(&out), Some(5), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
         err.contains("ANTHROPIC_API_KEY") && err.contains("claude"),
         "{err}"
     );
-    let history = stdout(&run(&env, &["history", "--agent", "a", "--channel", "c"]));
+    let history = stdout(&env.run(&["history", "--agent", "a", "--channel", "c"]));
     assert!(
         history.contains("## turn 1 · user (failed: could not find claude"),
         "{history}"
@@ -215,30 +214,24 @@ fn a_message_typed_without_claude_is_kept_and_sent_again() {
 
     // Nothing to resend on a session whose last message was answered...
     env.claude = real;
-    let out = run(
-        &env,
-        &["turn", "--again", "--agent", "a", "--channel", "other"],
-    );
+    let out = env.run(&["turn", "--again", "--agent", "a", "--channel", "other"]);
     assert_eq!(code(&out), Some(3), "{}", stderr(&out));
     // ...but here the failed one goes out as a normal turn, recorded once.
-    let out = run(&env, &turn_args(&["--again", "--json"]));
+    let out = env.run(&turn_args(&["--again", "--json"]));
     assert_ok(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["reply"], "ok");
     assert_eq!(received(&env), ["the message I typed"]);
     let turns: serde_json::Value = serde_json::from_slice(
-        &run(
-            &env,
-            &["history", "--agent", "a", "--channel", "c", "--json"],
-        )
-        .stdout,
+        &env.run(&["history", "--agent", "a", "--channel", "c", "--json"])
+            .stdout,
     )
     .unwrap();
     let turns = turns.as_array().unwrap();
     assert_eq!(turns.len(), 2, "{turns:?}");
     assert_eq!(turns[0]["status"], "answered");
     assert!(turns[0].get("error").is_none());
-    let out = run(&env, &turn_args(&["--again"]));
+    let out = env.run(&turn_args(&["--again"]));
     assert_eq!(code(&out), Some(3), "the last message was answered");
     assert!(stderr(&out).contains("nothing to send again"));
 }
@@ -252,14 +245,14 @@ fn doctor_understands_the_api_path() {
         .without_claude()
         .env("ANTHROPIC_API_KEY", "sk-test")
         .env("ANTHROPIC_BASE_URL", &s.base_url());
-    let out = run(&env, &["doctor"]);
+    let out = env.run(&["doctor"]);
     assert_ok(&out);
     let text = stdout(&out);
     assert!(text.contains("claude: not found"), "{text}");
     assert!(text.contains("key accepted"), "{text}");
     assert!(text.contains("turns go to the Messages API"), "{text}");
     let v: serde_json::Value =
-        serde_json::from_slice(&run(&env, &["doctor", "--json"]).stdout).unwrap();
+        serde_json::from_slice(&env.run(&["doctor", "--json"]).stdout).unwrap();
     assert_eq!(v["turns_via"], "api");
     assert_eq!(v["problems"], serde_json::json!([]));
 
@@ -270,7 +263,7 @@ fn doctor_understands_the_api_path() {
         .without_claude()
         .env("ANTHROPIC_API_KEY", "sk-bad")
         .env("ANTHROPIC_BASE_URL", &s.base_url());
-    let out = run(&env, &["doctor"]);
+    let out = env.run(&["doctor"]);
     assert_eq!(code(&out), Some(8), "{}", stdout(&out));
     assert!(
         stdout(&out).contains("rejected the key"),
@@ -283,16 +276,16 @@ fn doctor_understands_the_api_path() {
 #[test]
 fn one_rule_for_summaries_and_errors() {
     let env = recording();
-    assert_ok(&run(&env, &turn_args(&["hello"])));
-    let id = stdout(&run(&env, &["id", "--agent", "a", "--channel", "c"]));
-    let out = run(&env, &["sessions", "prune", "--older-than", "1000d"]);
+    assert_ok(&env.run(&turn_args(&["hello"])));
+    let id = stdout(&env.run(&["id", "--agent", "a", "--channel", "c"]));
+    let out = env.run(&["sessions", "prune", "--older-than", "1000d"]);
     assert_ok(&out);
     assert_eq!(stderr(&out), "deleted 0 sessions\n");
-    let out = run(&env, &["sessions", "rm", id.trim()]);
+    let out = env.run(&["sessions", "rm", id.trim()]);
     let said = stderr(&out);
     assert!(said.starts_with("deleted 1 sessions\nerased: "), "{said}");
     assert!(!said.contains("duduclaw-session:"), "{said}");
-    let out = run(&env, &["sessions", "rm", id.trim()]);
+    let out = env.run(&["sessions", "rm", id.trim()]);
     assert_eq!(code(&out), Some(13));
     assert!(
         stderr(&out).starts_with("duduclaw-session: no session"),
@@ -324,14 +317,14 @@ fn rough_edges_have_clear_messages() {
     assert_eq!(code(&out), Some(4), "{}", stderr(&out));
     assert!(stderr(&out).contains("is a folder"), "{}", stderr(&out));
     // A duration that is not one, with an example.
-    let out = run(&env, &["sessions", "prune", "--older-than", "banana"]);
+    let out = env.run(&["sessions", "prune", "--older-than", "banana"]);
     assert_eq!(code(&out), Some(2));
     assert!(stderr(&out).contains("e.g. 30d"), "{}", stderr(&out));
     // A missing agent names its variable.
-    let out = run(&env, &["facts", "list"]);
+    let out = env.run(&["facts", "list"]);
     assert_eq!(code(&out), Some(2));
     assert!(stderr(&out).contains("DUDUCLAW_AGENT"), "{}", stderr(&out));
-    let out = run(&env, &["turn", "--agent", "a", "hi"]);
+    let out = env.run(&["turn", "--agent", "a", "hi"]);
     assert_eq!(code(&out), Some(2));
     assert!(
         stderr(&out).contains("DUDUCLAW_CHANNEL"),
@@ -351,7 +344,7 @@ fn rough_edges_have_clear_messages() {
         err.contains("nothing was imported") && err.contains("line 2"),
         "{err}"
     );
-    let listed = stdout(&run(&env, &["facts", "list", "--agent", "a"]));
+    let listed = stdout(&env.run(&["facts", "list", "--agent", "a"]));
     assert_eq!(listed, "", "nothing was imported");
     // Absurd numbers are usage errors, never a panic.
     for (flag, value) in [
@@ -360,7 +353,7 @@ fn rough_edges_have_clear_messages() {
         ("--side-timeout", "99999999999"),
         ("--compact-at", "18446744073709551615"),
     ] {
-        let out = run(&env, &turn_args(&[flag, value, "hi"]));
+        let out = env.run(&turn_args(&[flag, value, "hi"]));
         assert_eq!(code(&out), Some(2), "{flag} {value}: {}", stderr(&out));
     }
     // An unknown session: the same code everywhere.
@@ -370,7 +363,7 @@ fn rough_edges_have_clear_messages() {
         &["sessions", "show", "00000000-0000-0000-0000-000000000000"],
         &["sessions", "rm", "00000000-0000-0000-0000-000000000000"],
     ] {
-        assert_eq!(code(&run(&env, args)), Some(13), "{args:?}");
+        assert_eq!(code(&env.run(args)), Some(13), "{args:?}");
     }
     let _ = A;
 }

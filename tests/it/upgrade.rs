@@ -260,10 +260,6 @@ fn read_commands(task_id: &str) -> Vec<Vec<String>> {
     ]
 }
 
-fn run(env: &Env, args: &[String]) -> Output {
-    env.cmd().args(args).output().unwrap()
-}
-
 /// The output says nothing of the engines' own errors.
 fn assert_no_sql_error(out: &Output, args: &[String]) {
     let err = stderr(out);
@@ -274,7 +270,7 @@ fn assert_no_sql_error(out: &Output, args: &[String]) {
 
 /// A command that worked, with nothing of an engine's error text.
 fn ok(env: &Env, args: &[String]) -> String {
-    let out = run(env, args);
+    let out = env.run(args);
     assert!(
         out.status.success(),
         "{args:?}: exit {:?}\n{}",
@@ -285,7 +281,7 @@ fn ok(env: &Env, args: &[String]) -> String {
     stdout(&out)
 }
 
-fn json(env: &Env, args: &[String]) -> Value {
+fn ok_json(env: &Env, args: &[String]) -> Value {
     let out = ok(env, args);
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?} printed no JSON ({e}): {out}"))
 }
@@ -384,7 +380,7 @@ fn opens_and_loses_nothing(
     let task = stored.session("deploy");
 
     // doctor first: the schema and the migration due, nothing changed.
-    let report = json(env, &with(&[], &["doctor", "--json"]));
+    let report = ok_json(env, &with(&[], &["doctor", "--json"]));
     let store = &report["store"];
     assert_eq!(store["schema_version"], stored.version, "{report}");
     assert_eq!(store["migration_due"], behind, "{report}");
@@ -416,7 +412,7 @@ fn opens_and_loses_nothing(
     assert_eq!(shown.trim_end(), stored.pin("chat"));
 
     // Its history: pins from before the clarify gate are `earlier`.
-    let revs = json(env, &with(&TASK, &["pin", "history", "--json"]));
+    let revs = ok_json(env, &with(&TASK, &["pin", "history", "--json"]));
     let revs = revs.as_array().unwrap();
     assert_eq!(revs.last().unwrap()["pin"], stored.pin("deploy"));
     let sources: Vec<&str> = revs.iter().map(|r| r["source"].as_str().unwrap()).collect();
@@ -435,7 +431,7 @@ fn opens_and_loses_nothing(
     } else {
         assert_eq!(sources, ["extracted", "clarified"]);
     }
-    let revs = json(env, &with(&ALICE, &["pin", "history", "--json"]));
+    let revs = ok_json(env, &with(&ALICE, &["pin", "history", "--json"]));
     let first = if stored.version < PIN_REVISIONS {
         "earlier"
     } else {
@@ -444,12 +440,12 @@ fn opens_and_loses_nothing(
     assert_eq!(revs[0]["source"], first, "{revs}");
 
     // Facts: the agent's, alice's, found by search, exported whole.
-    let listed = json(
+    let listed = ok_json(
         env,
         &with(&[], &["facts", "list", "--json", "--agent", "ops"]),
     );
     assert_eq!(texts(&listed, "content"), stored.facts_of(&[""]));
-    let listed = json(
+    let listed = ok_json(
         env,
         &with(
             &[],
@@ -459,7 +455,7 @@ fn opens_and_loses_nothing(
         ),
     );
     assert_eq!(texts(&listed, "content"), stored.facts_of(&["", "alice"]));
-    let found = json(
+    let found = ok_json(
         env,
         &with(
             &[],
@@ -487,7 +483,7 @@ fn opens_and_loses_nothing(
 
     // The conversations, turn by turn.
     for (address, channel) in [(&TASK[..], "deploy"), (&ALICE[..], "chat")] {
-        let turns = json(env, &with(address, &["history", "--json"]));
+        let turns = ok_json(env, &with(address, &["history", "--json"]));
         let turns: Vec<(String, String)> = turns
             .as_array()
             .unwrap()
@@ -501,18 +497,18 @@ fn opens_and_loses_nothing(
             .collect();
         assert_eq!(turns, stored.session(channel).turns);
     }
-    let listed = json(env, &with(&[], &["sessions", "list", "--json"]));
+    let listed = ok_json(env, &with(&[], &["sessions", "list", "--json"]));
     let mut ids = texts(&listed, "id");
     let mut want: Vec<String> = stored.sessions.iter().map(|s| s.id.clone()).collect();
     want.sort();
     ids.sort();
     assert_eq!(ids, want);
-    let shown = json(env, &with(&[], &["sessions", "show", "--json", &task.id]));
+    let shown = ok_json(env, &with(&[], &["sessions", "show", "--json", &task.id]));
     assert_eq!(shown["pin"], stored.pin("deploy"));
     assert_eq!(shown["turns"], task.turns.len());
 
     // Jobs, usage and events, as far as the release kept them.
-    let jobs = json(
+    let jobs = ok_json(
         env,
         &with(
             &[],
@@ -523,7 +519,7 @@ fn opens_and_loses_nothing(
     let jobs = jobs.as_array().unwrap();
     assert_eq!(jobs.len(), stored.jobs, "{jobs:?}");
     assert!(jobs.iter().all(|j| j["status"] == "done"), "{jobs:?}");
-    let stats = json(env, &with(&[], &["stats", "--json", "--all"]));
+    let stats = ok_json(env, &with(&[], &["stats", "--json", "--all"]));
     assert_eq!(stats["main"]["calls"], stored.replies(), "{stats}");
     let events = ok(
         env,
@@ -534,7 +530,7 @@ fn opens_and_loses_nothing(
     assert_eq!(events.len(), stored.events, "{events:?}");
 
     // doctor again: current now, the old pins still counted.
-    let report = json(env, &with(&[], &["doctor", "--json"]));
+    let report = ok_json(env, &with(&[], &["doctor", "--json"]));
     assert_eq!(
         report["store"]["schema_version"], SCHEMA_VERSION,
         "{report}"
@@ -568,7 +564,7 @@ fn opens_and_loses_nothing(
     for text in &sent {
         assert!(text.contains(&recap), "no recap of the old pin in: {text}");
     }
-    let turns = json(env, &with(&TASK, &["history", "--json"]));
+    let turns = ok_json(env, &with(&TASK, &["history", "--json"]));
     assert_eq!(turns.as_array().unwrap().len(), task.turns.len() + 2);
 }
 
@@ -754,7 +750,7 @@ fn server_release(release: &str) {
     let mut as_reader = Env::real(&standin.base_url());
     as_reader.server = Some(reader.url.clone());
     for args in read_commands(&stored.session("deploy").id) {
-        let out = run(&as_reader, &args);
+        let out = as_reader.run(&args);
         read_where_it_cannot_be_written(&out, stored.version, &args);
         assert!(
             !stderr(&out).contains("reader-pw"),
@@ -777,7 +773,7 @@ fn newer_is_refused(env: &Env) {
     commands.push(with(&TASK, &["pin", "set", "a new task"]));
     commands.push(with(&[], &["facts", "add", "--agent", "ops", "a new fact"]));
     for args in commands {
-        let out = run(env, &args);
+        let out = env.run(&args);
         assert_eq!(out.status.code(), Some(4), "{args:?}: {}", stderr(&out));
         let said = if args[0] == "doctor" {
             stdout(&out)
@@ -924,7 +920,7 @@ fn an_empty_file_is_initialised_by_every_command_that_reads() {
         "{}",
         stderr(&out)
     );
-    let out = run(&env, &with(&[], &["store", "migrate"]));
+    let out = env.run(&with(&[], &["store", "migrate"]));
     common::assert_ok(&out);
     assert_eq!(
         stderr(&out).trim_end(),
@@ -933,7 +929,7 @@ fn an_empty_file_is_initialised_by_every_command_that_reads() {
     std::fs::write(&env.db, b"").unwrap();
     let out = env.turn("ops", "deploy", &[], "hello on an empty file");
     common::assert_ok(&out);
-    let turns = json(&env, &with(&TASK, &["history", "--json"]));
+    let turns = ok_json(&env, &with(&TASK, &["history", "--json"]));
     assert_eq!(turns.as_array().unwrap().len(), 2);
 }
 
@@ -956,7 +952,7 @@ fn another_programs_database_is_refused_untouched() {
         with(&[], &["sessions", "list"]),
         with(&[], &["store", "migrate"]),
     ] {
-        let out = run(&env, &args);
+        let out = env.run(&args);
         assert_eq!(out.status.code(), Some(4), "{args:?}: {}", stderr(&out));
         assert_eq!(
             stderr(&out).trim_end().lines().count(),
@@ -980,7 +976,7 @@ fn another_programs_database_is_refused_untouched() {
 fn store_migrate_says_what_it_did() {
     let standin = standin();
     let (env, _) = file_env("0.1", &standin);
-    let out = run(&env, &with(&[], &["store", "migrate"]));
+    let out = env.run(&with(&[], &["store", "migrate"]));
     common::assert_ok(&out);
     assert_eq!(
         stderr(&out).trim_end(),
@@ -990,7 +986,7 @@ fn store_migrate_says_what_it_did() {
         )
     );
     assert_eq!(sqlite_version(&env.db), SCHEMA_VERSION);
-    let out = run(&env, &with(&[], &["store", "migrate"]));
+    let out = env.run(&with(&[], &["store", "migrate"]));
     common::assert_ok(&out);
     assert_eq!(
         stderr(&out).trim_end(),
@@ -1000,7 +996,7 @@ fn store_migrate_says_what_it_did() {
         )
     );
     std::fs::remove_file(&env.db).unwrap();
-    let out = run(&env, &with(&[], &["store", "migrate"]));
+    let out = env.run(&with(&[], &["store", "migrate"]));
     common::assert_ok(&out);
     assert!(
         stderr(&out).contains("nothing to migrate"),

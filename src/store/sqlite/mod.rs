@@ -522,7 +522,10 @@ impl SqliteStore {
 
     /// Run `f` in one IMMEDIATE transaction: taking the write lock up front
     /// avoids the deadlock-prone upgrade from a read to a write transaction.
-    fn write<T>(&mut self, f: impl FnOnce(&rusqlite::Transaction) -> Result<T>) -> Result<T> {
+    fn in_transaction<T>(
+        &mut self,
+        f: impl FnOnce(&rusqlite::Transaction) -> Result<T>,
+    ) -> Result<T> {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -598,7 +601,7 @@ impl Engine for SqliteStore {
     }
 
     fn transaction(&mut self, f: &mut dyn FnMut(&dyn Db) -> Result<()>) -> Result<()> {
-        self.write(|tx| f(&**tx))
+        self.in_transaction(|tx| f(&**tx))
     }
 }
 
@@ -613,7 +616,7 @@ impl Pins for SqliteStore {}
 
 impl Facts for SqliteStore {
     fn add_facts(&mut self, new: &[NewFact]) -> Result<Vec<Option<i64>>> {
-        self.write(|tx| facts::add(tx, new))
+        self.in_transaction(|tx| facts::add(tx, new))
     }
 
     fn count_fact_matches(&self, query: &FactQuery, cap: i64) -> Result<i64> {
@@ -635,7 +638,7 @@ impl Facts for SqliteStore {
 
     fn bump_facts(&mut self, ids: &[i64]) -> Result<()> {
         let t = super::now();
-        self.write(|tx| {
+        self.in_transaction(|tx| {
             let mut stmt = tx.prepare_cached(
                 "UPDATE facts SET access_count = access_count + 1, last_used_at = ?2 WHERE id = ?1",
             )?;
@@ -647,17 +650,17 @@ impl Facts for SqliteStore {
     }
 
     fn set_fact_keywords(&mut self, id: i64, keywords: &[String]) -> Result<bool> {
-        self.write(|tx| facts::set_keywords(tx, id, keywords))
+        self.in_transaction(|tx| facts::set_keywords(tx, id, keywords))
     }
 
     fn forget_facts(&mut self, agent: &str, ids: &[i64]) -> Result<usize> {
-        self.write(|tx| facts::forget(tx, agent, ids))
+        self.in_transaction(|tx| facts::forget(tx, agent, ids))
     }
 }
 
 impl Jobs for SqliteStore {
     fn claim_jobs(&mut self, select: JobSelect, lease_secs: i64, limit: usize) -> Result<Vec<Job>> {
-        self.write(|tx| super::jobs::claim(&**tx, &jobs::CLAIM, select, lease_secs, limit))
+        self.in_transaction(|tx| super::jobs::claim(&**tx, &jobs::CLAIM, select, lease_secs, limit))
     }
 }
 
@@ -692,7 +695,7 @@ impl Erase for SqliteStore {
     }
 
     fn erase_rows(&mut self, e: &Erasure) -> Result<()> {
-        self.write(|tx| {
+        self.in_transaction(|tx| {
             let mut turn =
                 tx.prepare_cached("UPDATE turns SET content = ?2, error = NULL WHERE id = ?1")?;
             for id in e.turns {

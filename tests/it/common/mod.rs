@@ -280,6 +280,41 @@ impl Env {
         c
     }
 
+    /// The binary with `args`, bounded: a command that runs past a minute
+    /// is stuck, and fails the test instead of hanging it.
+    pub(crate) fn run<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Output {
+        self.cmd().args(args).timeout(STUCK).output().unwrap()
+    }
+
+    /// [`Env::run`] with `input` on stdin.
+    pub(crate) fn run_stdin(&self, args: &[&str], input: &str) -> Output {
+        let mut c = self.cmd();
+        c.args(args).write_stdin(input.as_bytes().to_vec());
+        c.timeout(STUCK).output().unwrap()
+    }
+
+    /// [`Env::run`], asserting success; its stdout.
+    pub(crate) fn run_ok<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(&self, args: &[S]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: exit {:?}\nstdout: {}\nstderr: {}",
+            out.status.code(),
+            stdout(&out),
+            stderr(&out)
+        );
+        stdout(&out)
+    }
+
+    /// [`Env::run_ok`], parsed as one JSON document.
+    pub(crate) fn json<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(
+        &self,
+        args: &[S],
+    ) -> serde_json::Value {
+        let text = self.run_ok(args);
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"))
+    }
+
     /// `turn --agent A --channel C [extra] MESSAGE`, with a bounded timeout.
     pub(crate) fn turn(&self, agent: &str, channel: &str, extra: &[&str], message: &str) -> Output {
         let mut c = self.cmd();
@@ -675,6 +710,29 @@ pub(crate) fn memory_answer(
 
 /// What the user's CLAUDE.md of [`Env::with_user_setup`] says.
 pub(crate) const USER_CLAUDE_MD: &str = "USER-CLAUDE-MD-MARKER";
+
+/// How long a command may run before a test calls it stuck.
+pub(crate) const STUCK: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether a request the stand-in recorded is one of our side calls (a
+/// pin, memory, facts, summary, enrich, clarify or consolidate call), told
+/// by its system prompt: on both paths, where the shape of the request
+/// (no tools, not Claude Code's prompt) also fits a direct API turn.
+pub(crate) fn is_side(r: &standin::Recorded) -> bool {
+    use duduclaw_session::internals::memory::{clarify, compact, jobs, review};
+    let s = r.system_text();
+    [
+        jobs::PIN_SYSTEM,
+        jobs::FACTS_SYSTEM,
+        jobs::ENRICH_SYSTEM,
+        review::MEMORY_SYSTEM,
+        compact::SUMMARY_SYSTEM,
+        clarify::CLARIFY_SYSTEM,
+        clarify::CONSOLIDATE_SYSTEM,
+    ]
+    .iter()
+    .any(|p| s.contains(p))
+}
 
 pub(crate) fn assert_ok(out: &Output) {
     assert!(
