@@ -279,7 +279,7 @@ fn table(out: &mut impl Write, s: &Stats) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{CallPath, Usage};
+    use crate::store::{CallPath, JobKind, Usage};
 
     fn call(
         kind: CallKind,
@@ -318,14 +318,14 @@ mod tests {
             ),
             call(CallKind::Main, CallPath::Api, u(0, 0, 1000, 50), None, 20),
             call(
-                CallKind::Pin,
+                CallKind::Side(JobKind::Pin),
                 CallPath::Cli,
                 u(100, 0, 0, 10),
                 Some(0.05),
                 0,
             ),
             call(
-                CallKind::Facts,
+                CallKind::Side(JobKind::Facts),
                 CallPath::Cli,
                 u(100, 0, 0, 10),
                 Some(0.05),
@@ -369,7 +369,7 @@ mod tests {
         rewritten.cache = Some(CacheUse::Rewritten);
         let mut kept = call(CallKind::Main, CallPath::Cli, usage, Some(3.75), 0);
         kept.cache = Some(CacheUse::Kept);
-        let side = call(CallKind::Memory, CallPath::Cli, usage, Some(0.25), 0);
+        let side = call(CallKind::Side(JobKind::Memory), CallPath::Cli, usage, Some(0.25), 0);
         let s = Stats::of(&[rewritten, kept, side]);
         let b = &s.memory_bill;
         assert_eq!(b.rewritten_turns, 1);

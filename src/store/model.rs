@@ -177,32 +177,52 @@ text_enum! {
     }
 }
 
-text_enum! {
-    /// What a recorded model call was for.
-    CallKind {
-        /// The turn's own call.
-        Main = "main",
-        Pin = "pin",
-        Facts = "facts",
-        Summary = "summary",
-        Enrich = "enrich",
-        Clarify = "clarify",
-        Consolidate = "consolidate",
-        Memory = "memory",
+/// What a recorded model call was for: the turn's own call, or a side-call
+/// job's. One kind per job kind by construction, so a new job kind needs no
+/// second list; stored as the job kind's text, or `main`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CallKind {
+    /// The turn's own call.
+    Main,
+    /// A side-call job's call.
+    Side(JobKind),
+}
+
+impl CallKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallKind::Main => "main",
+            CallKind::Side(kind) => kind.as_str(),
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CallKind> {
+        match s {
+            "main" => Some(CallKind::Main),
+            _ => JobKind::parse(s).map(CallKind::Side),
+        }
     }
 }
 
 impl From<JobKind> for CallKind {
-    fn from(k: JobKind) -> CallKind {
-        match k {
-            JobKind::Pin => CallKind::Pin,
-            JobKind::Facts => CallKind::Facts,
-            JobKind::Summary => CallKind::Summary,
-            JobKind::Enrich => CallKind::Enrich,
-            JobKind::Clarify => CallKind::Clarify,
-            JobKind::Consolidate => CallKind::Consolidate,
-            JobKind::Memory => CallKind::Memory,
-        }
+    fn from(kind: JobKind) -> CallKind {
+        CallKind::Side(kind)
+    }
+}
+
+impl std::fmt::Display for CallKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl crate::store::TextEnum for CallKind {
+    fn as_str(self) -> &'static str {
+        CallKind::as_str(self)
+    }
+
+    fn parse(s: &str) -> Option<CallKind> {
+        CallKind::parse(s)
     }
 }
 

@@ -749,8 +749,8 @@ pub(crate) fn calls_are_recorded(open: Open) {
     };
     for (kind, path, session) in [
         (CallKind::Main, CallPath::Cli, Some("sid")),
-        (CallKind::Facts, CallPath::Api, Some("sid")),
-        (CallKind::Enrich, CallPath::Api, None),
+        (CallKind::Side(JobKind::Facts), CallPath::Api, Some("sid")),
+        (CallKind::Side(JobKind::Enrich), CallPath::Api, None),
     ] {
         s.record_call(&CallRecord {
             session_id: session,
@@ -773,7 +773,7 @@ pub(crate) fn calls_are_recorded(open: Open) {
     assert_eq!(all[0].cache, Some(crate::store::CacheUse::Rewritten));
     assert_eq!(all[1].cache, None);
     assert_eq!(all[1].path, CallPath::Api);
-    assert_eq!(all[2].kind, CallKind::Enrich);
+    assert_eq!(all[2].kind, CallKind::Side(JobKind::Enrich));
     let of_session = s
         .calls(&CallFilter {
             session_id: Some("sid"),
