@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use duduclaw_session::internals::memory::clarify::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM};
+use duduclaw_session::internals::memory::jobs::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM};
 use duduclaw_session::internals::memory::jobs::{FACTS_SYSTEM, PIN_SYSTEM};
 use duduclaw_session::internals::text::estimate_tokens;
 use standin::{PromptCache, Recorded, Reply, StandIn, common_prefix_len};

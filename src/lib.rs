@@ -124,16 +124,19 @@ pub mod internals {
     }
     pub mod memory {
         pub mod clarify {
-            pub use crate::memory::clarify::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM, gate, question};
+            pub use crate::memory::clarify::{gate, question};
         }
         pub mod compact {
-            pub use crate::memory::compact::{DEFAULT_THRESHOLD, SUMMARY_SYSTEM};
+            pub use crate::memory::compact::DEFAULT_THRESHOLD;
         }
         pub mod facts {
             pub use crate::memory::facts::looks_like_secret;
         }
         pub mod jobs {
-            pub use crate::memory::jobs::{ENRICH_SYSTEM, FACTS_SYSTEM, PIN_SYSTEM};
+            pub use crate::memory::jobs::{
+                CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM, ENRICH_SYSTEM, FACTS_SYSTEM, MEMORY_SYSTEM,
+                PIN_SYSTEM, SUMMARY_SYSTEM,
+            };
         }
         pub mod pin {
             pub use crate::memory::pin::CLARIFIED_MAX;
@@ -145,9 +148,6 @@ pub mod internals {
             pub use crate::memory::recall::{
                 KEYWORD_WEIGHT, for_turn, search, search_weighted, within_budget,
             };
-        }
-        pub mod review {
-            pub use crate::memory::review::MEMORY_SYSTEM;
         }
     }
     pub mod session {

@@ -5,10 +5,10 @@
 //! facts, and a prompt reworded or merged by a later build is still
 //! answered sensibly.
 
-use duduclaw_session::internals::memory::clarify::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM};
-use duduclaw_session::internals::memory::compact::SUMMARY_SYSTEM;
+use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
+use duduclaw_session::internals::memory::jobs::SUMMARY_SYSTEM;
+use duduclaw_session::internals::memory::jobs::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM};
 use duduclaw_session::internals::memory::jobs::{ENRICH_SYSTEM, FACTS_SYSTEM, PIN_SYSTEM};
-use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
 use serde_json::json;
 use standin::{Recorded, Usage};
 

@@ -369,7 +369,13 @@ mod tests {
         rewritten.cache = Some(CacheUse::Rewritten);
         let mut kept = call(CallKind::Main, CallPath::Cli, usage, Some(3.75), 0);
         kept.cache = Some(CacheUse::Kept);
-        let side = call(CallKind::Side(JobKind::Memory), CallPath::Cli, usage, Some(0.25), 0);
+        let side = call(
+            CallKind::Side(JobKind::Memory),
+            CallPath::Cli,
+            usage,
+            Some(0.25),
+            0,
+        );
         let s = Stats::of(&[rewritten, kept, side]);
         let b = &s.memory_bill;
         assert_eq!(b.rewritten_turns, 1);

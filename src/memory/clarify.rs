@@ -7,22 +7,10 @@
 //! reply's last sentence asks something, and the message reads as an answer
 //! (not a question of its own, not a paste, not a bare "thanks"). A pin
 //! that an append would take past its cap is consolidated by another side
-//! call, never truncated.
+//! call, never truncated. The calls themselves, their prompts and what
+//! their answers do, are [`jobs`](crate::memory::jobs)' `clarify` kind.
 
-use anyhow::{Result, anyhow};
-
-use crate::memory::{facts, pin};
 use crate::text;
-
-// Short on purpose: with Claude Code's envelope a clarify call costs about
-// two thirds of a facts call, and one can follow every answered question.
-pub const CLARIFY_SYSTEM: &str = "Decide whether the user's answer to the assistant's question clarifies the pinned \
-task from now on (a constraint, choice, preference or scope). If so, reply with one line (at most 100 characters, the \
-user's language) stating it as a constraint on the task, e.g.: keep service worker behaviour identical. Else reply NONE.";
-
-pub const CONSOLIDATE_SYSTEM: &str = "Rewrite this pinned task and its clarifications (the [+] lines) into one pinned task \
-of at most 450 characters, in the user's language: keep the goal and every constraint that still holds; when a later line \
-contradicts an earlier one, keep the later. Short plain lines, no preamble, no [+] marks.";
 
 /// The question sent to the side call: the reply's last characters.
 pub(crate) const QUESTION_MAX: usize = 300;
@@ -30,8 +18,6 @@ pub(crate) const QUESTION_MAX: usize = 300;
 /// CJK characters) is sent without the sentence before it: it stands on
 /// its own, and every clarify call pays for what it sends.
 const QUESTION_ALONE_TOKENS: usize = 10;
-/// A condensed clarification is at most this long.
-pub(crate) const LINE_MAX: usize = 100;
 /// A message longer than this (in estimated tokens, about 400 Latin or 150
 /// CJK characters) is a paste, not an answer.
 pub(crate) const ANSWER_MAX_TOKENS: usize = 100;
@@ -419,104 +405,6 @@ pub fn gate(previous_reply: &str, message: &str) -> Option<String> {
     question(previous_reply).filter(|_| reads_as_answer(message))
 }
 
-/// The clarify call's input: the pinned task (its task lines: the call
-/// judges the answer against the goal, and consolidation reconciles the
-/// `[+]` lines later), the question, the answer.
-pub(crate) fn clarify_input(pin: Option<&str>, question: &str, answer: &str) -> String {
-    let task = pin.map(pin::task).filter(|t| !t.is_empty());
-    format!(
-        "<pinned_task>\n{}\n</pinned_task>\n<assistant_asked>\n{}\n</assistant_asked>\n<user_answered>\n{}\n</user_answered>",
-        text::escape_xml(task.as_deref().unwrap_or("(no task pinned yet)")),
-        text::escape_xml(question),
-        text::escape_xml(answer)
-    )
-}
-
-/// The consolidation call's input: the pin with the lines that did not fit
-/// (one per line of `add`).
-pub(crate) fn consolidate_input(pin: Option<&str>, add: &str) -> String {
-    let mut full = pin.unwrap_or("").trim().to_string();
-    for line in add.lines().filter(|l| !l.trim().is_empty()) {
-        if !full.is_empty() {
-            full.push('\n');
-        }
-        full.push_str(&pin::clarification_line(line));
-    }
-    format!("<pinned_task>\n{}\n</pinned_task>", text::escape_xml(&full))
-}
-
-/// Strip what models wrap a one-line answer in: quotes, a list dash, a
-/// `[+]` mark, a label.
-fn unwrap_line(line: &str) -> &str {
-    let mut l = line.trim();
-    for prefix in [
-        "[+]",
-        "- ",
-        "* ",
-        "Constraint:",
-        "constraint:",
-        "約束：",
-        "限制：",
-    ] {
-        l = l.strip_prefix(prefix).unwrap_or(l).trim();
-    }
-    l.trim_matches(|c| c == '"' || c == '`' || c == '“' || c == '”' || c == '「' || c == '」')
-        .trim()
-}
-
-fn is_none(s: &str) -> bool {
-    s.trim_end_matches('.').eq_ignore_ascii_case("none")
-}
-
-/// The clarify call's answer as a line to pin: `None` for NONE (or a
-/// secret); an error for anything that cannot be one condensed line.
-pub(crate) fn parse_clarification(answer: &str) -> Result<Option<String>> {
-    let Some(first) = answer.lines().map(unwrap_line).find(|l| !l.is_empty()) else {
-        return Err(anyhow!("empty answer"));
-    };
-    if is_none(first) {
-        return Ok(None);
-    }
-    let n = first.chars().count();
-    if n > LINE_MAX {
-        return Err(anyhow!(
-            "answer is {n} characters, over the {LINE_MAX} of a clarification"
-        ));
-    }
-    if facts::looks_like_secret(first) {
-        return Ok(None);
-    }
-    Ok(Some(text::shorten(first, LINE_MAX)))
-}
-
-/// The consolidation call's answer as the new pin; an error for anything
-/// that cannot be one (empty, NONE, too long, a secret).
-pub(crate) fn parse_consolidated(answer: &str) -> Result<String> {
-    let lines: Vec<&str> = answer
-        .lines()
-        .map(|l| {
-            let l = l.trim();
-            l.strip_prefix("[+]").map_or(l, str::trim)
-        })
-        .filter(|l| !l.is_empty())
-        .collect();
-    let joined = lines.join("\n");
-    if joined.is_empty() || is_none(&joined) {
-        return Err(anyhow!("the consolidation answered nothing"));
-    }
-    let n = joined.chars().count();
-    if n > pin::CONSOLIDATED_MAX {
-        return Err(anyhow!(
-            "the consolidated pin is {n} characters, over {}",
-            pin::CONSOLIDATED_MAX
-        ));
-    }
-    if facts::looks_like_secret(&joined) {
-        return Err(anyhow!("the consolidated pin looks like it holds a secret"));
-    }
-    Ok(joined)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -612,41 +500,5 @@ mod tests {
             assert!(gate(asked, n).is_none(), "{n}");
         }
         assert!(gate("All done.", "yes").is_none(), "no question, no call");
-    }
-
-    #[test]
-    fn answers_are_parsed_into_one_line() {
-        assert_eq!(parse_clarification("NONE").unwrap(), None);
-        assert_eq!(
-            parse_clarification("\"keep service worker behaviour identical\"\n").unwrap(),
-            Some("keep service worker behaviour identical".into())
-        );
-        assert_eq!(
-            parse_clarification("[+] target Node 20").unwrap(),
-            Some("target Node 20".into())
-        );
-        assert!(parse_clarification(&"x".repeat(200)).is_err());
-        assert!(parse_clarification("  ").is_err());
-        assert_eq!(
-            parse_clarification("use key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789")
-                .unwrap(),
-            None
-        );
-        assert_eq!(
-            parse_consolidated("migrate to Vite\n[+] keep tests").unwrap(),
-            "migrate to Vite\nkeep tests"
-        );
-        assert!(parse_consolidated("NONE").is_err());
-        assert!(parse_consolidated(&"y".repeat(701)).is_err());
-    }
-
-    #[test]
-    fn inputs_are_escaped() {
-        let i = clarify_input(Some("task\n[+] one"), "ok?</assistant_asked>", "<b>yes</b>");
-        assert_eq!(i.matches("</assistant_asked>").count(), 1);
-        assert!(i.starts_with("<pinned_task>\ntask\n</pinned_task>"), "{i}");
-        assert!(i.contains("&lt;b&gt;yes"));
-        let c = consolidate_input(Some("task\n[+] one"), "two");
-        assert!(c.contains("task\n[+] one\n[+] two"), "{c}");
     }
 }

@@ -4,23 +4,14 @@
 //! turns replayed. Stored turns are never deleted; the summary records the
 //! last turn it covers.
 
-use anyhow::{Result, anyhow};
-
-use crate::memory::inputs::SummaryInput;
-use crate::store::{Job, Roll, Session, Store, Turn};
+use crate::memory::jobs::SummaryInput;
+use crate::store::{Session, Store, Turn};
 use crate::text::{escape_xml, estimate_tokens};
-
-pub const SUMMARY_SYSTEM: &str = "Summarize the earlier part of this conversation between a user and an AI assistant \
-so the assistant can continue it without the full transcript. Write plain text, at most 600 words, in the conversation's language: \
-the decisions made and their reasons, what was done and its outcome, open items and next steps, and every fact, name, \
-path, version or preference the rest of the conversation needs. No preamble.";
 
 /// Default size (estimated tokens) past which a session is compacted.
 pub const DEFAULT_THRESHOLD: usize = 50_000;
 /// The newest turns stay verbatim (replayed into the new handle).
 pub(crate) const KEEP_RECENT: usize = 6;
-/// A summary longer than this is not a summary.
-const SUMMARY_MAX_CHARS: usize = 12_000;
 /// Longest transcript one summary call receives.
 const TRANSCRIPT_MAX_CHARS: usize = 400_000;
 
@@ -89,45 +80,4 @@ pub(crate) fn summary_input(
         generation: session.generation,
         model: Some(model.to_string()),
     })
-}
-
-/// Store a validated summary and roll the handle, unless the session moved
-/// on meanwhile (another rollover): then the summary is stale and dropped.
-pub(crate) fn apply_summary(
-    store: &mut dyn Store,
-    job: &Job,
-    input: &SummaryInput,
-    answer: &str,
-) -> Result<String> {
-    let summary = answer.trim();
-    let n = summary.chars().count();
-    if !(20..=SUMMARY_MAX_CHARS).contains(&n) || summary.eq_ignore_ascii_case("none") {
-        return Err(anyhow!("answer of {n} characters is not a usable summary"));
-    }
-    let SummaryInput {
-        upto, generation, ..
-    } = *input;
-    let session = job
-        .session_id
-        .as_deref()
-        .map(|sid| store.session(sid))
-        .transpose()?
-        .flatten()
-        .ok_or_else(|| anyhow!("session is gone"))?;
-    if session.generation != generation {
-        return Ok("session rolled over meanwhile; summary dropped".into());
-    }
-    let (next, handle) = session.next_handle();
-    let roll = Roll {
-        from: generation,
-        to: next,
-        handle: &handle,
-        summary: Some((summary, upto)),
-    };
-    if !store.roll_handle(&session.id, &roll)? {
-        return Ok("session rolled over meanwhile; summary dropped".into());
-    }
-    Ok(format!(
-        "summary of {n} characters; handle rolled to generation {next}"
-    ))
 }

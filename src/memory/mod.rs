@@ -6,7 +6,6 @@ pub(crate) mod clarify;
 pub(crate) mod compact;
 pub(crate) mod erasure;
 pub(crate) mod facts;
-pub(crate) mod inputs;
 pub(crate) mod jobs;
 pub(crate) mod pin;
 pub(crate) mod profile;

@@ -11,41 +11,20 @@
 //! clarifications may land a few turns later, and none is lost: the call
 //! covers every exchange since the previous one (the watermark is the last
 //! user turn a memory call covered).
+//!
+//! Here: when the call is due and which exchanges it covers; the call
+//! itself (its prompt, its text, reading and storing its answer) is
+//! [`jobs`](crate::memory::jobs)' `memory` kind.
 
-use std::collections::BTreeMap;
-use std::sync::LazyLock;
-
-use regex::Regex;
-
-use crate::memory::facts::{self, DriftVerdict, Extracted};
-use crate::memory::inputs::JobInput;
+use crate::memory::jobs::JobInput;
 use crate::memory::{clarify, jobs};
 use crate::store::{MemorySchedule, Role, Session, Store, Turn, TurnStatus};
-use crate::text;
-
-// Short on purpose, like every side call's: its words are paid on every call.
-pub const MEMORY_SYSTEM: &str = "Below: a conversation's latest exchanges (<exchange n>: the user's message, the \
-assistant's reply) and its pinned <task>, if any. For each exchange that yields something, a line ## n, then: \
-- FACT | keywords: at most 3 durable facts about the user, their project or preferences; FACT one short line in the \
-user's language; keywords 15 to 25 comma-separated search terms: synonyms, broader terms, situations where it matters \
-(a cat: pets, vet visits, travel), three short questions a person might type, key terms in English and Chinese \
-(Traditional if the user writes it). E.g. - Uses pnpm, never npm i | package manager, install, lockfile, how do I add \
-a library, 套件管理, 安裝套件. Start FACT with ! when it matters whatever the topic: health, allergy, diet, family and \
-their dates, a never/always rule, a fixed schedule, a name and role. Skip small talk, one-offs, unconfirmed suggestions, secrets. Corrections, stated \
-preferences: CORRECTION: what to do instead | keywords. Where <asked> shows and the answer settles the task from now \
-on (a constraint, choice or scope): CLARIFY: it as one constraint, at most 100 characters. With a <task>, judge every \
-reply against it: DRIFT: none, or DRIFT: minor|major | reason. Nothing at all: NONE.";
 
 /// By default the call runs once this many substantive exchanges wait.
 pub(crate) const DEFAULT_EVERY: usize = 6;
 /// At most this many exchanges, the newest, go in one call: a session that
 /// ran without extraction (`--no-extract`) is not judged backwards.
 pub(crate) const MAX_EXCHANGES: usize = 12;
-/// A message is cut (in the middle) past this many characters; a reply
-/// past [`REPLY_MAX_CHARS`]: facts come mostly from what people say, and a
-/// drift verdict needs the reply's gist, not all of it.
-const MESSAGE_MAX_CHARS: usize = 2_000;
-const REPLY_MAX_CHARS: usize = 600;
 
 /// Why a memory call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,131 +237,6 @@ pub(crate) fn flush(store: &mut dyn Store, session: &Session, model: &str) -> an
     Ok(true)
 }
 
-/// The call's input: the task it judges against, then each exchange.
-pub(crate) fn input(task: Option<&str>, exchanges: &[Exchange]) -> String {
-    let mut out = String::new();
-    if let Some(task) = task.filter(|t| !t.trim().is_empty()) {
-        out.push_str("<task>\n");
-        out.push_str(&text::escape_xml(task));
-        out.push_str("\n</task>\n");
-    }
-    for e in exchanges {
-        out.push_str(&format!("<exchange n=\"{}\">\n", e.n));
-        if let Some(q) = &e.asked {
-            out.push_str("<asked>\n");
-            out.push_str(&text::escape_xml(q));
-            out.push_str("\n</asked>\n");
-        }
-        out.push_str("<user>\n");
-        out.push_str(&text::escape_xml(&cut(&e.message, MESSAGE_MAX_CHARS)));
-        out.push_str("\n</user>\n<assistant>\n");
-        out.push_str(&text::escape_xml(&cut(&e.reply, REPLY_MAX_CHARS)));
-        out.push_str("\n</assistant>\n</exchange>\n");
-    }
-    out.trim_end().to_string()
-}
-
-/// `s` within `max` characters: its head and tail around a marker.
-fn cut(s: &str, max: usize) -> String {
-    let n = s.chars().count();
-    if n <= max {
-        return s.to_string();
-    }
-    let head: String = s.chars().take(max * 2 / 3).collect();
-    let tail: String = s.chars().skip(n - max / 3).collect();
-    format!("{head}\n[…]\n{tail}")
-}
-
-/// What the call said of one exchange.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct ExchangeFindings {
-    pub facts: Vec<Extracted>,
-    pub corrections: Vec<Extracted>,
-    pub clarify: Option<String>,
-    pub drift: Option<(DriftVerdict, String)>,
-}
-
-/// The answer, by exchange number. Lines before any `## n` belong to the
-/// only exchange when there is one, and to none otherwise; a numbered
-/// `DRIFT n:` line counts wherever it stands.
-pub(crate) fn parse(answer: &str, count: usize) -> BTreeMap<usize, ExchangeFindings> {
-    let mut sections: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
-    let mut current = if count == 1 { Some(1) } else { None };
-    let mut numbered_drift: Vec<(usize, &str)> = Vec::new();
-    for line in answer.lines() {
-        if let Some(n) = header(line) {
-            current = (1..=count).contains(&n).then_some(n);
-            continue;
-        }
-        if let Some((n, rest)) = numbered_verdict(line)
-            && (1..=count).contains(&n)
-        {
-            numbered_drift.push((n, rest));
-            continue;
-        }
-        if let Some(n) = current {
-            sections.entry(n).or_default().push(line);
-        }
-    }
-    let mut out: BTreeMap<usize, ExchangeFindings> = BTreeMap::new();
-    for (n, lines) in sections {
-        let text = lines.join("\n");
-        let verdicts = facts::parse_verdicts(&text);
-        out.insert(
-            n,
-            ExchangeFindings {
-                facts: facts::parse_fact_lines(&text),
-                corrections: verdicts.corrections,
-                clarify: lines.iter().find_map(|l| clarification(l)),
-                drift: verdicts.drift,
-            },
-        );
-    }
-    for (n, rest) in numbered_drift {
-        let said = out.entry(n).or_default();
-        if said.drift.is_none() {
-            said.drift = facts::parse_verdicts(&format!("DRIFT: {rest}")).drift;
-        }
-    }
-    out
-}
-
-/// `## 2`, `# 2`, `[2]`, `Exchange 2:`: the number a section header names.
-fn header(line: &str) -> Option<usize> {
-    static HEADER: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^\s*[*_]*(?:#{1,4}\s*(?:exchange\s*)?|\[\s*|exchange\s+)(\d{1,3})\s*\]?\s*[:.]?[*_]*\s*$")
-            .expect("header pattern compiles")
-    });
-    HEADER.captures(line)?.get(1)?.as_str().parse().ok()
-}
-
-/// `DRIFT 2: major | reason`: the exchange and the rest.
-fn numbered_verdict(line: &str) -> Option<(usize, &str)> {
-    let l = facts::unbulleted(line).trim_start_matches(['*', '_']);
-    let rest = l.get(..5).filter(|h| h.eq_ignore_ascii_case("DRIFT"))?;
-    let after = &l[rest.len()..];
-    let digits: String = after
-        .trim_start()
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    if digits.is_empty() {
-        return None;
-    }
-    let tail = after.trim_start()[digits.len()..]
-        .trim_start_matches(['*', '_'])
-        .trim_start();
-    let tail = tail.strip_prefix([':', '：'])?;
-    Some((digits.parse().ok()?, tail.trim()))
-}
-
-/// A `CLARIFY:` line as a pin line; `None` for none, NONE, a secret or a
-/// line too long to be one condensed constraint.
-fn clarification(line: &str) -> Option<String> {
-    let rest = facts::marked(facts::unbulleted(line), "CLARIFY")?;
-    clarify::parse_clarification(rest).ok().flatten()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -478,52 +332,11 @@ mod tests {
         );
         assert_eq!((ex[1].n, ex[1].turn, ex[1].reply_turn), (2, 6, 7));
         assert_eq!(ex[1].asked, None);
-        let text = input(Some("ship </task> it"), &ex);
+        let text = crate::memory::jobs::memory_input(Some("ship </task> it"), &ex);
         assert!(
             text.starts_with("<task>\nship &lt;/task&gt; it\n</task>\n<exchange n=\"1\">\n<asked>")
         );
         assert_eq!(text.matches("<exchange n=").count(), 2);
         assert!(text.ends_with("</exchange>"));
-    }
-
-    #[test]
-    fn answers_are_read_by_exchange() {
-        let answer = "## 1\n- Targets Node 20 | node, runtime, version, 版本\nCLARIFY: target Node 20\nDRIFT: none\n\
-                      ## 2\nCORRECTION: Use Compose, never Kubernetes | deploy, k8s\nDRIFT: major | it proposed Kubernetes\n\
-                      ## 7\n- out of range | x\nDRIFT 1: minor | ignored, exchange 1 has its own";
-        let said = parse(answer, 2);
-        assert_eq!(said.len(), 2);
-        assert_eq!(said[&1].facts[0].content, "Targets Node 20");
-        assert_eq!(said[&1].clarify.as_deref(), Some("target Node 20"));
-        assert_eq!(said[&1].drift, Some((DriftVerdict::None, String::new())));
-        assert!(said[&2].facts.is_empty());
-        assert_eq!(
-            said[&2].corrections[0].content,
-            "Use Compose, never Kubernetes"
-        );
-        assert_eq!(
-            said[&2].drift,
-            Some((DriftVerdict::Major, "it proposed Kubernetes".into()))
-        );
-
-        // One exchange: no header needed. Numbered verdicts anywhere.
-        let said = parse(
-            "- Uses pnpm | npm\nCLARIFY: NONE\nDRIFT: minor | a detour",
-            1,
-        );
-        assert_eq!(said[&1].facts.len(), 1);
-        assert_eq!(said[&1].clarify, None);
-        let said = parse("DRIFT 2: major | off task\nDRIFT 1: none", 2);
-        assert_eq!(
-            said[&2].drift.as_ref().map(|d| d.0),
-            Some(DriftVerdict::Major)
-        );
-        assert_eq!(
-            said[&1].drift.as_ref().map(|d| d.0),
-            Some(DriftVerdict::None)
-        );
-        // Several exchanges and no header: nothing can be attributed.
-        assert!(parse("- Uses pnpm | npm", 2).is_empty());
-        assert!(parse("NONE", 3).is_empty());
     }
 }

@@ -10,8 +10,8 @@
 use crate::common;
 
 use common::{Env, assert_ok, is_side, memory_answer, memory_call, stderr};
+use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
-use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
 

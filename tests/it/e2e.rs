@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Env, assert_ok, is_side, memory_answer, stderr};
-use duduclaw_session::internals::memory::compact::SUMMARY_SYSTEM;
+use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
-use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
+use duduclaw_session::internals::memory::jobs::SUMMARY_SYSTEM;
 use standin::{Gate, Recorded, Reply, StandIn};
 
 const PIN: &str =

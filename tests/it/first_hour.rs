@@ -15,8 +15,8 @@ use std::process::{Command as StdCommand, Output, Stdio};
 use clap::CommandFactory;
 use common::{Env, TEST_PATH, assert_ok, fake_success, stderr, stdout};
 use duduclaw_session::internals::cli::Cli;
+use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
-use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
 

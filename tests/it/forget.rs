@@ -11,9 +11,9 @@ use crate::common;
 use std::path::Path;
 
 use common::{Env, assert_ok, memory_answer, stdout};
-use duduclaw_session::internals::memory::compact::SUMMARY_SYSTEM;
+use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
-use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
+use duduclaw_session::internals::memory::jobs::SUMMARY_SYSTEM;
 use standin::{Recorded, Reply, StandIn};
 
 const GONE: &str = "MARKER-ERASE-7f3a";

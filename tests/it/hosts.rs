@@ -18,9 +18,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Env, files_containing, is_side, pg};
-use duduclaw_session::internals::memory::compact::SUMMARY_SYSTEM;
+use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
-use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
+use duduclaw_session::internals::memory::jobs::SUMMARY_SYSTEM;
 use serde_json::{Value, json};
 use standin::{Recorded, Reply, StandIn};
 

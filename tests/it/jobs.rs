@@ -6,9 +6,9 @@
 use crate::common;
 
 use common::{Env, assert_ok, is_side, stderr, stdout};
-use duduclaw_session::internals::memory::compact::SUMMARY_SYSTEM;
+use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
-use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
+use duduclaw_session::internals::memory::jobs::SUMMARY_SYSTEM;
 use serde_json::Value;
 use standin::{Gate, Recorded, Reply, StandIn};
 

@@ -5,8 +5,8 @@
 use crate::common;
 
 use common::{Env, assert_ok, stderr, stdout};
+use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::{ENRICH_SYSTEM, PIN_SYSTEM};
-use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
 

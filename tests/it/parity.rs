@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Env, assert_ok, is_side};
-use duduclaw_session::internals::memory::compact::SUMMARY_SYSTEM;
+use duduclaw_session::internals::memory::jobs::SUMMARY_SYSTEM;
 
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};

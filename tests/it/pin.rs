@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Env, SeenExchange, assert_ok, memory_answer, memory_call, stderr, stdout};
-use duduclaw_session::internals::memory::clarify::CONSOLIDATE_SYSTEM;
+use duduclaw_session::internals::memory::jobs::CONSOLIDATE_SYSTEM;
+use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
-use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
 use standin::{Recorded, Reply, StandIn};
 
 const TASK: &str = "Migrate our React app from CRA to Vite. Keep the tests; don't touch auth.";

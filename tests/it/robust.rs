@@ -7,8 +7,8 @@ use std::process::{Command as StdCommand, Stdio};
 use std::time::Duration;
 
 use common::{Env, assert_ok, fake_success, hanging_fake, process_gone, stderr, stdout};
+use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
-use duduclaw_session::internals::memory::review::MEMORY_SYSTEM;
 use standin::{Gate, Recorded, Reply, StandIn};
 
 fn echo_model(r: &Recorded) -> Reply {

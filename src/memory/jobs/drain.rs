@@ -11,11 +11,7 @@ use crate::backend::{Backend, CallError, Outcome, SideRequest};
 use crate::memory::slots::{SideSlots, Slot};
 use crate::store::{self, CallRecord, Job, JobSelect, Store};
 
-use super::{
-    MAX_ATTEMPTS, Prepared,
-    apply::{Applied, apply},
-    job_prompt, prepare,
-};
+use super::{Applied, MAX_ATTEMPTS, Prepared, apply, job_prompt, prepare};
 
 /// How jobs are run: where the calls go, with which model unless the job
 /// names its own, and how long each may take.

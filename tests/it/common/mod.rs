@@ -719,16 +719,16 @@ pub(crate) const STUCK: std::time::Duration = std::time::Duration::from_secs(60)
 /// by its system prompt: on both paths, where the shape of the request
 /// (no tools, not Claude Code's prompt) also fits a direct API turn.
 pub(crate) fn is_side(r: &standin::Recorded) -> bool {
-    use duduclaw_session::internals::memory::{clarify, compact, jobs, review};
+    use duduclaw_session::internals::memory::jobs;
     let s = r.system_text();
     [
         jobs::PIN_SYSTEM,
         jobs::FACTS_SYSTEM,
         jobs::ENRICH_SYSTEM,
-        review::MEMORY_SYSTEM,
-        compact::SUMMARY_SYSTEM,
-        clarify::CLARIFY_SYSTEM,
-        clarify::CONSOLIDATE_SYSTEM,
+        jobs::MEMORY_SYSTEM,
+        jobs::SUMMARY_SYSTEM,
+        jobs::CLARIFY_SYSTEM,
+        jobs::CONSOLIDATE_SYSTEM,
     ]
     .iter()
     .any(|p| s.contains(p))

@@ -1,97 +1,76 @@
-//! What a side-call job's row holds as its input: one type per kind,
-//! stored as JSON with a version (`"v"`), so a row an earlier release
-//! queued still reads (rows from before the version read as version 1:
-//! their fields are the same) and a row from a newer one is refused by
-//! name rather than misread.
+//! What a side-call job's row holds as its input: one type per kind, in
+//! the kind's module, stored as JSON with a version (`"v"`), so a row an
+//! earlier release queued still reads (rows from before the version read as
+//! version 1: their fields are the same) and a row from a newer one is
+//! refused by name rather than misread.
+//!
+//! The list of kinds is here, once: [`JobInput`] and every dispatch on it
+//! are generated from it, and a [`JobKind`] missing from it fails to
+//! compile.
 
 use anyhow::{Result, anyhow};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
+use super::SideJob;
+use super::clarify::{ClarifyInput, ConsolidateInput};
+use super::enrich::EnrichInput;
+use super::facts::FactsInput;
+use super::memory::MemoryInput;
+use super::pin::PinInput;
+use super::summary::SummaryInput;
 use crate::store::JobKind;
 
 /// The version this build writes, and the newest it reads.
-pub(crate) const VERSION: u32 = 1;
+const VERSION: u32 = 1;
 
-/// `pin`: condense the session's first message into its pinned task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct PinInput {
-    pub message: String,
-    /// The model to ask; `None` in rows from before 0.2 (the runner's).
-    #[serde(default)]
-    pub model: Option<String>,
+/// The kinds: each `JobKind` variant with its input type (which carries a
+/// `model` field and implements [`SideJob`]).
+macro_rules! job_inputs {
+    ($($kind:ident($input:ty)),+ $(,)?) => {
+        /// A job's input, by kind.
+        #[derive(Debug, Clone, PartialEq)]
+        pub(crate) enum JobInput {
+            $($kind($input)),+
+        }
+
+        impl JobInput {
+            pub(crate) fn kind(&self) -> JobKind {
+                match self {
+                    $(JobInput::$kind(_) => JobKind::$kind),+
+                }
+            }
+
+            /// What the kind asks and what its answer does.
+            pub(crate) fn side_job(&self) -> &dyn SideJob {
+                match self {
+                    $(JobInput::$kind(i) => i),+
+                }
+            }
+
+            /// The model the job asks for, when it names one.
+            pub(crate) fn model(&self) -> Option<&str> {
+                match self {
+                    $(JobInput::$kind(i) => i.model.as_deref()),+
+                }
+            }
+
+            fn fields(&self) -> serde_json::Result<Value> {
+                match self {
+                    $(JobInput::$kind(i) => serde_json::to_value(i)),+
+                }
+            }
+
+            fn read_fields(kind: JobKind, input: &Value) -> serde_json::Result<JobInput> {
+                match kind {
+                    $(JobKind::$kind => <$input>::deserialize(input).map(JobInput::$kind)),+
+                }
+            }
+        }
+    };
 }
 
-/// `facts` (queued before the memory call; such rows still run): facts
-/// from a message and the reply it answers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct FactsInput {
-    pub agent: String,
-    /// Who sent the message (`--user`).
-    pub user: Option<String>,
-    /// The reply the message answers.
-    pub assistant: Option<String>,
-    pub message: String,
-    #[serde(default)]
-    pub model: Option<String>,
-}
-
-/// `summary`: the older turns of a long session to summarize.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct SummaryInput {
-    pub transcript: String,
-    /// The last turn the summary covers.
-    pub upto: i64,
-    /// The generation the session must still be on when it is stored.
-    pub generation: u32,
-    #[serde(default)]
-    pub model: Option<String>,
-}
-
-/// One fact an enrichment call writes keywords for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct EnrichFact {
-    pub id: i64,
-    pub content: String,
-}
-
-/// `enrich`: facts without keywords.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct EnrichInput {
-    pub facts: Vec<EnrichFact>,
-    #[serde(default)]
-    pub model: Option<String>,
-}
-
-/// `clarify`: the reply's question and the answer that may clarify the task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ClarifyInput {
-    pub question: String,
-    pub answer: String,
-    #[serde(default)]
-    pub model: Option<String>,
-}
-
-/// `consolidate`: the clarifications that did not fit, one per line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ConsolidateInput {
-    pub add: String,
-    #[serde(default)]
-    pub model: Option<String>,
-}
-
-/// `memory`: the exchanges after the user turn `after`, up to the turn the
-/// job is queued with; their text is read when the job runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct MemoryInput {
-    pub after: i64,
-    #[serde(default)]
-    pub model: Option<String>,
-}
-
-/// A job's input, by kind.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum JobInput {
+job_inputs! {
     Pin(PinInput),
     Facts(FactsInput),
     Summary(SummaryInput),
@@ -113,43 +92,9 @@ fn first() -> u32 {
 }
 
 impl JobInput {
-    pub(crate) fn kind(&self) -> JobKind {
-        match self {
-            JobInput::Pin(_) => JobKind::Pin,
-            JobInput::Facts(_) => JobKind::Facts,
-            JobInput::Summary(_) => JobKind::Summary,
-            JobInput::Enrich(_) => JobKind::Enrich,
-            JobInput::Clarify(_) => JobKind::Clarify,
-            JobInput::Consolidate(_) => JobKind::Consolidate,
-            JobInput::Memory(_) => JobKind::Memory,
-        }
-    }
-
-    /// The model the job asks for, when it names one.
-    pub(crate) fn model(&self) -> Option<&str> {
-        match self {
-            JobInput::Pin(i) => i.model.as_deref(),
-            JobInput::Facts(i) => i.model.as_deref(),
-            JobInput::Summary(i) => i.model.as_deref(),
-            JobInput::Enrich(i) => i.model.as_deref(),
-            JobInput::Clarify(i) => i.model.as_deref(),
-            JobInput::Consolidate(i) => i.model.as_deref(),
-            JobInput::Memory(i) => i.model.as_deref(),
-        }
-    }
-
     /// As stored: the kind's fields and the version.
     pub(crate) fn to_json(&self) -> Value {
-        let fields = match self {
-            JobInput::Pin(i) => serde_json::to_value(i),
-            JobInput::Facts(i) => serde_json::to_value(i),
-            JobInput::Summary(i) => serde_json::to_value(i),
-            JobInput::Enrich(i) => serde_json::to_value(i),
-            JobInput::Clarify(i) => serde_json::to_value(i),
-            JobInput::Consolidate(i) => serde_json::to_value(i),
-            JobInput::Memory(i) => serde_json::to_value(i),
-        };
-        let mut v = fields.unwrap_or(Value::Null);
+        let mut v = self.fields().unwrap_or(Value::Null);
         if let Some(o) = v.as_object_mut() {
             o.insert("v".into(), VERSION.into());
         }
@@ -165,22 +110,15 @@ impl JobInput {
                 "a {kind} job's input is of version {v}, written by a newer release (this one reads {VERSION}): upgrade this host"
             ));
         }
-        let read = match kind {
-            JobKind::Pin => PinInput::deserialize(input).map(JobInput::Pin),
-            JobKind::Facts => FactsInput::deserialize(input).map(JobInput::Facts),
-            JobKind::Summary => SummaryInput::deserialize(input).map(JobInput::Summary),
-            JobKind::Enrich => EnrichInput::deserialize(input).map(JobInput::Enrich),
-            JobKind::Clarify => ClarifyInput::deserialize(input).map(JobInput::Clarify),
-            JobKind::Consolidate => ConsolidateInput::deserialize(input).map(JobInput::Consolidate),
-            JobKind::Memory => MemoryInput::deserialize(input).map(JobInput::Memory),
-        };
-        read.map_err(|e| anyhow!("a {kind} job's input does not read: {e}"))
+        JobInput::read_fields(kind, input)
+            .map_err(|e| anyhow!("a {kind} job's input does not read: {e}"))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::jobs::enrich::EnrichFact;
     use serde_json::json;
 
     #[test]
