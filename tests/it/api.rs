@@ -30,6 +30,12 @@ async fn send(
     api::send(&c.0, &api::request_body(turn, true), c.1, on_text).await
 }
 
+/// `hi` alone (no history, no system text) sent to the stand-in within
+/// `timeout`, the pieces shown as it streams left out.
+async fn send_hi(standin: &StandIn, timeout: Duration) -> Result<Outcome, CallError> {
+    send(&cfg(standin, timeout), &turn(&[], None, "hi"), |_| {}).await
+}
+
 async fn side_call(c: &Cfg, model: &str, system: &str, input: &str) -> Result<Outcome, CallError> {
     let request = SideRequest {
         model,
@@ -146,13 +152,7 @@ async fn overload_once_is_retried() {
             Reply::Text("second time lucky".into())
         }
     });
-    let out = send(
-        &cfg(&standin, Duration::from_secs(10)),
-        &turn(&[], None, "hi"),
-        |_| {},
-    )
-    .await
-    .unwrap();
+    let out = send_hi(&standin, Duration::from_secs(10)).await.unwrap();
     assert_eq!(out.text, "second time lucky");
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
@@ -161,13 +161,7 @@ async fn overload_once_is_retried() {
 async fn overload_forever_is_rate_limited_within_the_timeout() {
     let standin = StandIn::start_with(|_| error(529, "overloaded_error", "Overloaded"));
     let started = Instant::now();
-    let err = send(
-        &cfg(&standin, Duration::from_secs(2)),
-        &turn(&[], None, "hi"),
-        |_| {},
-    )
-    .await
-    .unwrap_err();
+    let err = send_hi(&standin, Duration::from_secs(2)).await.unwrap_err();
     // What bounds it is the deadline, not luck: it gives up with the API's
     // own error, never a timeout. The wall-time bound only says "not
     // forever", generously, for a loaded machine.
@@ -182,13 +176,9 @@ async fn overload_forever_is_rate_limited_within_the_timeout() {
 #[tokio::test]
 async fn rejected_key_is_not_logged_in() {
     let standin = StandIn::start_with(|_| error(401, "authentication_error", "invalid x-api-key"));
-    let err = send(
-        &cfg(&standin, Duration::from_secs(10)),
-        &turn(&[], None, "hi"),
-        |_| {},
-    )
-    .await
-    .unwrap_err();
+    let err = send_hi(&standin, Duration::from_secs(10))
+        .await
+        .unwrap_err();
     assert_kind(&err, Kind::NotLoggedIn);
     let msg = err.to_string();
     assert!(
@@ -207,13 +197,9 @@ async fn bad_request_is_claude_failed_with_the_api_message() {
             "max_tokens: must be at most 64000",
         )
     });
-    let err = send(
-        &cfg(&standin, Duration::from_secs(10)),
-        &turn(&[], None, "hi"),
-        |_| {},
-    )
-    .await
-    .unwrap_err();
+    let err = send_hi(&standin, Duration::from_secs(10))
+        .await
+        .unwrap_err();
     assert_kind(&err, Kind::ClaudeFailed);
     assert!(
         err.to_string()
@@ -226,13 +212,9 @@ async fn bad_request_is_claude_failed_with_the_api_message() {
 async fn hang_times_out() {
     let standin = StandIn::start_with(|_| Reply::Hang);
     let started = Instant::now();
-    let err = send(
-        &cfg(&standin, Duration::from_millis(800)),
-        &turn(&[], None, "hi"),
-        |_| {},
-    )
-    .await
-    .unwrap_err();
+    let err = send_hi(&standin, Duration::from_millis(800))
+        .await
+        .unwrap_err();
     let took = started.elapsed();
     // Never before the timeout; after it, whenever the machine gets to it
     // (a generous bound, for "not forever"): the kind and message say why.

@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::{Env, assert_ok, is_side, memory_answer, memory_call, stderr};
+use common::{Env, assert_has, assert_ok, is_side, memory_answer, memory_call, stderr, words};
 use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
 use serde_json::Value;
@@ -54,7 +54,7 @@ fn mains(s: &StandIn) -> Vec<Recorded> {
 }
 
 fn pin_set(env: &Env, text: &str) {
-    assert_ok(&env.run(&["pin", "set", "--agent", "a", "--channel", "c", text]));
+    env.run_ok(&["pin", "set", "--agent", "a", "--channel", "c", text]);
 }
 
 on_both_stores!(claude: a_pin_changed_while_warm_is_in_the_recap_at_once_and_the_system_prompt_keeps_its_bytes,
@@ -216,15 +216,7 @@ fn a_pin_changed_while_warm_is_in_the_recap_at_once_and_the_system_prompt_keeps_
             .ends_with("Ship v2 with dark mode\n</pinned_task>")
     );
     // `prompt` says which pin the next turn keeps and why.
-    let out = env.run(&[
-        "prompt",
-        "--agent",
-        "a",
-        "--channel",
-        "c",
-        "--json",
-        "fourth",
-    ]);
+    let out = env.run(&words("prompt --agent a --channel c --json fourth"));
     assert_ok(&out);
     let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(plan["cache"]["system"], "kept", "{plan}");
@@ -338,11 +330,7 @@ fn one_memory_call_reads_several_exchanges_and_jobs_run_judges_the_last_reply() 
     // ...and `jobs run` judges both replies, the last one included.
     let out = env.run(&["jobs", "run"]);
     assert_ok(&out);
-    assert!(
-        stderr(&out).contains("queued the memory call of 1 session"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "queued the memory call of 1 session");
     let calls = memory_calls(&s);
     assert_eq!(calls.len(), 2);
     let (_, judged) = memory_call(&calls[1]);

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use clap::CommandFactory;
 use clap_complete::Shell;
-use common::{Env, assert_ok, fake_success, stderr, stdout};
+use common::{Env, assert_has, assert_ok, fake_success, stderr, stdout, words};
 use duduclaw_session::internals::cli::Cli;
 use duduclaw_session::internals::error::Kind;
 use serde_json::Value;
@@ -191,7 +191,7 @@ fn completions_and_man_subcommands_print_the_generated_files() {
             "ps1" => "powershell",
             other => other,
         };
-        let out = env.cmd().args(["completions", name]).output().unwrap();
+        let out = env.run(&["completions", name]);
         assert_ok(&out);
         assert!(
             &out.stdout == get(&format!("completions/{BIN}.{ext}")),
@@ -389,18 +389,7 @@ fn every_command_and_option_is_documented() {
 /// (so it shows in --help and the man page), and --help shows it.
 #[test]
 fn every_environment_variable_is_declared_in_clap() {
-    fn declared(cmd: &clap::Command, out: &mut BTreeSet<String>) {
-        for arg in cmd.get_arguments() {
-            if let Some(env) = arg.get_env() {
-                out.insert(env.to_string_lossy().into_owned());
-            }
-        }
-        for sub in cmd.get_subcommands() {
-            declared(sub, out);
-        }
-    }
-    let mut vars = BTreeSet::new();
-    declared(&Cli::command(), &mut vars);
+    let vars = common::declared_variables();
 
     let re = regex::Regex::new(r"DUDUCLAW_[A-Z_]+").unwrap();
     let mut used = BTreeSet::new();
@@ -492,12 +481,11 @@ fn code(out: &Output) -> Option<i32> {
     out.status.code()
 }
 
-fn contents(facts: &Value) -> Vec<String> {
-    let mut v: Vec<String> = facts
-        .as_array()
-        .expect("an array")
-        .iter()
-        .map(|f| f["content"].as_str().unwrap().to_string())
+/// [`common::contents`], sorted.
+fn sorted_contents(facts: &Value) -> Vec<String> {
+    let mut v: Vec<String> = common::contents(facts)
+        .into_iter()
+        .map(String::from)
         .collect();
     v.sort();
     v
@@ -560,11 +548,7 @@ fn pin_show_set_append_clear() {
     let out = pin(&["show"]);
     assert_eq!(code(&out), Some(13), "{}", stderr(&out));
     assert_eq!(stdout(&out), "");
-    assert!(
-        stderr(&out).contains("no session for agent"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "no session for agent");
     assert!(!env.db.exists(), "`pin show` created the store");
 
     assert_ok(&pin(&["set", "Migrate CRA to Vite; keep tests"]));
@@ -578,7 +562,7 @@ fn pin_show_set_append_clear() {
     assert!(shown.contains("[+] keep the service worker"), "{shown}");
 
     // Other sessions have their own pin.
-    assert_ok(&env.run(&["pin", "set", "--agent", "a", "--channel", "other", "theirs"]));
+    env.run_ok(&["pin", "set", "--agent", "a", "--channel", "other", "theirs"]);
     let other = env.run_ok(&["pin", "show", "--agent", "a", "--channel", "other"]);
     assert_eq!(other, "theirs\n");
     assert!(stdout(&pin(&["show"])).contains("[+] keep the service worker"));
@@ -588,7 +572,7 @@ fn pin_show_set_append_clear() {
     assert_ok(&pin(&["set", &exact]));
     let over = pin(&["set", &"y".repeat(1001)]);
     assert_eq!(code(&over), Some(3), "{}", stderr(&over));
-    assert!(stderr(&over).contains("1000"), "{}", stderr(&over));
+    assert_has(&stderr(&over), "1000");
     assert_eq!(stdout(&pin(&["show"])), format!("{exact}\n"));
     // CJK counts characters, not bytes.
     assert_ok(&pin(&["set", &"遷".repeat(1000)]));
@@ -596,11 +580,7 @@ fn pin_show_set_append_clear() {
     // the pin unchanged) when it would pass the cap: nothing is cut.
     let over = pin(&["append", &"z ".repeat(400)]);
     assert_eq!(code(&over), Some(3), "{}", stderr(&over));
-    assert!(
-        stderr(&over).contains("over the 1000 limit"),
-        "{}",
-        stderr(&over)
-    );
+    assert_has(&stderr(&over), "over the 1000 limit");
     assert_eq!(stdout(&pin(&["show"])), format!("{}\n", "遷".repeat(1000)));
     assert_ok(&pin(&["set", "short task"]));
     assert_ok(&pin(&["append", "keep   the SW as it is, exactly"]));
@@ -656,11 +636,7 @@ fn pin_show_set_append_clear() {
     );
     let missing = pin(&["restore", "999"]);
     assert_eq!(code(&missing), Some(13), "{}", stderr(&missing));
-    assert!(
-        stderr(&missing).contains("revisions 1 to 8 are kept"),
-        "{}",
-        stderr(&missing)
-    );
+    assert_has(&stderr(&missing), "revisions 1 to 8 are kept");
 }
 
 // ---------------------------------------------------------------------------
@@ -668,6 +644,15 @@ fn pin_show_set_append_clear() {
 // ---------------------------------------------------------------------------
 
 const SECRET: &str = "the deploy key is sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv";
+
+/// Whether no fact of a `facts list --json` was used yet (injected into a turn).
+fn none_used(facts: &Value) -> bool {
+    facts
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["access_count"] == 0)
+}
 
 fn add_fact(env: &Env, agent: &str, user: Option<&str>, text: &str) -> i64 {
     let mut args = vec!["facts", "add", "--agent", agent];
@@ -698,20 +683,11 @@ fn facts_add_list_search_forget() {
     assert!(pnpm < docker && docker < tea);
 
     // The same fact again is stored once; its id is printed again.
-    let again = env.run(&[
-        "facts",
-        "add",
-        "--agent",
-        "a",
-        "uses PNPM for packages never npm i",
-    ]);
+    let same = "uses PNPM for packages never npm i";
+    let again = env.run(&["facts", "add", "--agent", "a", same]);
     assert_ok(&again);
     assert_eq!(stdout(&again).trim(), pnpm.to_string());
-    assert!(
-        stderr(&again).contains("already stored"),
-        "{}",
-        stderr(&again)
-    );
+    assert_has(&stderr(&again), "already stored");
 
     let list = env.json(&["facts", "list", "--agent", "a", "--json"]);
     let arr = list.as_array().unwrap();
@@ -724,7 +700,7 @@ fn facts_add_list_search_forget() {
         assert!(f["user"].is_null(), "{f}");
     }
     assert_eq!(
-        contents(&list),
+        sorted_contents(&list),
         [
             "Deploys with Docker Compose",
             "Uses pnpm for packages, never npm i",
@@ -756,14 +732,8 @@ fn facts_add_list_search_forget() {
     );
 
     // Search ranks like a turn would, English stems and Chinese alike.
-    let hits = env.json(&[
-        "facts",
-        "search",
-        "--agent",
-        "a",
-        "how do I deploy?",
-        "--json",
-    ]);
+    let question = "how do I deploy?";
+    let hits = env.json(&["facts", "search", "--agent", "a", question, "--json"]);
     assert_eq!(hits[0]["id"], docker, "{hits}");
     assert!(hits[0]["score"].as_f64().unwrap() > 0.0, "{hits}");
     let hits = env.json(&["facts", "search", "--agent", "a", "請用繁體中文", "--json"]);
@@ -772,12 +742,7 @@ fn facts_add_list_search_forget() {
     assert!(plain.starts_with(&format!("{pnpm}\t")), "{plain}");
     // Searching bumps nothing: only injection into a turn counts as use.
     let list = env.json(&["facts", "list", "--agent", "a", "--json"]);
-    assert!(
-        list.as_array()
-            .unwrap()
-            .iter()
-            .all(|f| f["access_count"] == 0)
-    );
+    assert!(none_used(&list), "{list}");
 
     // FTS5 syntax in a query is just text.
     for q in [
@@ -809,22 +774,12 @@ fn facts_add_list_search_forget() {
     );
     let hits = env.json(&["facts", "search", "--agent", "a", "deploy", "--json"]);
     assert_eq!(hits, Value::Array(vec![]));
-    let out = env.run(&[
-        "facts",
-        "forget",
-        "--agent",
-        "a",
-        &docker.to_string(),
-        &tea.to_string(),
-    ]);
+    let (docker_id, tea_id) = (docker.to_string(), tea.to_string());
+    let out = env.run(&["facts", "forget", "--agent", "a", &docker_id, &tea_id]);
     assert_eq!(code(&out), Some(13), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains(&format!("no fact {docker}")),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), &format!("no fact {docker}"));
     assert_eq!(
-        contents(&env.json(&["facts", "list", "--agent", "a", "--json"])),
+        sorted_contents(&env.json(&["facts", "list", "--agent", "a", "--json"])),
         [
             "Prefers tabs over spaces",
             "Uses pnpm for packages, never npm i"
@@ -872,7 +827,7 @@ fn facts_are_scoped_by_agent_and_user() {
         if let Some(u) = user {
             args.extend(["--user", u]);
         }
-        contents(&env.json(&args))
+        sorted_contents(&env.json(&args))
     };
     assert_eq!(list("a", None), ["Agent-wide: the repo uses pnpm"]);
     assert_eq!(
@@ -897,9 +852,7 @@ fn facts_are_scoped_by_agent_and_user() {
     // Search and forget respect the agent too.
     let hits = env.json(&["facts", "search", "--agent", "b", "pnpm", "--json"]);
     assert_eq!(hits, Value::Array(vec![]));
-    let hits = env.json(&[
-        "facts", "search", "--agent", "a", "--user", "u2", "tabs", "--json",
-    ]);
+    let hits = env.json(&words("facts search --agent a --user u2 tabs --json"));
     assert_eq!(hits, Value::Array(vec![]));
     let out = env.run(&["facts", "forget", "--agent", "b", &u1.to_string()]);
     assert_eq!(code(&out), Some(13), "{}", stderr(&out));
@@ -917,7 +870,7 @@ fn facts_are_scoped_by_agent_and_user() {
         .output()
         .unwrap();
     assert_eq!(
-        contents(&serde_json::from_slice(&via_env.stdout).unwrap()).len(),
+        sorted_contents(&serde_json::from_slice(&via_env.stdout).unwrap()).len(),
         2
     );
 }
@@ -979,11 +932,7 @@ fn facts_export_import_round_trip_between_stores() {
     let out = two.run(&["facts", "import", "--agent", "a", file.to_str().unwrap()]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "", "import reports on stderr");
-    assert!(
-        stderr(&out).contains("imported 3 facts"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "imported 3 facts");
     assert_eq!(
         essence(&export(&two, &["--agent", "a"])),
         essence(&exported)
@@ -992,18 +941,14 @@ fn facts_export_import_round_trip_between_stores() {
     // Importing again adds nothing: every line is a duplicate.
     let out = two.run(&["facts", "import", "--agent", "a", file.to_str().unwrap()]);
     assert_ok(&out);
-    assert!(
-        stderr(&out).contains("imported 0 facts (3 duplicates"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "imported 0 facts (3 duplicates");
     assert_eq!(export(&two, &["--agent", "a"]).len(), 3);
 
     // Exported lines keep their agent and person, even when the importing
     // command line names others; `"user": null` stays agent-wide.
     let out = two.run_stdin(
         &["facts", "import", "--agent", "z", "--user", "u9", "-"],
-        &std::fs::read_to_string(&file).unwrap(),
+        std::fs::read_to_string(&file).unwrap(),
     );
     assert_ok(&out);
     assert_eq!(export(&two, &["--agent", "z"]).len(), 0);
@@ -1029,13 +974,15 @@ fn facts_import_defaults_dedups_and_skips_secrets() {
     );
     let out = env.run_stdin(&["facts", "import", "--agent", "a", "-"], &input);
     assert_ok(&out);
-    assert!(
-        stderr(&out).contains("imported 3 facts (1 duplicates, 1 secrets skipped)"),
-        "{}",
-        stderr(&out)
+    assert_has(
+        &stderr(&out),
+        "imported 3 facts (1 duplicates, 1 secrets skipped)",
     );
     let a = env.json(&["facts", "list", "--agent", "a", "--user", "u1", "--json"]);
-    assert_eq!(contents(&a), ["Person fact", "Uses pnpm, never npm i"]);
+    assert_eq!(
+        sorted_contents(&a),
+        ["Person fact", "Uses pnpm, never npm i"]
+    );
     let person = a
         .as_array()
         .unwrap()
@@ -1044,7 +991,7 @@ fn facts_import_defaults_dedups_and_skips_secrets() {
         .unwrap();
     assert_eq!(person["access_count"], 5);
     assert_eq!(
-        contents(&env.json(&["facts", "list", "--agent", "b", "--json"])),
+        sorted_contents(&env.json(&["facts", "list", "--agent", "b", "--json"])),
         ["Other agent's fact"]
     );
     let all = env.run_ok(&["facts", "export", "--agent", "a"]);
@@ -1073,7 +1020,7 @@ fn facts_import_defaults_dedups_and_skips_secrets() {
     }
     let out = env.run(&["facts", "import", "--agent", "a", "/no/such/file"]);
     assert_eq!(code(&out), Some(3), "{}", stderr(&out));
-    assert!(stderr(&out).contains("/no/such/file"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "/no/such/file");
 }
 
 // ---------------------------------------------------------------------------
@@ -1115,16 +1062,7 @@ fn history_json_limit_and_text() {
     assert_eq!(turns[3]["mode"], "resumed");
     assert!(turns[1]["usage"].is_object(), "{}", turns[1]);
 
-    let last = env.json(&[
-        "history",
-        "--agent",
-        "a",
-        "--channel",
-        "c",
-        "--json",
-        "--limit",
-        "2",
-    ]);
+    let last = env.json(&words("history --agent a --channel c --json --limit 2"));
     assert_eq!(last.as_array().unwrap().len(), 2);
     assert_eq!(last[0]["content"], "second ping");
 
@@ -1145,6 +1083,14 @@ fn a_failed_turn_shows_in_history_with_its_error() {
     assert!(text.contains("lost message"), "{text}");
 }
 
+/// How many sessions `sessions list --json` lists.
+fn session_count(env: &Env) -> usize {
+    env.json(&["sessions", "list", "--json"])
+        .as_array()
+        .unwrap()
+        .len()
+}
+
 fn session_id_of(env: &Env, channel: &str) -> String {
     env.run_ok(&["id", "--agent", "a", "--channel", channel])
         .trim()
@@ -1162,17 +1108,10 @@ fn sessions_list_show_rm() {
 
     assert_ok(&env.turn("a", "c1", &["--no-extract"], "hello"));
     assert_ok(&env.turn("b", "c2", &["--no-extract"], "hello"));
-    env.run_ok(&[
-        "pin",
-        "set",
-        "--agent",
-        "a",
-        "--channel",
-        "c1",
-        "--thread",
-        "t",
-        "line one\nline two",
-    ]);
+    env.cmd_words("pin set --agent a --channel c1 --thread t")
+        .arg("line one\nline two")
+        .assert()
+        .success();
     let c1 = session_id_of(&env, "c1");
 
     let all = env.json(&["sessions", "list", "--json"]);
@@ -1221,12 +1160,12 @@ fn sessions_list_show_rm() {
         "{text}"
     );
     // Ids are UUIDs in any case.
-    assert_ok(&env.run(&["sessions", "show", &c1.to_uppercase()]));
+    env.run_ok(&["sessions", "show", &c1.to_uppercase()]);
 
     for bad in ["no-such-session", "00000000-0000-0000-0000-000000000000"] {
         let out = env.run(&["sessions", "show", bad]);
         assert_eq!(code(&out), Some(13), "{}", stderr(&out));
-        assert!(stderr(&out).contains("no session"), "{}", stderr(&out));
+        assert_has(&stderr(&out), "no session");
     }
 
     let out = env.run(&["sessions", "rm", &c1]);
@@ -1237,18 +1176,12 @@ fn sessions_list_show_rm() {
         said.starts_with("deleted 1 sessions\nerased: deleted content overwritten"),
         "a summary, without the error prefix: {said}"
     );
-    assert_eq!(
-        env.json(&["sessions", "list", "--json"])
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(session_count(&env), 2);
     let out = env.run(&["history", "--agent", "a", "--channel", "c1"]);
     assert_eq!(code(&out), Some(13), "the turns went with the session");
     let out = env.run(&["sessions", "rm", &c1]);
     assert_eq!(code(&out), Some(13), "{}", stderr(&out));
-    assert!(stderr(&out).contains(&c1), "{}", stderr(&out));
+    assert_has(&stderr(&out), &c1);
 }
 
 #[test]
@@ -1265,27 +1198,17 @@ fn sessions_rm_leaves_a_session_whose_turn_is_running() {
     file.lock().unwrap();
     let out = env.run(&["sessions", "rm", &id]);
     assert_eq!(code(&out), Some(12), "{}", stderr(&out));
-    assert!(stderr(&out).contains("turn is running"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "turn is running");
     env.sqlite()
         .execute("UPDATE sessions SET updated_at = updated_at - 3600", [])
         .unwrap();
     let out = env.run(&["sessions", "prune", "--older-than", "1m"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "");
-    assert!(
-        stderr(&out).contains("deleted 0 sessions (1 skipped"),
-        "{}",
-        stderr(&out)
-    );
-    assert_eq!(
-        env.json(&["sessions", "list", "--json"])
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_has(&stderr(&out), "deleted 0 sessions (1 skipped");
+    assert_eq!(session_count(&env), 1);
     drop(file);
-    assert_ok(&env.run(&["sessions", "rm", &id]));
+    env.run_ok(&["sessions", "rm", &id]);
 }
 
 #[test]
@@ -1305,18 +1228,8 @@ fn sessions_prune_older_than() {
     let out = env.run(&["sessions", "prune", "--older-than", "2days", "--dry-run"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), format!("{old}\n"));
-    assert!(
-        stderr(&out).contains("would delete 1 sessions"),
-        "{}",
-        stderr(&out)
-    );
-    assert_eq!(
-        env.json(&["sessions", "list", "--json"])
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_has(&stderr(&out), "would delete 1 sessions");
+    assert_eq!(session_count(&env), 2);
 
     let out = env.run(&["sessions", "prune", "--older-than", "4d"]);
     assert_ok(&out);
@@ -1330,7 +1243,7 @@ fn sessions_prune_older_than() {
     assert_eq!(left[0]["channel"], "new");
 
     // A huge duration is nothing to prune, not an overflow.
-    assert_ok(&env.run(&["sessions", "prune", "--older-than", "500000years"]));
+    env.run_ok(&["sessions", "prune", "--older-than", "500000years"]);
     let out = env.run(&["sessions", "prune", "--older-than", "banana"]);
     assert_eq!(code(&out), Some(2), "{}", stderr(&out));
 }
@@ -1355,15 +1268,7 @@ fn sha(path: &Path) -> Vec<u8> {
 #[test]
 fn prompt_prints_what_turn_would_send_and_changes_nothing() {
     let env = recording_fake();
-    env.run_ok(&[
-        "pin",
-        "set",
-        "--agent",
-        "a",
-        "--channel",
-        "c",
-        "PINNED-TASK-TEXT",
-    ]);
+    env.run_ok(&words("pin set --agent a --channel c PINNED-TASK-TEXT"));
     let fact = add_fact(&env, "a", None, "Uses pnpm for packages, never npm i");
     add_fact(&env, "a", None, "Deploys with Docker Compose");
     let before = sha(&env.db);
@@ -1489,12 +1394,7 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
     assert!(!env.home.join("calls").exists(), "prompt called claude");
     assert_eq!(sha(&env.db), before, "prompt changed the store");
     let list = env.json(&["facts", "list", "--agent", "a", "--json"]);
-    assert!(
-        list.as_array()
-            .unwrap()
-            .iter()
-            .all(|f| f["access_count"] == 0)
-    );
+    assert!(none_used(&list), "{list}");
 
     // Without a store it still works, and creates none.
     let fresh = Env::fake("exit 1");
@@ -1517,14 +1417,12 @@ fn doctor_on_a_healthy_store() {
     // Before the first turn: no store is fine, and doctor creates none.
     let out = env.run(&["doctor"]);
     assert_ok(&out);
-    assert!(stdout(&out).contains("not created yet"), "{}", stdout(&out));
+    assert_has(&stdout(&out), "not created yet");
     assert!(!env.db.exists());
 
     assert_ok(&env.turn("a", "c", &["--no-extract"], "hello"));
     add_fact(&env, "a", None, "Uses pnpm");
-    let out = env.run(&["doctor"]);
-    assert_ok(&out);
-    let text = stdout(&out);
+    let text = env.run_ok(&["doctor"]);
     assert!(text.contains("claude: "), "{text}");
     assert!(text.contains("9.9.9 (Claude Code)"), "{text}");
     assert!(text.contains("supports --session-id"), "{text}");
@@ -1575,11 +1473,7 @@ fn doctor_without_claude() {
     assert_eq!(problems.len(), 1, "{text}");
     assert!(problems[0].contains("could not find claude at"), "{text}");
     assert!(problems[0].contains("no/such/claude"), "{text}");
-    assert!(
-        stderr(&out).contains("doctor found 1 problem"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "doctor found 1 problem");
 
     // Not on PATH either.
     let out = env
@@ -1590,11 +1484,7 @@ fn doctor_without_claude() {
         .output()
         .unwrap();
     assert_eq!(code(&out), Some(5), "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("could not find claude on PATH"),
-        "{}",
-        stdout(&out)
-    );
+    assert_has(&stdout(&out), "could not find claude on PATH");
 }
 
 #[test]
@@ -1638,11 +1528,7 @@ fn doctor_on_a_corrupt_store_reports_and_leaves_it() {
     std::fs::write(&env.db, &junk).unwrap();
     let out = env.run(&["doctor"]);
     assert_eq!(code(&out), Some(4), "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("problem: could not open session store"),
-        "{}",
-        stdout(&out)
-    );
+    assert_has(&stdout(&out), "problem: could not open session store");
     assert_eq!(std::fs::read(&env.db).unwrap(), junk);
 
     // A database with a damaged page.
@@ -1666,7 +1552,7 @@ fn doctor_on_a_corrupt_store_reports_and_leaves_it() {
     std::fs::write(&env.db, &bytes).unwrap();
     let out = env.run(&["doctor"]);
     assert_eq!(code(&out), Some(4), "{}\n{}", stdout(&out), stderr(&out));
-    assert!(stdout(&out).contains("problem: "), "{}", stdout(&out));
+    assert_has(&stdout(&out), "problem: ");
     assert_eq!(
         std::fs::read(&env.db).unwrap(),
         bytes,
@@ -1724,16 +1610,9 @@ fn every_exit_code_the_cli_can_produce_without_claude() {
         3,
         "secret fact",
     );
+    let long = "x".repeat(1001);
     expect(
-        env.run(&[
-            "pin",
-            "set",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            &"x".repeat(1001),
-        ]),
+        env.run(&["pin", "set", "--agent", "a", "--channel", "c", &long]),
         3,
         "pin over the cap",
     );
@@ -1760,16 +1639,7 @@ fn every_exit_code_the_cli_can_produce_without_claude() {
     // 7: timeout.
     let hang = Env::fake("cat >/dev/null; sleep 30");
     expect(
-        hang.run(&[
-            "turn",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "--timeout",
-            "1",
-            "hi",
-        ]),
+        hang.run(&words("turn --agent a --channel c --timeout 1 hi")),
         7,
         "timeout",
     );
@@ -1834,15 +1704,7 @@ fn interrupted_turn() -> Output {
     let env = Env::fake("cat >/dev/null; touch \"$HOME/started\"; sleep 30");
     let child = env
         .like_cmd(bin().to_str().unwrap())
-        .args([
-            "turn",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "--no-extract",
-            "hi",
-        ])
+        .args(words("turn --agent a --channel c --no-extract hi"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -1874,37 +1736,19 @@ fn verbose_logs_go_to_stderr_only() {
     for flag in ["-v", "-vv"] {
         let out = env
             .cmd()
-            .args([
-                flag,
-                "turn",
-                "--agent",
-                "a",
-                "--channel",
-                "c",
-                "--no-extract",
-                "hi",
-            ])
+            .arg(flag)
+            .args(words("turn --agent a --channel c --no-extract hi"))
             .output()
             .unwrap();
         assert_ok(&out);
         assert_eq!(stdout(&out), "pong\n", "{flag} added to stdout");
     }
     let out = env
-        .cmd()
-        .args([
-            "-vv",
-            "turn",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "--no-extract",
-            "hi",
-        ])
+        .cmd_words("-vv turn --agent a --channel c --no-extract hi")
         .output()
         .unwrap();
-    assert!(stderr(&out).contains("DEBUG"), "{}", stderr(&out));
-    assert!(stderr(&out).contains("spawning claude"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "DEBUG");
+    assert_has(&stderr(&out), "spawning claude");
     // The global flag works after the subcommand too, and on every command.
     let out = env.run(&["facts", "list", "--agent", "a", "-v", "--json"]);
     assert_ok(&out);
@@ -1975,7 +1819,7 @@ fn a_full_disk_is_an_error_not_a_closed_pipe() {
         .output()
         .unwrap();
     assert!(!out.status.success(), "writing to a full disk succeeded");
-    assert!(stderr(&out).contains("No space"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "No space");
 }
 
 /// Run `args` on a pseudo-terminal (so colour would be on) through `script`.
@@ -2043,7 +1887,7 @@ fn diagnostics_stay_on_stderr() {
     let out = env.run(&["--help"]);
     assert_ok(&out);
     assert_eq!(stderr(&out), "");
-    assert!(stdout(&out).contains("Exit codes:"), "{}", stdout(&out));
+    assert_has(&stdout(&out), "Exit codes:");
 }
 
 /// A spinner on a terminal while claude has not answered yet, erased before
@@ -2075,11 +1919,7 @@ fn an_agent_whose_facts_are_all_persons_says_so_when_listed_without_user() {
     let out = env.run(&["facts", "list", "--agent", "support-bot"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "", "the scope itself holds nothing");
-    assert!(
-        stderr(&out).contains("2 facts belong to persons: add --user ID"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "2 facts belong to persons: add --user ID");
     // With the person, or with an agent-wide fact, nothing to say.
     let out = env.run(&["facts", "list", "--agent", "support-bot", "--user", "u1"]);
     assert!(stdout(&out).contains("French") && stderr(&out).is_empty());

@@ -90,7 +90,7 @@ fn schema_lists_every_output_and_prints_each_committed_valid_schema() {
         jsonschema::meta::validate(&schema)
             .unwrap_or_else(|e| panic!("schemas/{name}.json is no valid JSON Schema: {e}"));
     }
-    let out = env.cmd().args(["schema", "nope"]).output().unwrap();
+    let out = env.run(&["schema", "nope"]);
     assert_eq!(
         out.status.code(),
         Some(2),
@@ -434,7 +434,7 @@ fn every_commands_json_validates() {
     assert!(events.iter().any(|e| e["kind"] == "turn.done"));
 
     // doctor fails on the fake claude's missing flags, and still reports.
-    let doctor = env.cmd().args(["doctor", "--json"]).output().unwrap();
+    let doctor = env.run(&["doctor", "--json"]);
     conforms("doctor", &parsed(&doctor.stdout));
     let copy = env.home.join("copy.db");
     let copied = ["store", "copy", "--json", "--to", copy.to_str().unwrap()];

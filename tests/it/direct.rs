@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{Env, assert_ok, stderr, stdout};
+use common::{Env, assert_has, assert_ok, stderr, stdout};
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
 use standin::{Recorded, Reply, StandIn};
 
@@ -39,11 +39,7 @@ fn turns_go_to_the_api_when_claude_is_missing() {
         "api says: Please plan a trip to Kyoto for me, the budget is 2000 USD in total.\n"
     );
     env.settle();
-    let pin = env
-        .cmd()
-        .args(["pin", "show", "--agent", "a", "--channel", "c"])
-        .output()
-        .unwrap();
+    let pin = env.run(&["pin", "show", "--agent", "a", "--channel", "c"]);
     assert_eq!(
         stdout(&pin).trim(),
         "Plan the trip to Kyoto; budget 2000 USD",
@@ -197,11 +193,7 @@ exit 1"#,
     let out = env.turn("a", "c", &["--no-extract"], "hello there");
     assert_ok(&out);
     assert_eq!(stdout(&out), "api says: hello there\n");
-    assert!(
-        stderr(&out).contains("; answered on the Messages API directly"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "; answered on the Messages API directly");
     // Forbidden: the claude error stands.
     let out = env.turn(
         "a",
@@ -222,20 +214,12 @@ fn a_rejected_key_and_a_missing_key_are_clear() {
     let env = env_without_claude(&s);
     let out = env.turn("a", "c", &["--no-extract"], "hi");
     assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("rejected the key (401)"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "rejected the key (401)");
     let mut env = Env::fake("");
     env.claude = env.dir.path().join("nowhere/claude");
     let out = env.turn("a", "c", &["--direct-api"], "hi");
     assert_eq!(out.status.code(), Some(8));
-    assert!(
-        stderr(&out).contains("--direct-api needs ANTHROPIC_API_KEY"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "--direct-api needs ANTHROPIC_API_KEY");
     let out = env.turn("a", "c", &[], "hi");
     assert_eq!(
         out.status.code(),
@@ -288,9 +272,5 @@ fn after_api_turns_the_next_claude_turn_replays_them() {
         .into_iter()
         .rfind(|r| r.system_text().contains("Claude Code"))
         .unwrap();
-    assert!(
-        r.last_user_text().contains("turn two on the api"),
-        "{}",
-        r.last_user_text()
-    );
+    assert_has(&r.last_user_text(), "turn two on the api");
 }

@@ -247,16 +247,8 @@ fn the_recap_leads_at_once_and_the_pin_reaches_the_system_tail_when_the_cache_is
 fn a_clarification_reaches_the_recap_at_once_and_the_system_prompt_when_cold(server: bool) {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url()).store_on(server);
-    env.cmd()
-        .args([
-            "pin",
-            "set",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "Build the site",
-        ])
+    env.cmd_words("pin set --agent a --channel c")
+        .arg("Build the site")
         .assert()
         .success();
     env.turn_json("a", "c", &["--no-extract"], "ASK ME what you need");
@@ -287,11 +279,7 @@ fn a_clarification_reaches_the_recap_at_once_and_the_system_prompt_when_cold(ser
         "the changed pin must reach a resumed turn (snapshot off): …{}",
         &r.system_tail()[r.system_tail().len().saturating_sub(200)..]
     );
-    let pin = env
-        .cmd()
-        .args(["pin", "show", "--agent", "a", "--channel", "c"])
-        .output()
-        .unwrap();
+    let pin = env.run(&["pin", "show", "--agent", "a", "--channel", "c"]);
     assert_eq!(String::from_utf8_lossy(&pin.stdout), format!("{pinned}\n"));
 }
 
@@ -355,11 +343,7 @@ fn facts_reach_other_sessions_of_the_agent_and_never_other_agents(server: bool) 
             .ends_with("- Uses pnpm for packages, never npm i\n</key_facts>")
     );
     assert!(!r.last_user_text().contains("key_facts"));
-    let list = env
-        .cmd()
-        .args(["facts", "list", "--agent", "a", "--json"])
-        .output()
-        .unwrap();
+    let list = env.run(&["facts", "list", "--agent", "a", "--json"]);
     let facts: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(facts[0]["access_count"], 2);
 }
@@ -461,11 +445,7 @@ fn a_turn_returns_before_its_slow_side_calls_which_land_afterwards() {
         );
         gate.open();
         env.settle();
-        let pin = env
-            .cmd()
-            .args(["pin", "show", "--agent", "a", "--channel", "c"])
-            .output()
-            .unwrap();
+        let pin = env.run(&["pin", "show", "--agent", "a", "--channel", "c"]);
         assert_eq!(String::from_utf8_lossy(&pin.stdout).trim(), PIN);
         env.assert_no_processes_left();
     }
@@ -487,16 +467,8 @@ fn dry_run_prints_what_the_turn_sends_and_writes_nothing() {
     let before = std::fs::read(&env.db).unwrap();
     let n = s.requests().len();
     let out = env
-        .cmd()
-        .args([
-            "prompt",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "--json",
-            "next step",
-        ])
+        .cmd_words("prompt --agent a --channel c --json")
+        .arg("next step")
         .output()
         .unwrap();
     assert_ok(&out);
@@ -549,16 +521,8 @@ fn conversation_chars(r: &Recorded) -> usize {
 fn a_long_session_is_compacted_once_and_continues_on_a_smaller_prompt() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
-    env.cmd()
-        .args([
-            "pin",
-            "set",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "Write the migration guide",
-        ])
+    env.cmd_words("pin set --agent a --channel c")
+        .arg("Write the migration guide")
         .assert()
         .success();
     let chunk = |i: usize| format!("section {i}: {}", "lorem ipsum dolor sit amet ".repeat(60));
@@ -577,17 +541,8 @@ fn a_long_session_is_compacted_once_and_continues_on_a_smaller_prompt() {
     env.settle();
     assert_eq!(summary_requests(&s), 1, "exactly one summary call");
     let before = main_requests(&s).pop().unwrap();
-    let show = env
-        .cmd()
-        .args([
-            "sessions",
-            "show",
-            "--json",
-            v5["session_id"].as_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    let show: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    let id = v5["session_id"].as_str().unwrap();
+    let show = env.json(&["sessions", "show", "--json", id]);
     assert_eq!(show["generation"], 1);
     assert!(show["summary"].as_str().unwrap().starts_with("SUMMARY:"));
 
@@ -616,11 +571,7 @@ fn a_long_session_is_compacted_once_and_continues_on_a_smaller_prompt() {
     );
     assert_eq!(summary_requests(&s), 1);
     // The stored history is complete.
-    let history = env
-        .cmd()
-        .args(["history", "--agent", "a", "--channel", "c", "--json"])
-        .output()
-        .unwrap();
+    let history = env.run(&["history", "--agent", "a", "--channel", "c", "--json"]);
     let history: serde_json::Value = serde_json::from_slice(&history.stdout).unwrap();
     assert_eq!(history.as_array().unwrap().len(), 12);
     let v7 = env.turn_json("a", "c", &opts, "and then?");
@@ -652,11 +603,7 @@ fn a_failing_summary_leaves_the_session_working_and_whole() {
     }
     env.settle();
     assert!(summary_requests(&s) >= 1, "a summary was attempted");
-    let sessions = env
-        .cmd()
-        .args(["sessions", "list", "--json"])
-        .output()
-        .unwrap();
+    let sessions = env.run(&["sessions", "list", "--json"]);
     let sessions: serde_json::Value = serde_json::from_slice(&sessions.stdout).unwrap();
     assert_eq!(
         sessions[0]["generation"], 0,
@@ -974,17 +921,7 @@ fn warm_turns_print_as_cold_ones_and_survive_a_kill_a_timeout_and_a_removal() {
 
     // A warm turn past its --timeout: exit 7, that claude ended.
     let out = env
-        .cmd()
-        .args([
-            "turn",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "--no-extract",
-            "--timeout",
-            "5",
-        ])
+        .cmd_words("turn --agent a --channel c --no-extract --timeout 5")
         .arg("now wait for it")
         .timeout(std::time::Duration::from_secs(60))
         .output()

@@ -110,11 +110,7 @@ fn drift_and_corrections_come_from_the_memory_call(server: bool) {
     assert_eq!(d["reason"], REASON);
     assert_eq!(d["pin"], PIN);
     assert_eq!(drift[0]["session_id"], second["session_id"]);
-    let turns = env
-        .cmd()
-        .args(["history", "--agent", "a", "--channel", "c", "--json"])
-        .output()
-        .unwrap();
+    let turns = env.run(&["history", "--agent", "a", "--channel", "c", "--json"]);
     assert_ok(&turns);
     let history: Vec<Value> = serde_json::from_slice(&turns.stdout)
         .or_else(|_| {
@@ -144,11 +140,7 @@ fn drift_and_corrections_come_from_the_memory_call(server: bool) {
     assert_eq!(corrections.len(), 1, "{corrections:?}");
     assert_eq!(corrections[0]["data"]["content"], CORRECTION);
     assert_eq!(corrections[0]["data"]["correction"], true);
-    let listed = env
-        .cmd()
-        .args(["facts", "list", "--agent", "a", "--json"])
-        .output()
-        .unwrap();
+    let listed = env.run(&["facts", "list", "--agent", "a", "--json"]);
     assert_ok(&listed);
     let facts: Vec<Value> = serde_json::from_slice(&listed.stdout).unwrap();
     let marked: Vec<&Value> = facts.iter().filter(|f| f["correction"] == true).collect();
@@ -158,13 +150,8 @@ fn drift_and_corrections_come_from_the_memory_call(server: bool) {
     // The next related message gets the correction injected.
     s.clear();
     let third = env.turn_json("a", "c", &["--no-extract"], RELATED);
-    let injected: Vec<&str> = third["facts_injected"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert!(injected.contains(&CORRECTION), "{injected:?}");
+    let injected = third["facts_injected"].as_array().unwrap();
+    assert!(injected.contains(&CORRECTION.into()), "{injected:?}");
     let main = s
         .requests()
         .into_iter()

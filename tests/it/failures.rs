@@ -3,7 +3,18 @@
 
 use crate::common;
 
-use common::{Env, assert_ok, fake_success, hanging_fake, process_gone, stderr, stdout};
+use common::{
+    Env, assert_has, assert_ok, fake_success, hanging_fake, process_gone, stderr, stdout,
+};
+
+/// A fake claude running `script` (which writes its arguments to
+/// `$FAKE_ARGS`), and the file they go to.
+fn fake_writing_args(script: &str) -> (Env, std::path::PathBuf) {
+    let env = Env::fake(script);
+    let args = env.dir.path().join("args");
+    let env = env.env("FAKE_ARGS", args.to_str().unwrap());
+    (env, args)
+}
 
 fn user_turns(env: &Env) -> Vec<(String, String)> {
     let c = env.sqlite();
@@ -78,33 +89,19 @@ fn missing_claude_is_exit_5() {
     env.claude = env.dir.path().join("no/such/claude");
     let out = env.turn("a", "c", &[], "hi");
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("could not find claude"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "could not find claude");
 }
 
 #[test]
 fn hanging_claude_is_killed_with_its_process_group() {
     let (env, pidfile) = hanging_fake();
     let out = env
-        .cmd()
-        .args([
-            "turn",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "--timeout",
-            "2",
-            "hang",
-        ])
+        .cmd_words("turn --agent a --channel c --timeout 2 hang")
         .timeout(std::time::Duration::from_secs(60))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
-    assert!(stderr(&out).contains("timed out"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "timed out");
     // The grandchild was in claude's process group, so it is gone too.
     assert!(
         process_gone(&pidfile),
@@ -115,7 +112,7 @@ fn hanging_claude_is_killed_with_its_process_group() {
 #[test]
 fn already_in_use_means_resume() {
     // First call with --session-id says "already in use"; the retry must resume.
-    let env = Env::fake(&format!(
+    let (env, args) = fake_writing_args(&format!(
         r#"for a in "$@"; do
   if [ "$a" = "--session-id" ]; then cat >/dev/null; echo "Error: Session ID x is already in use." >&2; exit 1; fi
 done
@@ -123,8 +120,6 @@ echo "$@" > "$FAKE_ARGS"
 {}"#,
         fake_success("resumed ok")
     ));
-    let args = env.dir.path().join("args");
-    let env = env.env("FAKE_ARGS", args.to_str().unwrap());
     let out = env.turn("a", "c", &["--json"], "hi");
     assert_ok(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -139,11 +134,7 @@ fn empty_and_blank_messages_are_refused_before_anything_is_written() {
     for msg in ["", "   \n\t ", "\u{3000}\u{200b}"] {
         let out = env.turn("a", "c", &[], msg);
         assert_eq!(out.status.code(), Some(3), "{msg:?}: {}", stderr(&out));
-        assert!(
-            stderr(&out).contains("message is empty"),
-            "{}",
-            stderr(&out)
-        );
+        assert_has(&stderr(&out), "message is empty");
     }
     assert!(
         !env.db.exists(),
@@ -158,73 +149,41 @@ fn empty_and_blank_messages_are_refused_before_anything_is_written() {
 #[test]
 fn invalid_utf8_and_nul_are_refused() {
     let env = Env::fake("exit 1");
-    let out = env
-        .cmd()
-        .args(["turn", "--agent", "a", "--channel", "c"])
-        .write_stdin(vec![b'h', b'i', 0xff, 0xfe])
-        .output()
-        .unwrap();
+    let turn = ["turn", "--agent", "a", "--channel", "c"];
+    let out = env.run_stdin(&turn, [b'h', b'i', 0xff, 0xfe]);
     assert_eq!(out.status.code(), Some(3));
-    assert!(
-        stderr(&out).contains("not valid UTF-8 (at byte 2)"),
-        "{}",
-        stderr(&out)
-    );
-    let out = env
-        .cmd()
-        .args(["turn", "--agent", "a", "--channel", "c"])
-        .write_stdin(b"a\0b".to_vec())
-        .output()
-        .unwrap();
+    assert_has(&stderr(&out), "not valid UTF-8 (at byte 2)");
+    let out = env.run_stdin(&turn, b"a\0b");
     assert_eq!(out.status.code(), Some(3));
-    assert!(stderr(&out).contains("NUL"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "NUL");
     assert!(!env.db.exists());
 }
 
 #[test]
 fn oversized_message_is_refused_with_the_limit() {
     let env = Env::fake("exit 1");
-    let out = env
-        .cmd()
-        .args(["turn", "--agent", "a", "--channel", "c"])
-        .write_stdin(vec![b'x'; 11 * 1024 * 1024])
-        .output()
-        .unwrap();
+    let turn = ["turn", "--agent", "a", "--channel", "c"];
+    let out = env.run_stdin(&turn, vec![b'x'; 11 * 1024 * 1024]);
     assert_eq!(out.status.code(), Some(3));
-    assert!(stderr(&out).contains("10 MiB limit"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "10 MiB limit");
 }
 
 #[test]
 fn missing_agent_or_channel_is_a_usage_error() {
     let env = Env::fake("exit 1");
-    let out = env
-        .cmd()
-        .args(["turn", "--agent", "a", "hi"])
-        .output()
-        .unwrap();
+    let out = env.run(&["turn", "--agent", "a", "hi"]);
     assert_eq!(out.status.code(), Some(2));
-    let out = env.cmd().args(["id", "--channel", "c"]).output().unwrap();
+    let out = env.run(&["id", "--channel", "c"]);
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn prompt_never_reaches_argv() {
-    let env = Env::fake(&format!(
+    let (env, args) = fake_writing_args(&format!(
         "echo \"$@\" > \"$FAKE_ARGS\"\n{}",
         fake_success("ok")
     ));
-    let args = env.dir.path().join("args");
-    let env = env.env("FAKE_ARGS", args.to_str().unwrap());
-    env.cmd()
-        .args([
-            "pin",
-            "set",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "SECRET-PIN-TEXT",
-        ])
+    env.cmd_words("pin set --agent a --channel c SECRET-PIN-TEXT")
         .assert()
         .success();
     let out = env.turn("a", "c", &["--no-extract"], "-rf SECRET-MESSAGE-TEXT");
@@ -243,34 +202,19 @@ fn corrupt_store_is_refused_and_left_untouched() {
     std::fs::write(&env.db, &junk).unwrap();
     let out = env.turn("a", "c", &[], "hi");
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("could not open session store"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "could not open session store");
     assert_eq!(std::fs::read(&env.db).unwrap(), junk);
 }
 
 #[test]
 fn light_and_claude_arg_values_reach_claude() {
-    let env = Env::fake(&format!(
+    let (env, args) = fake_writing_args(&format!(
         "printf '%s\\n' \"$@\" > \"$FAKE_ARGS\"\n{}",
         fake_success("ok")
     ));
-    let args = env.dir.path().join("args");
-    let env = env.env("FAKE_ARGS", args.to_str().unwrap());
     let out = env
-        .cmd()
+        .cmd_words("turn --agent a --channel c --no-extract --light --model opus")
         .args([
-            "turn",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "--no-extract",
-            "--light",
-            "--model",
-            "opus",
             "--claude-arg",
             "--permission-mode",
             "--claude-arg=plan",

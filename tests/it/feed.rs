@@ -18,7 +18,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use common::{Env, assert_ok, files_containing, stderr, stdout};
+use common::{Env, assert_has, assert_ok, files_containing, stderr, stdout};
 use rustix::process::{Pid, Signal, kill_process};
 use serde_json::{Value, json};
 
@@ -534,7 +534,7 @@ fn reading_filters_and_bad_input() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-        assert!(stderr(&out).contains("invalid UTF-8"), "{}", stderr(&out));
+        assert_has(&stderr(&out), "invalid UTF-8");
         assert_eq!(all_events(&env), all, "a refused fact writes no event");
     }
 
@@ -648,15 +648,11 @@ fn reading_filters_and_bad_input() {
     // Pruning: by age, then everything; ids are never handed out again.
     let out = env.run(&["events", "prune", "--older-than", "1h"]);
     assert_ok(&out);
-    assert!(stderr(&out).contains("deleted 1 event"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "deleted 1 event");
     assert_eq!(read(&["--since", "0"]), pick(&[1, 2, 3, 4, 5, 6, 7]));
     let out = env.run(&["events", "prune", "--older-than", "0s"]);
     assert_ok(&out);
-    assert!(
-        stderr(&out).contains("deleted 7 events"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "deleted 7 events");
     assert_eq!(all_events(&env), Vec::<Value>::new());
     add_fact(&env, "A", None, "after the prune");
     let after = all_events(&env);

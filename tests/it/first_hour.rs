@@ -12,9 +12,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Output, Stdio};
 
-use clap::CommandFactory;
-use common::{Env, TEST_PATH, assert_ok, fake_success, stderr, stdout};
-use duduclaw_session::internals::cli::Cli;
+use common::{Env, TEST_PATH, assert_has, assert_ok, fake_success, stderr, stdout, words};
 use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
 use serde_json::Value;
@@ -133,23 +131,6 @@ const TOUR_TASK: &str = "Migrate our React app from CRA to Vite. Keep the tests 
 const TOUR_PIN: &str =
     "Migrate the React app from CRA to Vite; keep the tests passing; do not touch the auth flow";
 const TOUR_REPLY: &str = "Start with vite.config.ts: add @vitejs/plugin-react and move index.html to the root. Which Node version do you run?";
-
-/// The variables the program reads, as its clap definition declares them.
-fn declared_variables() -> BTreeSet<String> {
-    fn walk(cmd: &clap::Command, out: &mut BTreeSet<String>) {
-        for arg in cmd.get_arguments() {
-            if let Some(env) = arg.get_env() {
-                out.insert(env.to_string_lossy().into_owned());
-            }
-        }
-        for sub in cmd.get_subcommands() {
-            walk(sub, out);
-        }
-    }
-    let mut vars = BTreeSet::new();
-    walk(&Cli::command(), &mut vars);
-    vars
-}
 
 /// `scripts/tour.sh` with the binaries under test, from a caller whose own
 /// environment points elsewhere (a store, a claude, claude's settings), in
@@ -287,7 +268,7 @@ fn the_tour_pins_the_task_and_leaves_nothing_behind() {
     }
     // Every variable the program reads is unset or set by the lines.
     let named: String = pasted.join(" ");
-    for v in declared_variables() {
+    for v in common::declared_variables() {
         assert!(
             named.contains(&v),
             "{v} is neither unset nor exported: {said}"
@@ -436,9 +417,9 @@ fn a_scoped_event_feed_says_how_many_agent_wide_events_it_left_out() {
     let env = Env::fake(&fake_success("pong"));
     assert_ok(&env.turn("a", "c", &["--no-extract"], "hello"));
     for fact in ["Uses pnpm, never npm i", "CI runs on GitHub Actions"] {
-        assert_ok(&env.run(&["facts", "add", "--agent", "a", fact]));
+        env.run_ok(&["facts", "add", "--agent", "a", fact]);
     }
-    assert_ok(&env.run(&["facts", "add", "--agent", "b", "Another agent's"]));
+    env.run_ok(&["facts", "add", "--agent", "b", "Another agent's"]);
     assert_ok(&env.turn("a", "c", &["--no-extract"], "hello again"));
     let screen = on_a_terminal(&env, "events --agent a --channel c");
     assert!(screen.contains("turn 2 answered"), "{screen}");
@@ -543,7 +524,7 @@ fn the_version_is_the_newest_entry_of_the_readme_changes() {
 #[test]
 fn the_readme_tour_shows_the_schema_doctor_prints() {
     let env = Env::fake("exit 1");
-    assert_ok(&env.run(&["facts", "add", "--agent", "a", "Uses pnpm"]));
+    env.run_ok(&["facts", "add", "--agent", "a", "Uses pnpm"]);
     let schema = regex::Regex::new(r"schema (\d+) ·").unwrap();
     let said = stdout(&env.run(&["doctor"]));
     let now = &schema.captures(&said).expect("doctor shows the schema")[1];
@@ -589,11 +570,8 @@ fn man_prints_any_subcommands_page_and_man_and_completions_name_no_store() {
     }
     let out = env.run(&["man", "facts", "lst"]);
     assert_eq!(code(&out), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("no subcommand \"facts lst\"") && stderr(&out).contains("list"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "no subcommand \"facts lst\"");
+    assert_has(&stderr(&out), "list");
     for sub in ["man", "completions"] {
         let help = stdout(&env.run(&[sub, "--help"]));
         for flag in ["--db", "--claude", "DUDUCLAW_DB", "DUDUCLAW_CLAUDE"] {
@@ -641,7 +619,7 @@ printf '%s\n' "${{COMPREPLY[@]}}""#,
     assert!(offered.lines().any(|l| l == "--db"), "{offered}");
     // Before the subcommand (where every command reads them) they change
     // nothing; after it, they are refused like any option it does not take.
-    assert_ok(&env.run(&["--db", "/nonexistent/x.db", "man", "turn"]));
+    env.run_ok(&["--db", "/nonexistent/x.db", "man", "turn"]);
     let out = env.run(&["man", "--db", "/nonexistent/x.db", "turn"]);
     assert_eq!(code(&out), Some(2), "{}", stderr(&out));
 }
@@ -679,15 +657,8 @@ fn every_list_has_a_header_on_a_terminal_and_its_words_read_right() {
         &["--wait-side"],
         "We deploy the billing service with Argo CD.",
     ));
-    assert_ok(&env.run(&[
-        "pin",
-        "set",
-        "--agent",
-        "a",
-        "--channel",
-        "c",
-        "Ship the billing service",
-    ]));
+    let task = "Ship the billing service";
+    env.run_ok(&["pin", "set", "--agent", "a", "--channel", "c", task]);
     for (args, header) in [
         (
             "events --agent a --channel c",
@@ -747,22 +718,9 @@ fn a_usage_error_shows_its_subcommands_usage_and_a_failure_says_one_line() {
         assert!(stderr(&out).contains(usage), "{args:?}: {}", stderr(&out));
     }
     // The bounds as the help gives them.
-    let out = env.run(&[
-        "turn",
-        "--agent",
-        "a",
-        "--channel",
-        "c",
-        "--timeout",
-        "0",
-        "hi",
-    ]);
+    let out = env.run(&words("turn --agent a --channel c --timeout 0 hi"));
     assert_eq!(code(&out), Some(2));
-    assert!(
-        stderr(&out).contains("between 1s and 24h"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "between 1s and 24h");
     let help = stdout(&env.run(&["turn", "--help"]));
     assert!(help.contains("at most 24h"), "{help}");
 
@@ -878,13 +836,10 @@ step doctor doctor --json
     }
     assert_eq!(rc("freed"), 0, "{}", read("freed", "err"));
     let history: Value = serde_json::from_str(&read("history", "out")).unwrap();
-    let said: Vec<&str> = history
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["content"].as_str().unwrap())
-        .collect();
-    assert_eq!(said, ["first", "pong", "third", "pong"]);
+    assert_eq!(
+        common::contents(&history),
+        ["first", "pong", "third", "pong"]
+    );
     let doctor: Value = serde_json::from_str(&read("doctor", "out")).unwrap();
     assert_eq!(doctor["store"]["integrity"], "ok", "{doctor}");
 }

@@ -10,7 +10,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{Env, assert_ok, memory_answer, stdout};
+use common::{Env, assert_has, assert_ok, memory_answer, stdout, words};
 use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
 use duduclaw_session::internals::memory::jobs::SUMMARY_SYSTEM;
@@ -131,20 +131,17 @@ fn erased_text_is_in_no_file_and_no_row_and_the_rest_goes_on(server: bool) {
     // `sessions rm`: the session, its turns, pin, summary, jobs and both of
     // its handles' transcripts.
     let sid = alice["id"].as_str().unwrap();
-    let out = env.cmd().args(["sessions", "rm", sid]).output().unwrap();
+    let out = env.run(&["sessions", "rm", sid]);
     assert_ok(&out);
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("2 claude transcript(s) deleted"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_has(
+        &String::from_utf8_lossy(&out.stderr),
+        "2 claude transcript(s) deleted",
     );
     let transcripts_left: Vec<String> = files_holding(&env.home.join(".claude"), GONE);
     assert!(transcripts_left.is_empty(), "{transcripts_left:?}");
 
     // `facts forget`: the facts that quote the marker, keywords and index.
-    let facts = env.json(&[
-        "facts", "list", "--json", "--agent", "bot", "--user", "alice",
-    ]);
+    let facts = env.json(&words("facts list --json --agent bot --user alice"));
     let ids: Vec<String> = facts
         .as_array()
         .unwrap()
@@ -161,14 +158,7 @@ fn erased_text_is_in_no_file_and_no_row_and_the_rest_goes_on(server: bool) {
     assert!(left.is_empty(), "the erased marker is still in {left:?}");
     // Bob's conversation and fact are untouched, and it goes on.
     assert!(!places(&env, KEPT).is_empty());
-    let found = stdout(
-        &env.cmd()
-            .args([
-                "facts", "search", "--agent", "bot", "--user", "bob", "address",
-            ])
-            .output()
-            .unwrap(),
-    );
+    let found = stdout(&env.run(&words("facts search --agent bot --user bob address")));
     assert!(found.contains(KEPT), "{found}");
     let v = env.turn_json(
         "bot",
@@ -264,24 +254,14 @@ fn a_person_forgotten_in_a_group_channel_leaves_tombstones_and_the_others_words(
     let left = places(&env, GONE);
     assert!(left.is_empty(), "the forgotten marker is still in {left:?}");
     let after = history(&env);
-    let texts: Vec<&str> = after
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["content"].as_str().unwrap())
-        .collect();
+    let texts = common::contents(&after);
     assert_eq!(texts[0], "[erased at the sender's request]");
     assert_eq!(texts[1], "[erased at the sender's request]");
     assert!(
         texts[2].contains(KEPT) && texts[3].contains(KEPT),
         "{texts:?}"
     );
-    let pin = stdout(
-        &env.cmd()
-            .args(["pin", "show", "--agent", "bot", "--channel", "group"])
-            .output()
-            .unwrap(),
-    );
+    let pin = stdout(&env.run(&["pin", "show", "--agent", "bot", "--channel", "group"]));
     assert_eq!(pin, "", "the pin came from her message: set back to none");
 
     // The conversation goes on: a new handle, the cleaned history replayed.

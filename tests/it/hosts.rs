@@ -12,12 +12,11 @@
 use crate::common;
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Output};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Env, files_containing, is_side, pg};
+use common::{Env, files_containing, is_side, pg, words};
 use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
 use duduclaw_session::internals::memory::jobs::SUMMARY_SYSTEM;
@@ -110,20 +109,7 @@ impl Host {
     }
 
     fn spawn(&self, args: &[&str], stdin: &str) -> Child {
-        let mut child = self
-            .command(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child
+        common::spawn_with_input(&mut self.command(args), stdin)
     }
 
     /// Waits for a child of [`Host::spawn`] (killing it after `limit`) and
@@ -272,8 +258,8 @@ fn ok(out: &Output, what: &str) {
         out.status.success(),
         "{what}: exit {:?}\nstdout: {}\nstderr: {}",
         out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        common::stdout(out),
+        common::stderr(out)
     );
 }
 
@@ -299,6 +285,19 @@ fn current_message(r: &Recorded) -> String {
 /// so "the request holds message m" and "holds reply r" are told apart.
 fn reply_to(message: &str) -> String {
     format!("REPLY TO {}", message.to_uppercase())
+}
+
+/// Each message sent and the stand-in's reply to it, as the (role,
+/// content) pairs a history lists.
+fn exchanges(sent: &[String]) -> Vec<(String, String)> {
+    sent.iter()
+        .flat_map(|m| {
+            [
+                ("user".to_string(), m.clone()),
+                ("assistant".to_string(), reply_to(m)),
+            ]
+        })
+        .collect()
 }
 
 /// Main calls as they arrived, with their arrival time.
@@ -504,15 +503,7 @@ fn a_session_moves_between_hosts_and_every_request_has_the_whole_history(server:
                 )
             })
             .collect();
-        let expected: Vec<(String, String)> = sent
-            .iter()
-            .flat_map(|m| {
-                [
-                    ("user".to_string(), m.clone()),
-                    ("assistant".to_string(), reply_to(m)),
-                ]
-            })
-            .collect();
+        let expected = exchanges(&sent);
         assert_eq!(seen, expected, "history on host {}", host.name);
     }
     a.check_after();
@@ -535,16 +526,9 @@ fn the_pin_and_facts_from_one_host_reach_a_turn_on_the_other(server: bool) {
         jobs.iter().all(|j| j["status"] == "done"),
         "the side calls of host A's turn are done: {jobs:?}"
     );
-    let pin = a.run(&[
-        "pin",
-        "show",
-        "--agent",
-        "bot",
-        "--channel",
-        "chat-42",
-        "--thread",
-        "t-7",
-    ]);
+    let pin = a.run(&words(
+        "pin show --agent bot --channel chat-42 --thread t-7",
+    ));
     ok(&pin, "pin show on A");
     assert_eq!(String::from_utf8_lossy(&pin.stdout).trim(), PIN);
 
@@ -669,15 +653,7 @@ fn parallel_turns_from_two_hosts_on_two_sessions_are_serialized_and_complete(ser
                     )
                 })
                 .collect();
-            let expected: Vec<(String, String)> = order
-                .iter()
-                .flat_map(|m| {
-                    [
-                        ("user".to_string(), m.clone()),
-                        ("assistant".to_string(), reply_to(m)),
-                    ]
-                })
-                .collect();
+            let expected = exchanges(&order);
             let got: Vec<(String, String)> = seen
                 .iter()
                 .map(|(r, c, _)| (r.clone(), c.clone()))

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::{Env, assert_ok, is_side, stderr, stdout};
+use common::{Env, assert_has, assert_ok, is_side, stderr, stdout};
 use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
 use duduclaw_session::internals::memory::jobs::SUMMARY_SYSTEM;
@@ -159,20 +159,15 @@ fn jobs_list_retry_and_run() {
     let id = facts["id"].as_i64().unwrap().to_string();
     let out = env.run(&["jobs", "retry", &id]);
     assert_ok(&out);
-    assert!(stderr(&out).contains("pending again"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "pending again");
     assert_eq!(code(&env.run(&["jobs", "retry", "999999"])), Some(13));
     let out = env.run(&["jobs", "run"]);
     assert_ok(&out);
     assert_eq!(stderr(&out), "ran 1 jobs: 1 done, 0 failed\n");
     let facts = stdout(&env.run(&["facts", "list", "--agent", "a"]));
     assert!(facts.contains("Deploys with Docker Compose"), "{facts}");
-    let done = env.json(&["jobs", "list", "--json"]);
-    let j = done
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|j| j["kind"] == "memory")
-        .unwrap();
+    let done = env.jobs();
+    let j = done.iter().find(|j| j["kind"] == "memory").unwrap();
     assert_eq!(
         (j["status"].as_str(), j["attempts"].as_i64()),
         (Some("done"), Some(1))
@@ -282,15 +277,8 @@ fn an_extracted_pin_keeps_a_change_made_while_it_ran() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    assert_ok(&env.run(&[
-        "pin",
-        "append",
-        "--agent",
-        "a",
-        "--channel",
-        "c",
-        "use Node 20",
-    ]));
+    let line = "use Node 20";
+    env.run_ok(&["pin", "append", "--agent", "a", "--channel", "c", line]);
     gate.open();
     env.settle();
     let pin = stdout(&env.run(&["pin", "show", "--agent", "a", "--channel", "c"]));
@@ -299,15 +287,8 @@ fn an_extracted_pin_keeps_a_change_made_while_it_ran() {
     // A task set by hand meanwhile wins outright.
     let env = Env::real(&s.base_url());
     env.turn_json("a", "c", &[], TASK);
-    assert_ok(&env.run(&[
-        "pin",
-        "set",
-        "--agent",
-        "a",
-        "--channel",
-        "c",
-        "my own task",
-    ]));
+    let task = "my own task";
+    env.run_ok(&["pin", "set", "--agent", "a", "--channel", "c", task]);
     env.settle();
     let pin = stdout(&env.run(&["pin", "show", "--agent", "a", "--channel", "c"]));
     assert_eq!(pin, "my own task\n");
@@ -443,7 +424,7 @@ fn later_turns_move_the_pause_and_a_killed_waiter_loses_nothing() {
     }
     env.assert_no_processes_left();
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0);
-    assert_ok(&env.run(&["jobs", "run", "--all"]));
+    env.run_ok(&["jobs", "run", "--all"]);
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
     let facts = env.json(&["facts", "list", "--agent", "a", "--json"]);
     assert_eq!(facts.as_array().unwrap().len(), 1, "{facts}");

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{Env, assert_ok, stderr, stdout};
+use common::{Env, assert_has, assert_ok, stderr, stdout};
 use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::{ENRICH_SYSTEM, PIN_SYSTEM};
 use serde_json::Value;
@@ -74,26 +74,15 @@ fn extracted_keywords_find_the_fact_in_the_other_language() {
         ])
     );
     // The keywords are never shown as the fact's text.
-    let listed = stdout(
-        &env.cmd()
-            .args(["facts", "list", "--agent", "a"])
-            .output()
-            .unwrap(),
-    );
+    let listed = stdout(&env.run(&["facts", "list", "--agent", "a"]));
     assert!(!listed.contains("serverless"), "{listed}");
     // A Chinese question finds the English fact, in a turn and in search.
     // Ranked, not carried whole by the profile (the memory is one fact).
     let ranked = ["--no-extract", "--profile-tokens", "0"];
     let v = env.turn_json("a", "other", &ranked, "部署到哪裡？");
     assert_eq!(v["facts_injected"], serde_json::json!([FACT]));
-    let hits = env.json(&[
-        "facts",
-        "search",
-        "--agent",
-        "a",
-        "--json",
-        "要上線到哪個平台",
-    ]);
+    let question = "要上線到哪個平台";
+    let hits = env.json(&["facts", "search", "--agent", "a", "--json", question]);
     assert_eq!(hits[0]["content"], FACT);
     assert!(hits[0]["keywords"].is_array());
 }
@@ -117,40 +106,18 @@ fn keywords_by_hand_and_through_import_and_export() {
         serde_json::json!(["currency", "TWD", "which currency"]),
         "deduplicated, a secret dropped"
     );
-    let hits = env.json(&[
-        "facts",
-        "search",
-        "--agent",
-        "a",
-        "--json",
-        "What currency should the report use?",
-    ]);
+    let question = "What currency should the report use?";
+    let hits = env.json(&["facts", "search", "--agent", "a", "--json", question]);
     assert_eq!(hits[0]["content"], "報表金額必須以新台幣計價。");
 
     // Export then import into another store: lossless, keywords included.
-    let exported = stdout(
-        &env.cmd()
-            .args(["facts", "export", "--agent", "a"])
-            .output()
-            .unwrap(),
-    );
+    let exported = stdout(&env.run(&["facts", "export", "--agent", "a"]));
     let line: Value = serde_json::from_str(exported.lines().next().unwrap()).unwrap();
     assert_eq!(line["keywords"], facts[0]["keywords"]);
     let other = Env::fake("exit 1");
-    let out = other
-        .cmd()
-        .args(["facts", "import", "--agent", "a", "-"])
-        .write_stdin(exported.clone())
-        .output()
-        .unwrap();
+    let out = other.run_stdin(&["facts", "import", "--agent", "a", "-"], &exported);
     assert_ok(&out);
-    let again = stdout(
-        &other
-            .cmd()
-            .args(["facts", "export", "--agent", "a"])
-            .output()
-            .unwrap(),
-    );
+    let again = stdout(&other.run(&["facts", "export", "--agent", "a"]));
     let strip = |s: &str| -> Vec<Value> {
         s.lines()
             .map(|l| {
@@ -162,14 +129,12 @@ fn keywords_by_hand_and_through_import_and_export() {
     };
     assert_eq!(strip(&again), strip(&exported));
     // Keywords that are not a list of strings are refused, and nothing is imported.
-    let out = other
-        .cmd()
-        .args(["facts", "import", "--agent", "b", "-"])
-        .write_stdin("{\"content\": \"x y z\", \"keywords\": \"not a list\"}\n")
-        .output()
-        .unwrap();
+    let out = other.run_stdin(
+        &["facts", "import", "--agent", "b", "-"],
+        "{\"content\": \"x y z\", \"keywords\": \"not a list\"}\n",
+    );
     assert_eq!(out.status.code(), Some(3));
-    assert!(stderr(&out).contains("keywords"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "keywords");
 }
 
 /// `facts enrich`: one batched side call per group of facts without
@@ -189,22 +154,10 @@ fn enrich_writes_keywords_for_facts_that_have_none() {
             "{\"content\": \"報表金額必須以新台幣計價。\"}\n".to_string(),
         ))
         .collect();
-    assert_ok(
-        &env.cmd()
-            .args(["facts", "import", "--agent", "a", "-"])
-            .write_stdin(lines)
-            .output()
-            .unwrap(),
-    );
+    assert_ok(&env.run_stdin(&["facts", "import", "--agent", "a", "-"], &lines));
     // Before: an English question does not find the Chinese fact.
-    let hits = env.json(&[
-        "facts",
-        "search",
-        "--agent",
-        "a",
-        "--json",
-        "Which currency?",
-    ]);
+    let question = "Which currency?";
+    let hits = env.json(&["facts", "search", "--agent", "a", "--json", question]);
     assert_eq!(hits, serde_json::json!([]));
 
     let v = env.json(&["facts", "enrich", "--agent", "a", "--json"]);
@@ -218,14 +171,7 @@ fn enrich_writes_keywords_for_facts_that_have_none() {
         .filter(|r| r.system_text().contains(ENRICH_SYSTEM))
         .count();
     assert_eq!(enrich_calls, 2);
-    let hits = env.json(&[
-        "facts",
-        "search",
-        "--agent",
-        "a",
-        "--json",
-        "Which currency?",
-    ]);
+    let hits = env.json(&["facts", "search", "--agent", "a", "--json", question]);
     assert_eq!(hits[0]["content"], "報表金額必須以新台幣計價。");
     // Nothing left: a second run calls nothing.
     let v = env.json(&["facts", "enrich", "--agent", "a", "--json"]);
@@ -245,14 +191,8 @@ fn enrich_writes_keywords_for_facts_that_have_none() {
 
     // Resumable: a job left open (an interrupted run) is finished first.
     assert_ok(
-        &env.cmd()
-            .args([
-                "facts",
-                "add",
-                "--agent",
-                "a",
-                "One more fact without keywords",
-            ])
+        &env.cmd_words("facts add --agent a")
+            .arg("One more fact without keywords")
             .output()
             .unwrap(),
     );

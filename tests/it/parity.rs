@@ -265,16 +265,8 @@ fn prompt_and_turn_send_the_same_bytes_in_every_state() {
     // answer again: the raw answer is pinned in neither (a clarify call
     // decides what is pinned, after the reply).
     assert_ok(
-        &env.cmd()
-            .args([
-                "pin",
-                "set",
-                "--agent",
-                "a",
-                "--channel",
-                "c",
-                "Migrate to Vite",
-            ])
+        &env.cmd_words("pin set --agent a --channel c")
+            .arg("Migrate to Vite")
             .output()
             .unwrap(),
     );
@@ -297,14 +289,8 @@ fn prompt_and_turn_send_the_same_bytes_in_every_state() {
 
     // Facts, in the message and in the system prompt.
     assert_ok(
-        &env.cmd()
-            .args([
-                "facts",
-                "add",
-                "--agent",
-                "a",
-                "The build uses Vite 6 and pnpm",
-            ])
+        &env.cmd_words("facts add --agent a")
+            .arg("The build uses Vite 6 and pnpm")
             .output()
             .unwrap(),
     );
@@ -360,14 +346,8 @@ fn prompt_and_turn_send_the_same_bytes_in_every_state() {
         "{plan}"
     );
     env.settle();
-    let sessions: Value = serde_json::from_slice(
-        &env.cmd()
-            .args(["sessions", "list", "--json"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let sessions: Value =
+        serde_json::from_slice(&env.run(&["sessions", "list", "--json"]).stdout).unwrap();
     assert!(
         sessions[0]["summary"]
             .as_str()

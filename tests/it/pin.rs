@@ -83,11 +83,7 @@ fn conversation_model(r: &Recorded) -> Reply {
 }
 
 fn pin_show(env: &Env, channel: &str) -> String {
-    let out = env
-        .cmd()
-        .args(["pin", "show", "--agent", "a", "--channel", channel])
-        .output()
-        .unwrap();
+    let out = env.run(&["pin", "show", "--agent", "a", "--channel", channel]);
     assert_ok(&out);
     stdout(&out)
 }
@@ -152,11 +148,7 @@ fn the_pin_holds_the_task_and_the_condensed_answer_never_a_raw_message(server: b
         assert!(!pin_show(&env, "c").contains(raw), "{raw} was pinned");
         assert!(!tail.contains(raw), "{raw} reached the system prompt's pin");
     }
-    let history = env
-        .cmd()
-        .args(["pin", "history", "--agent", "a", "--channel", "c"])
-        .output()
-        .unwrap();
+    let history = env.run(&["pin", "history", "--agent", "a", "--channel", "c"]);
     let sources: Vec<String> = stdout(&history)
         .lines()
         .map(|l| l.split('\t').nth(2).unwrap_or("").to_string())
@@ -221,16 +213,8 @@ fn fifteen_clarifications_fit_in_the_pin_by_consolidation_and_keep_the_first() {
     });
     let env = Env::real(&s.base_url());
     assert_ok(
-        &env.cmd()
-            .args([
-                "pin",
-                "set",
-                "--agent",
-                "a",
-                "--channel",
-                "c",
-                "Redesign the settings page",
-            ])
+        &env.cmd_words("pin set --agent a --channel c")
+            .arg("Redesign the settings page")
             .output()
             .unwrap(),
     );
@@ -261,11 +245,7 @@ fn fifteen_clarifications_fit_in_the_pin_by_consolidation_and_keep_the_first() {
     }
     assert!(consolidations.load(Ordering::SeqCst) >= 1);
 
-    let out = env
-        .cmd()
-        .args(["pin", "history", "--json", "--agent", "a", "--channel", "c"])
-        .output()
-        .unwrap();
+    let out = env.run(&["pin", "history", "--json", "--agent", "a", "--channel", "c"]);
     assert_ok(&out);
     let revs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     let sources: Vec<&str> = revs.iter().map(|r| r["source"].as_str().unwrap()).collect();
@@ -382,7 +362,7 @@ done
         text.ends_with("turns would work; see the warnings\n"),
         "{text}"
     );
-    let json = env.cmd().args(["doctor", "--json"]).output().unwrap();
+    let json = env.run(&["doctor", "--json"]);
     let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert!(
         report["store"]["failed_jobs"]["count"].as_i64().unwrap() >= 4,

@@ -115,21 +115,9 @@ fn a_pipe_gets_the_summary_alone() {
 #[test]
 fn a_store_copy_shows_its_bar_on_a_terminal() {
     let env = Env::fake("exit 1");
+    let task = "Ship it";
     for channel in ["c1", "c2", "c3"] {
-        let out = env
-            .cmd()
-            .args([
-                "pin",
-                "set",
-                "--agent",
-                "a",
-                "--channel",
-                channel,
-                "Ship it",
-            ])
-            .output()
-            .unwrap();
-        assert_ok(&out);
+        env.run_ok(&["pin", "set", "--agent", "a", "--channel", channel, task]);
     }
     let copy = env.dir.path().join("copy.db");
     let args = format!("store copy --to '{}'", copy.display());

@@ -8,7 +8,7 @@ use crate::common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{Env, assert_ok, fake_success, pg, stderr, stdout};
+use common::{Env, assert_has, assert_ok, fake_success, pg, stderr, stdout};
 use standin::{Recorded, Reply, StandIn};
 
 /// Every byte a command printed, to check for the password.
@@ -98,7 +98,7 @@ fn a_server_that_is_down_is_exit_4_in_one_line_without_the_password() {
         );
         assert!(!printed(&out).contains("hunter2"), "{}", printed(&out));
     }
-    let out = env.cmd().args(["doctor", "--json"]).output().unwrap();
+    let out = env.run(&["doctor", "--json"]);
     assert!(!printed(&out).contains("hunter2"), "{}", printed(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["store"]["engine"], "postgresql");
@@ -122,13 +122,9 @@ fn doctor_checks_a_server_store_without_showing_the_password() {
     let password = pg::password(&url).unwrap();
     // An empty database is a store not created yet, as a missing file is.
     let empty = env.cmd().arg("doctor").output().unwrap();
-    assert!(
-        stdout(&empty).contains("not created yet"),
-        "{}",
-        stdout(&empty)
-    );
+    assert_has(&stdout(&empty), "not created yet");
     assert_ok(&env.turn("a", "c", &["--no-extract"], "hello"));
-    let out = env.cmd().args(["doctor", "--json"]).output().unwrap();
+    let out = env.run(&["doctor", "--json"]);
     assert!(!printed(&out).contains(&password), "{}", printed(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let store = &v["store"];
@@ -145,11 +141,7 @@ fn doctor_checks_a_server_store_without_showing_the_password() {
     );
     let text = env.cmd().arg("doctor").output().unwrap();
     assert!(!printed(&text).contains(&password));
-    assert!(
-        stdout(&text).contains("1 sessions, 2 turns"),
-        "{}",
-        stdout(&text)
-    );
+    assert_has(&stdout(&text), "1 sessions, 2 turns");
 }
 
 #[test]
@@ -171,26 +163,11 @@ fn a_full_server_is_waited_for_within_the_timeout_then_named() {
     let held = [client(&url), client(&url)];
     let started = Instant::now();
     let out = env
-        .cmd()
-        .args([
-            "turn",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "--no-extract",
-            "--timeout",
-            "2",
-            "second",
-        ])
+        .cmd_words("turn --agent a --channel c --no-extract --timeout 2 second")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", printed(&out));
-    assert!(
-        stderr(&out).contains("still full after waiting"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "still full after waiting");
     assert!(!printed(&out).contains("limited-pw"));
     assert!(started.elapsed() >= Duration::from_secs(2));
 
@@ -250,36 +227,19 @@ fn a_connection_dropped_mid_turn_keeps_the_message_for_again() {
     assert_eq!(out.status.code(), Some(4), "{}", printed(&out));
     assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
 
-    let history = env
-        .cmd()
-        .args(["history", "--agent", "a", "--channel", "c", "--json"])
-        .output()
-        .unwrap();
+    let history = env.run(&["history", "--agent", "a", "--channel", "c", "--json"]);
     let turns: Vec<serde_json::Value> = serde_json::from_slice(&history.stdout).unwrap();
     let last = turns.last().unwrap();
     assert_eq!(last["content"], "the message that must survive");
     assert_ne!(last["status"], "answered");
 
     let again = env
-        .cmd()
-        .args([
-            "turn",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "--no-extract",
-            "--again",
-        ])
+        .cmd_words("turn --agent a --channel c --no-extract --again")
         .output()
         .unwrap();
     assert_ok(&again);
     assert_eq!(stdout(&again), "answered at last\n");
-    let history = env
-        .cmd()
-        .args(["history", "--agent", "a", "--channel", "c", "--json"])
-        .output()
-        .unwrap();
+    let history = env.run(&["history", "--agent", "a", "--channel", "c", "--json"]);
     let turns: Vec<serde_json::Value> = serde_json::from_slice(&history.stdout).unwrap();
     let survived: Vec<&serde_json::Value> = turns
         .iter()
@@ -306,26 +266,14 @@ fn echo(r: &Recorded) -> Reply {
 fn a_file_store_copied_to_a_server_continues_there() {
     let s = StandIn::start_with(echo);
     let mut env = Env::real(&s.base_url());
-    env.cmd()
-        .args([
-            "pin",
-            "set",
-            "--agent",
-            "bot",
-            "--channel",
-            "c",
-            "Ship the v2 importer",
-        ])
+    env.cmd_words("pin set --agent bot --channel c")
+        .arg("Ship the v2 importer")
         .assert()
         .success();
     env.turn_json("bot", "c", &["--no-extract"], "first on the file alpha");
     env.turn_json("bot", "c", &["--no-extract"], "second on the file beta");
-    env.cmd()
+    env.cmd_words("facts add --agent bot")
         .args([
-            "facts",
-            "add",
-            "--agent",
-            "bot",
             "Imports run nightly at 02:00 UTC",
             "--keywords",
             "schedule, cron, 排程",
@@ -334,11 +282,7 @@ fn a_file_store_copied_to_a_server_continues_there() {
         .success();
 
     let url = pg::fresh_database();
-    let copy = env
-        .cmd()
-        .args(["store", "copy", "--to", &url])
-        .output()
-        .unwrap();
+    let copy = env.run(&["store", "copy", "--to", &url]);
     assert_ok(&copy);
     let said = stdout(&copy);
     assert!(
@@ -349,11 +293,7 @@ fn a_file_store_copied_to_a_server_continues_there() {
         !printed(&copy).contains(&pg::password(&url).unwrap()),
         "{said}"
     );
-    let again = env
-        .cmd()
-        .args(["store", "copy", "--to", &url, "--json"])
-        .output()
-        .unwrap();
+    let again = env.run(&["store", "copy", "--to", &url, "--json"]);
     assert_ok(&again);
     let v: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(
@@ -476,11 +416,7 @@ fn tls_is_used_and_sslmode_checks_what_libpq_checks() {
 fn a_follower_whose_connections_drop_ends_with_4_and_says_where_to_pick_up() {
     let env = Env::fake("").on_server();
     let url = env.server.clone().unwrap();
-    let added = env
-        .cmd()
-        .args(["facts", "add", "--agent", "a", "seen before the drop"])
-        .output()
-        .unwrap();
+    let added = env.run(&["facts", "add", "--agent", "a", "seen before the drop"]);
     assert_ok(&added);
     let mut child = env
         .std_cmd()

@@ -206,27 +206,14 @@ fn a_worker_killed_holding_a_slot_frees_it_at_once_and_its_job_runs_after_its_le
         std::thread::sleep(Duration::from_millis(50));
     };
     let doctor = |env: &Env| -> serde_json::Value {
-        let out = env
-            .cmd()
-            .args(["doctor", "--json", "--side-concurrency", "1"])
-            .output()
-            .unwrap();
+        let out = env.run(&["doctor", "--json", "--side-concurrency", "1"]);
         serde_json::from_slice(&out.stdout).unwrap()
     };
     assert_eq!(doctor(&env)["side_calls"]["slots_in_use"], 1);
     // Another session's memory call (its pin set by hand) waits for the
     // slot, not for the pin job the killed worker holds.
-    let mut pin = env.cmd();
-    pin.args([
-        "pin",
-        "set",
-        "--agent",
-        "a",
-        "--channel",
-        "d",
-        "Ship the release",
-    ]);
-    assert_ok(&pin.output().unwrap());
+    let task = "Ship the release";
+    env.run_ok(&["pin", "set", "--agent", "a", "--channel", "d", task]);
     let mut c = env.cmd();
     c.args(["turn", "--json", "--agent", "a", "--channel", "d"])
         .args(side)

@@ -60,7 +60,7 @@ fn stats_add_up_to_what_the_model_answered() {
         // As a person would: the side calls land before the next message.
         env.settle();
     }
-    let out = env.cmd().args(["stats", "--json"]).output().unwrap();
+    let out = env.run(&["stats", "--json"]);
     assert_ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
 
@@ -104,22 +104,13 @@ fn stats_add_up_to_what_the_model_answered() {
 
     // One session, and a window that holds nothing.
     let one: Value = serde_json::from_slice(
-        &env.cmd()
-            .args(["stats", "--json", "--agent", "a", "--channel", "c"])
-            .output()
-            .unwrap()
+        &env.run(&["stats", "--json", "--agent", "a", "--channel", "c"])
             .stdout,
     )
     .unwrap();
     assert_eq!(one["turns"], 3);
-    let other: Value = serde_json::from_slice(
-        &env.cmd()
-            .args(["stats", "--json", "--agent", "b"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let other: Value =
+        serde_json::from_slice(&env.run(&["stats", "--json", "--agent", "b"]).stdout).unwrap();
     assert_eq!(other["turns"], 0);
 
     // The environment scopes as the flags do, as for every command; --all

@@ -11,7 +11,7 @@ use crate::common;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use common::{Env, assert_ok, conforming_lines, conforms};
+use common::{Env, assert_ok, conforming_lines, conforms, words};
 use serde_json::Value;
 use standin::{Recorded, Reply, StandIn};
 
@@ -54,6 +54,18 @@ fn check_order(lines: &[Value], json_keys: &[String]) {
     assert!(texts.iter().all(|l| l["type"] == "text"), "{lines:#?}");
     let joined: String = texts.iter().map(|l| l["text"].as_str().unwrap()).collect();
     assert_eq!(done["reply"], joined.as_str());
+    assert_eq!(
+        fields(done),
+        json_keys,
+        "done carries the --json object's fields"
+    );
+    for k in ["session_id", "handle", "mode", "path"] {
+        assert_eq!(lines[0][k], done[k], "{k}: start and done agree");
+    }
+}
+
+/// The fields a `done` line carries: its keys but `type`, sorted.
+fn fields(done: &Value) -> Vec<String> {
     let mut keys: Vec<String> = done
         .as_object()
         .unwrap()
@@ -62,10 +74,7 @@ fn check_order(lines: &[Value], json_keys: &[String]) {
         .cloned()
         .collect();
     keys.sort();
-    assert_eq!(keys, json_keys, "done carries the --json object's fields");
-    for k in ["session_id", "handle", "mode", "path"] {
-        assert_eq!(lines[0][k], done[k], "{k}: start and done agree");
-    }
+    keys
 }
 
 fn json_keys(env: &Env, extra: &[&str]) -> Vec<String> {
@@ -87,17 +96,10 @@ fn through_claude_lines_come_in_order_and_text_before_the_stream_ends() {
 
     let mut child = env
         .std_cmd()
-        .args([
-            "turn",
-            "--agent",
-            "a",
-            "--channel",
-            "c",
-            "--stream-json",
-            "--timeout",
-            "120",
-            "tell me slowly how to migrate",
-        ])
+        .args(words(
+            "turn --agent a --channel c --stream-json --timeout 120",
+        ))
+        .arg("tell me slowly how to migrate")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -167,15 +169,7 @@ fn a_recovered_turn_streams_valid_lines_and_its_done_says_replayed() {
     assert_eq!(done["mode"], "replayed");
     assert_ne!(done["handle"], got[0]["handle"], "a new handle");
     assert!(got.iter().any(|l| l["type"] == "text"));
-    let mut fields: Vec<String> = done
-        .as_object()
-        .unwrap()
-        .keys()
-        .filter(|k| *k != "type")
-        .cloned()
-        .collect();
-    fields.sort();
-    assert_eq!(fields, keys);
+    assert_eq!(fields(done), keys);
 }
 
 #[test]

@@ -6,9 +6,9 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
-use common::{Env, assert_ok, stderr, stdout};
+use common::{Env, assert_has, assert_ok, stderr, stdout};
 use proptest::prelude::*;
 
 /// A fake claude that saves each main call's stdin as `$HOME/msgs/N.txt`
@@ -66,7 +66,8 @@ fn bash(env: &Env, script: &str, stdin: &str) -> Output {
         bin.parent().unwrap().display()
     );
     let c = env.std_cmd();
-    let mut child = Command::new("bash")
+    let mut child = Command::new("bash");
+    child
         .args(["-c", script])
         .env_clear()
         .envs(
@@ -76,20 +77,10 @@ fn bash(env: &Env, script: &str, stdin: &str) -> Output {
         .env("PATH", path)
         .env("DUDUCLAW_AGENT", "me")
         .env("DUDUCLAW_CHANNEL", "terminal")
-        .current_dir(c.get_current_dir().unwrap_or(Path::new("/")))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
+        .current_dir(c.get_current_dir().unwrap_or(Path::new("/")));
+    common::spawn_with_input(&mut child, stdin)
+        .wait_with_output()
         .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
 }
 
 #[test]
@@ -164,7 +155,7 @@ fn dash_vv_is_the_verbose_option_as_the_help_says() {
         .output()
         .unwrap();
     assert_ok(&out);
-    assert!(stderr(&out).contains("DEBUG"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "DEBUG");
     assert_eq!(received(&env), ["from stdin"]);
 }
 
@@ -245,9 +236,7 @@ fn doctor_understands_the_api_path() {
         .without_claude()
         .env("ANTHROPIC_API_KEY", "sk-test")
         .env("ANTHROPIC_BASE_URL", &s.base_url());
-    let out = env.run(&["doctor"]);
-    assert_ok(&out);
-    let text = stdout(&out);
+    let text = env.run_ok(&["doctor"]);
     assert!(text.contains("claude: not found"), "{text}");
     assert!(text.contains("key accepted"), "{text}");
     assert!(text.contains("turns go to the Messages API"), "{text}");
@@ -265,11 +254,7 @@ fn doctor_understands_the_api_path() {
         .env("ANTHROPIC_BASE_URL", &s.base_url());
     let out = env.run(&["doctor"]);
     assert_eq!(code(&out), Some(8), "{}", stdout(&out));
-    assert!(
-        stdout(&out).contains("rejected the key"),
-        "{}",
-        stdout(&out)
-    );
+    assert_has(&stdout(&out), "rejected the key");
 }
 
 /// Summaries go to stderr without the error prefix; errors keep it.
@@ -292,12 +277,10 @@ fn one_rule_for_summaries_and_errors() {
         "{}",
         stderr(&out)
     );
-    let out = env
-        .cmd()
-        .args(["facts", "import", "--agent", "a", "-"])
-        .write_stdin("{\"content\": \"Uses pnpm\"}\n")
-        .output()
-        .unwrap();
+    let out = env.run_stdin(
+        &["facts", "import", "--agent", "a", "-"],
+        "{\"content\": \"Uses pnpm\"}\n",
+    );
     assert_eq!(
         stderr(&out),
         "imported 1 facts (0 duplicates, 0 secrets skipped)\n"
@@ -315,29 +298,23 @@ fn rough_edges_have_clear_messages() {
         .output()
         .unwrap();
     assert_eq!(code(&out), Some(4), "{}", stderr(&out));
-    assert!(stderr(&out).contains("is a folder"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "is a folder");
     // A duration that is not one, with an example.
     let out = env.run(&["sessions", "prune", "--older-than", "banana"]);
     assert_eq!(code(&out), Some(2));
-    assert!(stderr(&out).contains("e.g. 30d"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "e.g. 30d");
     // A missing agent names its variable.
     let out = env.run(&["facts", "list"]);
     assert_eq!(code(&out), Some(2));
-    assert!(stderr(&out).contains("DUDUCLAW_AGENT"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "DUDUCLAW_AGENT");
     let out = env.run(&["turn", "--agent", "a", "hi"]);
     assert_eq!(code(&out), Some(2));
-    assert!(
-        stderr(&out).contains("DUDUCLAW_CHANNEL"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "DUDUCLAW_CHANNEL");
     // An import with a broken line imports nothing, and says so.
-    let out = env
-        .cmd()
-        .args(["facts", "import", "--agent", "a", "-"])
-        .write_stdin("{\"content\": \"Uses pnpm\"}\n{\"content\": broken}\n")
-        .output()
-        .unwrap();
+    let out = env.run_stdin(
+        &["facts", "import", "--agent", "a", "-"],
+        "{\"content\": \"Uses pnpm\"}\n{\"content\": broken}\n",
+    );
     assert_eq!(code(&out), Some(3));
     let err = stderr(&out);
     assert!(

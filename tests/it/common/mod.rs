@@ -58,6 +58,24 @@ pub(crate) fn conforming_lines(name: &str, out: &[u8]) -> Vec<serde_json::Value>
         .collect()
 }
 
+/// The variables the program reads, as its clap definition declares them.
+pub(crate) fn declared_variables() -> std::collections::BTreeSet<String> {
+    fn walk(cmd: &clap::Command, out: &mut std::collections::BTreeSet<String>) {
+        for arg in cmd.get_arguments() {
+            if let Some(env) = arg.get_env() {
+                out.insert(env.to_string_lossy().into_owned());
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            walk(sub, out);
+        }
+    }
+    let mut vars = std::collections::BTreeSet::new();
+    use clap::CommandFactory;
+    walk(&duduclaw_session::internals::cli::Cli::command(), &mut vars);
+    vars
+}
+
 /// The pinned Claude Code the test script installs (see scripts/test.sh).
 pub(crate) fn real_claude() -> PathBuf {
     if let Some(p) = std::env::var_os("DUDUCLAW_TEST_CLAUDE") {
@@ -236,6 +254,15 @@ impl Env {
         Command::from_std(self.std_cmd())
     }
 
+    /// [`Env::cmd`] with the arguments [`words`] gives: a command line
+    /// written as it is typed, `env.cmd_words("pin set --agent a --channel c")`,
+    /// an argument with spaces in it added after with `.arg(…)`.
+    pub(crate) fn cmd_words(&self, line: &str) -> Command {
+        let mut c = self.cmd();
+        c.args(words(line));
+        c
+    }
+
     /// `program` in the environment [`Env::std_cmd`] gives the binary, plus
     /// `BIN`, the binary's path, for shell scripts and `script`.
     pub(crate) fn like_cmd(&self, program: &str) -> std::process::Command {
@@ -287,9 +314,9 @@ impl Env {
     }
 
     /// [`Env::run`] with `input` on stdin.
-    pub(crate) fn run_stdin(&self, args: &[&str], input: &str) -> Output {
+    pub(crate) fn run_stdin(&self, args: &[&str], input: impl AsRef<[u8]>) -> Output {
         let mut c = self.cmd();
-        c.args(args).write_stdin(input.as_bytes().to_vec());
+        c.args(args).write_stdin(input.as_ref().to_vec());
         c.timeout(STUCK).output().unwrap()
     }
 
@@ -385,6 +412,19 @@ impl Env {
             );
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
+    }
+
+    /// [`Env::settle`], then the store's side-call jobs, failing unless
+    /// every one of them is done.
+    #[track_caller]
+    pub(crate) fn settled_jobs(&self) -> Vec<serde_json::Value> {
+        self.settle();
+        let jobs = self.jobs();
+        assert!(
+            jobs.iter().all(|j| j["status"] == "done"),
+            "every job done: {jobs:?}"
+        );
+        jobs
     }
 
     /// `jobs list --json`: the store's side-call jobs.
@@ -609,6 +649,29 @@ pub(crate) fn hanging_fake() -> (Env, PathBuf) {
     (env, pidfile)
 }
 
+/// Start `command` with its output piped and `input` written to its stdin,
+/// which is then closed.
+pub(crate) fn spawn_with_input(
+    command: &mut std::process::Command,
+    input: &str,
+) -> std::process::Child {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child
+}
+
 /// Whether the process whose pid is in `pidfile` is gone (or a zombie)
 /// within a few seconds: the kernel may take a moment to reap it.
 pub(crate) fn process_gone(pidfile: &Path) -> bool {
@@ -750,6 +813,28 @@ pub(crate) fn stdout(out: &Output) -> String {
 
 pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The arguments of a command line written as it is typed, split on white
+/// space (no quoting): `env.run(&words("pin show --agent a --channel c"))`.
+pub(crate) fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// The `content` of each item of a JSON list, in order: the texts of
+/// `history --json`, of `facts list --json`.
+pub(crate) fn contents(list: &serde_json::Value) -> Vec<&str> {
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .map(|item| item["content"].as_str().unwrap())
+        .collect()
+}
+
+/// Fail unless `text` (what a command printed) holds `part`, showing `text`.
+#[track_caller]
+pub(crate) fn assert_has(text: &str, part: &str) {
+    assert!(text.contains(part), "{part:?} is not in:\n{text}");
 }
 
 /// A fake claude that only answers the probe (`--version`, `--help`) as
