@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::cli::{EventsAction, EventsArgs, Since};
 use super::{scope_session, summary};
-use crate::cli::{EventsAction, EventsArgs, Since};
 use crate::store::event_data::{EventData, Redactable};
 use crate::store::{self, Event, EventFilter, EventKind, Location};
 

@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::cli::FactsAction;
 use super::{open_for_reading, required_agent, summary};
-use crate::cli::FactsAction;
 use crate::error::{Kind, ResultExt, fail};
 use crate::memory::facts::{clean_keywords, looks_like_secret};
 use crate::memory::recall;
@@ -154,7 +154,7 @@ fn check_fact(text: &str) -> Result<()> {
 }
 
 /// The agent a `--agent`/`--user` scope names, and the person.
-fn agent_of(scope: &crate::cli::FactScope) -> Result<(String, Option<&str>)> {
+fn agent_of(scope: &super::cli::FactScope) -> Result<(String, Option<&str>)> {
     Ok((required_agent(scope.agent.as_ref())?, scope.user.as_deref()))
 }
 
@@ -614,7 +614,7 @@ fn read_rows(agent: &str, user: Option<&str>, file: &Path) -> Result<Rows> {
 struct Enrich<'a> {
     agent: Option<&'a str>,
     limit: usize,
-    side: &'a crate::cli::SideArgs,
+    side: &'a super::cli::SideArgs,
 }
 
 /// `facts enrich`: keywords for the facts that have none, by batched side

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use super::cli::{JobsAction, Scope, SideArgs};
 use super::{open_for_reading, route, scope_session, summary};
 use crate::backend::{self, ProbeCache};
-use crate::cli::{JobsAction, Scope, SideArgs};
 use crate::memory::jobs::{self, Runner, WhenBusy};
 use crate::memory::review;
 use crate::memory::slots::SideSlots;

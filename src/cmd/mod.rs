@@ -5,6 +5,7 @@
 //! did ("deleted 2 sessions") goes to stderr, as a plain line; errors go to
 //! stderr prefixed with the program's name.
 
+pub(crate) mod cli;
 mod doctor;
 mod events;
 mod facts;
@@ -24,12 +25,12 @@ use std::io::Write;
 use anyhow::{Context, Result};
 
 use crate::backend::Route;
-use crate::cli::{Cli, Command, RouteArgs, SessionArgs};
 use crate::error::{Kind, fail};
 use crate::progress::Bars;
 use crate::session::Address;
 use crate::store::{self, Location, Store};
 use crate::text::one_line;
+use cli::{Cli, Command, RouteArgs, SessionArgs};
 
 pub(crate) async fn run(cli: Cli) -> Result<()> {
     let location = || Location::resolve(cli.db.as_deref());
@@ -53,7 +54,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Sessions { action, .. } => sessions::run(&location()?, action),
         Command::Jobs { action, .. } => jobs::run(&location()?, claude, action, bars).await,
         Command::Store {
-            action: crate::cli::StoreAction::Copy { to, from, json },
+            action: cli::StoreAction::Copy { to, from, json },
             ..
         } => store_copy::run(
             cli.db.as_deref(),
@@ -63,7 +64,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             bars,
         ),
         Command::Store {
-            action: crate::cli::StoreAction::Migrate,
+            action: cli::StoreAction::Migrate,
             ..
         } => store_migrate::run(&location()?),
         Command::Events { action, read, .. } => events::run(&location()?, action.as_ref(), read),
@@ -84,14 +85,14 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             doctor::run(&location()?, claude, &slots, *json).await
         }
         Command::Completions { shell } => {
-            std::io::stdout().write_all(&crate::cli::completions(*shell))?;
+            std::io::stdout().write_all(&cli::completions(*shell))?;
             Ok(())
         }
         Command::Schema { name } => schema::run(*name),
         Command::Host { status: false } => crate::backend::claude::host::serve().await,
         Command::Host { status: true } => host_status().await,
         Command::Man { subcommand } => {
-            let page = crate::cli::man_page_of(subcommand).map_err(usage)?;
+            let page = cli::man_page_of(subcommand).map_err(usage)?;
             std::io::stdout().write_all(&page)?;
             Ok(())
         }
@@ -127,7 +128,7 @@ fn address(s: &SessionArgs) -> Result<Address> {
 }
 
 /// The session a scope names when it names one (agent and channel given).
-fn scope_session(scope: &crate::cli::Scope) -> Option<String> {
+fn scope_session(scope: &cli::Scope) -> Option<String> {
     let (agent, channel) = (scope.agent()?.to_string(), scope.channel.clone()?);
     Some(
         Address {
@@ -167,7 +168,7 @@ fn not_found(message: impl Into<String>) -> anyhow::Error {
 }
 
 /// The host's side-call slots, bounded as the command line says.
-fn side_slots(c: &crate::cli::ConcurrencyArgs) -> crate::memory::slots::SideSlots {
+fn side_slots(c: &cli::ConcurrencyArgs) -> crate::memory::slots::SideSlots {
     crate::memory::slots::SideSlots::for_host(usize::from(c.side_concurrency))
 }
 
@@ -328,7 +329,7 @@ mod tests {
         /// No argv shape makes parsing or the flags-to-settings step panic.
         #[test]
         fn no_argv_shape_panics(words in prop::collection::vec(token(), 0..8)) {
-            let mut argv: Vec<std::ffi::OsString> = vec![crate::cli::BIN.into()];
+            let mut argv: Vec<std::ffi::OsString> = vec![cli::BIN.into()];
             argv.extend(words.iter().map(Into::into));
             if let Ok(cli) = Cli::parse_args(argv) {
                 let location = Location::File("/nonexistent/s.db".into());

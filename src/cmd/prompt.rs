@@ -10,10 +10,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::cli::TurnArgs;
 use super::facts::ScoredLine;
 use super::open_for_reading;
 use crate::backend::{self, Arg, ProbeCache, Request, claude};
-use crate::cli::TurnArgs;
 use crate::error::{Kind, fail};
 use crate::memory::review::MemoryTrigger;
 use crate::session::transcript_host;

@@ -11,8 +11,8 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 use serde_json::Value;
 
+use super::cli::SchemaName;
 use super::{doctor, events, facts, forget, jobs, pin, prompt, sessions, stats, store_copy};
-use crate::cli::SchemaName;
 
 pub(crate) fn run(name: Option<SchemaName>) -> Result<()> {
     let mut out = std::io::stdout().lock();

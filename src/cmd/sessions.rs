@@ -6,8 +6,8 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::cli::{SessionArgs, SessionsAction};
 use super::{address, describe, no_session, open_for_reading, summary, time};
-use crate::cli::{SessionArgs, SessionsAction};
 use crate::error::{Kind, fail};
 use crate::memory::compact;
 use crate::store::{

@@ -10,9 +10,9 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::cli::Scope;
 use super::{open_for_reading, scope_session};
 use crate::backend::models;
-use crate::cli::Scope;
 use crate::store::{self, CacheUse, CallFilter, CallKind, CallRow, Location};
 
 /// Input tokens split the way the API bills them.

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use super::cli::{FactsIn, SystemPinArg, TurnArgs};
 use super::{address, route};
-use crate::cli::{FactsIn, SystemPinArg, TurnArgs};
 use crate::error::ErrorKind;
 use crate::output::{Output, Shape};
 use crate::store::Location;
