@@ -154,7 +154,7 @@ fn check_fact(text: &str) -> Result<()> {
 }
 
 /// The agent a `--agent`/`--user` scope names, and the person.
-fn agent_of(scope: &super::cli::FactScope) -> Result<(String, Option<&str>)> {
+fn agent_of(scope: &super::args::FactScope) -> Result<(String, Option<&str>)> {
     Ok((required_agent(scope.agent.as_ref())?, scope.user.as_deref()))
 }
 
@@ -614,7 +614,7 @@ fn read_rows(agent: &str, user: Option<&str>, file: &Path) -> Result<Rows> {
 struct Enrich<'a> {
     agent: Option<&'a str>,
     limit: usize,
-    side: &'a super::cli::SideArgs,
+    side: &'a super::args::SideArgs,
 }
 
 /// `facts enrich`: keywords for the facts that have none, by batched side

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::cli::{JobsAction, Scope, SideArgs};
+use super::args::{Scope, SideArgs};
+use super::cli::JobsAction;
 use super::{open_for_reading, route, scope_session, summary};
 use crate::backend::{self, ProbeCache};
 use crate::memory::jobs::{self, Runner, WhenBusy};

@@ -5,6 +5,7 @@
 //! did ("deleted 2 sessions") goes to stderr, as a plain line; errors go to
 //! stderr prefixed with the program's name.
 
+mod args;
 pub(crate) mod cli;
 mod doctor;
 mod events;
@@ -30,7 +31,8 @@ use crate::progress::Bars;
 use crate::session::Address;
 use crate::store::{self, Location, Store};
 use crate::text::one_line;
-use cli::{Cli, Command, RouteArgs, SessionArgs};
+use args::{ConcurrencyArgs, RouteArgs, Scope, SessionArgs};
+use cli::{Cli, Command};
 
 pub(crate) async fn run(cli: Cli) -> Result<()> {
     let location = || Location::resolve(cli.db.as_deref());
@@ -128,7 +130,7 @@ fn address(s: &SessionArgs) -> Result<Address> {
 }
 
 /// The session a scope names when it names one (agent and channel given).
-fn scope_session(scope: &cli::Scope) -> Option<String> {
+fn scope_session(scope: &Scope) -> Option<String> {
     let (agent, channel) = (scope.agent()?.to_string(), scope.channel.clone()?);
     Some(
         Address {
@@ -168,7 +170,7 @@ fn not_found(message: impl Into<String>) -> anyhow::Error {
 }
 
 /// The host's side-call slots, bounded as the command line says.
-fn side_slots(c: &cli::ConcurrencyArgs) -> crate::memory::slots::SideSlots {
+fn side_slots(c: &ConcurrencyArgs) -> crate::memory::slots::SideSlots {
     crate::memory::slots::SideSlots::for_host(usize::from(c.side_concurrency))
 }
 

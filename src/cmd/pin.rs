@@ -4,7 +4,8 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use super::cli::{PinAction, SessionArgs};
+use super::args::SessionArgs;
+use super::cli::PinAction;
 use super::{address, describe, no_session, not_found, open_for_reading, time};
 use crate::error::{Kind, fail};
 use crate::memory::pin;

@@ -6,7 +6,8 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::cli::{SessionArgs, SessionsAction};
+use super::args::SessionArgs;
+use super::cli::SessionsAction;
 use super::{address, describe, no_session, open_for_reading, summary, time};
 use crate::error::{Kind, fail};
 use crate::memory::compact;

@@ -10,7 +10,7 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::cli::Scope;
+use super::args::Scope;
 use super::{open_for_reading, scope_session};
 use crate::backend::models;
 use crate::store::{self, CacheUse, CallFilter, CallKind, CallRow, Location};
