@@ -10,9 +10,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::cli::TurnArgs;
 use super::facts::ScoredLine;
 use super::open_for_reading;
+use super::turn::TurnArgs;
 use crate::backend::{self, Arg, ProbeCache, Request, claude};
 use crate::error::{Kind, fail};
 use crate::memory::review::MemoryTrigger;
