@@ -7,9 +7,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::{
-    CLAUDE_HELP, ConcurrencyArgs, DB_HELP, FactScope, Scope, SessionArgs, SideArgs, StoreArgs,
-    parse_age,
+    CLAUDE_HELP, ConcurrencyArgs, DB_HELP, Scope, SessionArgs, StoreArgs, parse_age,
 };
+use super::facts::FactsArgs;
+use super::jobs::JobsArgs;
+use super::pin::PinArgs;
+use super::sessions::{HistoryArgs, SessionsArgs};
 use super::turn::{TURN_AFTER, TurnArgs};
 use crate::store::EventKind;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
@@ -80,46 +83,15 @@ pub enum Command {
         store: StoreArgs,
     },
     /// Read or edit the session's pinned task
-    Pin {
-        #[command(subcommand)]
-        action: PinAction,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Pin(PinArgs),
     /// List, search and edit an agent's key facts
-    Facts {
-        #[command(subcommand)]
-        action: FactsAction,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Facts(FactsArgs),
     /// Show a session's stored turns, failed ones with their reason
-    History {
-        #[command(flatten)]
-        session: SessionArgs,
-        /// Print a JSON array of turns (role, content, status, usage, ...)
-        #[arg(long)]
-        json: bool,
-        /// Show only the last N turns
-        #[arg(long, value_name = "N")]
-        limit: Option<usize>,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    History(HistoryArgs),
     /// Inspect and remove stored sessions
-    Sessions {
-        #[command(subcommand)]
-        action: SessionsAction,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Sessions(SessionsArgs),
     /// The side-call jobs (pin, facts, summaries): list, run, retry
-    Jobs {
-        #[command(subcommand)]
-        action: JobsAction,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Jobs(JobsArgs),
     /// Dry run: print exactly what `turn` would send, without calling or writing anything
     Prompt(TurnArgs),
     /// Move a store between engines (a SQLite file and a PostgreSQL server), or migrate it
@@ -258,134 +230,6 @@ that restarts with --since LAST_ID sees every event exactly once. --follow ends 
 on Ctrl-C, SIGTERM or when its reader goes away.";
 
 #[derive(Debug, Subcommand)]
-pub enum PinAction {
-    /// Print the pinned task (nothing if there is none)
-    Show(SessionArgs),
-    /// Replace the pinned task (at most 1,000 characters)
-    Set {
-        #[command(flatten)]
-        session: SessionArgs,
-        /// The new pinned task
-        text: String,
-    },
-    /// Add your words as a `[+]` line to the pinned task, verbatim (the pin stays within 1,000 characters)
-    Append {
-        #[command(flatten)]
-        session: SessionArgs,
-        /// The clarification to add
-        text: String,
-    },
-    /// Remove the pinned task
-    Clear(SessionArgs),
-    /// List the pin's kept revisions, oldest first: revision, time, source (turn), pin
-    History {
-        #[command(flatten)]
-        session: SessionArgs,
-        /// Print a JSON array of revisions (rev, pin, source, turn_id, from_rev, created_at)
-        #[arg(long)]
-        json: bool,
-    },
-    /// Bring back a kept revision of the pin (`pin history` lists them)
-    Restore {
-        #[command(flatten)]
-        session: SessionArgs,
-        /// The revision number
-        #[arg(value_name = "REV")]
-        rev: i64,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum FactsAction {
-    /// List the facts, most used first: id, uses, person (- for agent-wide), text
-    List {
-        #[command(flatten)]
-        scope: FactScope,
-        /// Print a JSON array of objects (id, content, access_count, ...)
-        #[arg(long)]
-        json: bool,
-        /// Show at most N facts
-        #[arg(long, value_name = "N")]
-        limit: Option<usize>,
-    },
-    /// Rank facts against a query, as a turn would
-    Search {
-        #[command(flatten)]
-        scope: FactScope,
-        /// Words to look for (plain text, not FTS syntax)
-        query: String,
-        /// Show at most N facts
-        #[arg(long, value_name = "N", default_value_t = 10)]
-        limit: usize,
-        /// Print a JSON array of objects (id, content, access_count, score, ...)
-        #[arg(long)]
-        json: bool,
-    },
-    /// Add a fact by hand and print its id
-    Add {
-        #[command(flatten)]
-        scope: FactScope,
-        /// The fact: one line, at most 1,000 characters, no secrets
-        text: String,
-        /// Search keywords, comma-separated: words people may ask with (synonyms, the other language's terms)
-        #[arg(long, value_name = "LIST")]
-        keywords: Option<String>,
-        /// A standing fact: it matters whatever the conversation is about (health, allergies, family, hard rules, fixed schedules), so the profile carries it in every conversation's system prompt
-        #[arg(long)]
-        standing: bool,
-    },
-    /// Mark facts standing (the profile carries them in every conversation), or with --clear not
-    Stand {
-        #[command(flatten)]
-        scope: FactScope,
-        /// Ids of the agent's facts (from `facts list`)
-        #[arg(required = true, value_name = "ID")]
-        ids: Vec<i64>,
-        /// Take the mark off instead
-        #[arg(long)]
-        clear: bool,
-    },
-    /// Delete facts by id (from `facts list`), leaving nothing recoverable in the store
-    Forget {
-        #[command(flatten)]
-        scope: FactScope,
-        /// Ids of the agent's facts to delete
-        #[arg(required = true, value_name = "ID")]
-        ids: Vec<i64>,
-    },
-    /// Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing
-    Import {
-        #[command(flatten)]
-        scope: FactScope,
-        /// One JSON object per line with at least "content"; `-` reads stdin
-        #[arg(value_name = "FILE")]
-        file: PathBuf,
-    },
-    /// Export the agent's facts as JSON Lines (with --user: that person's and the agent-wide ones)
-    Export {
-        #[command(flatten)]
-        scope: FactScope,
-    },
-    /// Write search keywords for facts that have none (imported or older facts), by batched side calls
-    Enrich {
-        /// The agent whose facts to enrich
-        #[arg(long, env = "DUDUCLAW_AGENT", value_name = "ID")]
-        agent: Option<String>,
-        /// Every agent's facts (instead of --agent's)
-        #[arg(long)]
-        all: bool,
-        /// Enrich at most N facts in this run
-        #[arg(long, value_name = "N")]
-        limit: Option<usize>,
-        /// Print a JSON summary (facts enriched and left, jobs, cost)
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        side: SideArgs,
-    },
-}
-
-#[derive(Debug, Subcommand)]
 pub enum StoreAction {
     /// Copy sessions (pins, summaries, history) and facts into another store
     ///
@@ -418,43 +262,6 @@ pub enum StoreAction {
     /// refused and left as it is.
     #[command(verbatim_doc_comment)]
     Migrate,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum SessionsAction {
-    /// List sessions (id, agent, channel, thread, turns, last used), most recently used first
-    List {
-        /// Only this agent's sessions
-        #[arg(long, value_name = "ID")]
-        agent: Option<String>,
-        /// Print a JSON array of session objects
-        #[arg(long)]
-        json: bool,
-    },
-    /// Show one session: key, handle, pin, summary, size, pending side calls
-    Show {
-        /// The session id (from `id` or `sessions list`)
-        #[arg(value_name = "ID")]
-        id: String,
-        /// Print a JSON object
-        #[arg(long)]
-        json: bool,
-    },
-    /// Delete sessions by id: their turns, pin, jobs and claude's transcripts, leaving nothing recoverable
-    Rm {
-        /// Session ids (from `id` or `sessions list`)
-        #[arg(required = true, value_name = "ID")]
-        ids: Vec<String>,
-    },
-    /// Delete (as `rm` does) sessions not used for longer than a duration; prints their ids
-    Prune {
-        /// How long unused, e.g. 30d, 12h, 1week 2days
-        #[arg(long, value_name = "DURATION", value_parser = parse_age)]
-        older_than: Duration,
-        /// Only list what would be deleted
-        #[arg(long)]
-        dry_run: bool,
-    },
 }
 
 /// Reading the event log (`events`).
@@ -544,48 +351,6 @@ pub enum EventsAction {
         /// How old, e.g. 30d, 12h
         #[arg(long, value_name = "DURATION", value_parser = parse_age)]
         older_than: Duration,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum JobsAction {
-    /// List open, failed and recently finished jobs: id, kind, status, attempts, session, error, why it waits
-    List {
-        #[command(flatten)]
-        scope: Scope,
-        /// Finished jobs this recent are listed too, e.g. 1h, 7d
-        #[arg(long, value_name = "DURATION", default_value = "1d", value_parser = parse_age)]
-        since: Duration,
-        /// Print a JSON array of job objects (with `waiting`: why a job still queued has not run)
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        concurrency: ConcurrencyArgs,
-    },
-    /// Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary
-    Run {
-        #[command(flatten)]
-        scope: Scope,
-        #[command(flatten)]
-        side: SideArgs,
-    },
-    /// Make a job runnable again, with a fresh set of attempts
-    Retry {
-        /// The job id (from `jobs list`)
-        #[arg(value_name = "ID")]
-        id: i64,
-    },
-    /// The detached worker a turn starts (not for people)
-    #[command(hide = true)]
-    Work {
-        /// The worker's settings, as the turn that starts it writes them
-        #[arg(
-            long,
-            env = "DUDUCLAW_WORKER",
-            hide_env_values = true,
-            value_name = "JSON"
-        )]
-        settings: String,
     },
 }
 

@@ -45,16 +45,11 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             writeln!(std::io::stdout(), "{}", address(s)?.session_id())?;
             Ok(())
         }
-        Command::Pin { action, .. } => pin::run(&location()?, action),
-        Command::Facts { action, .. } => facts::run(&location()?, claude, action, bars).await,
-        Command::History {
-            session,
-            json,
-            limit,
-            ..
-        } => sessions::history(&location()?, session, *json, *limit),
-        Command::Sessions { action, .. } => sessions::run(&location()?, action),
-        Command::Jobs { action, .. } => jobs::run(&location()?, claude, action, bars).await,
+        Command::Pin(args) => pin::run(&location()?, args),
+        Command::Facts(args) => facts::run(&location()?, claude, args, bars).await,
+        Command::History(args) => sessions::history(&location()?, args),
+        Command::Sessions(args) => sessions::run(&location()?, args),
+        Command::Jobs(args) => jobs::run(&location()?, claude, args, bars).await,
         Command::Store {
             action: cli::StoreAction::Copy { to, from, json },
             ..
