@@ -112,7 +112,8 @@ pub mod internals {
         }
     }
     pub mod cli {
-        pub use crate::cmd::cli::{Cli, SchemaName, completions, man_page};
+        pub use crate::cmd::cli::{Cli, completions, man_page};
+        pub use crate::cmd::schema::SchemaName;
     }
     pub mod cmd {
         pub mod schema {

@@ -4,18 +4,19 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::Duration;
 
-use super::args::{
-    CLAUDE_HELP, ConcurrencyArgs, DB_HELP, Scope, SessionArgs, StoreArgs, parse_age,
-};
+use super::args::{CLAUDE_HELP, DB_HELP, SessionArgs, StoreArgs};
+use super::doctor::DoctorArgs;
+use super::events::EventsArgs;
 use super::facts::FactsArgs;
+use super::forget::ForgetArgs;
 use super::jobs::JobsArgs;
 use super::pin::PinArgs;
+use super::schema::SchemaArgs;
 use super::sessions::{HistoryArgs, SessionsArgs};
+use super::stats::StatsArgs;
 use super::turn::{TURN_AFTER, TurnArgs};
-use crate::store::EventKind;
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand};
 
 const LONG_ABOUT: &str = "\
 Runs one turn of a conversation with Claude per invocation, through the claude CLI \
@@ -102,55 +103,13 @@ pub enum Command {
         store: StoreArgs,
     },
     /// Erase a person: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude's transcripts of the sessions touched
-    Forget {
-        /// The person (`--user` of their turns)
-        #[arg(long, value_name = "ID")]
-        user: String,
-        /// Only in this agent's sessions and facts [default: every agent]; no environment variable, so an exported DUDUCLAW_AGENT never narrows an erasure silently
-        #[arg(long, value_name = "ID")]
-        agent: Option<String>,
-        /// Count what would be erased, by place, and change nothing
-        #[arg(long)]
-        dry_run: bool,
-        /// Print the counts as one JSON object
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Forget(ForgetArgs),
     /// The memory's event feed: turns, pins, facts, compactions, failed side calls, drift and corrections, one per line
-    #[command(args_conflicts_with_subcommands = true, after_help = EVENTS_AFTER)]
-    Events {
-        #[command(subcommand)]
-        action: Option<EventsAction>,
-        #[command(flatten)]
-        read: EventsArgs,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Events(EventsArgs),
     /// What the conversations cost: tokens, cache reads, side calls' share, injected memory
-    Stats {
-        #[command(flatten)]
-        scope: Scope,
-        /// Only calls this recent, e.g. 7d, 12h
-        #[arg(long, value_name = "DURATION", value_parser = parse_age)]
-        since: Option<Duration>,
-        /// Print a JSON object with the same figures
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Stats(StatsArgs),
     /// Check claude, the Messages API and the store, and say what is wrong
-    Doctor {
-        /// Print a JSON object
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        concurrency: ConcurrencyArgs,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Doctor(DoctorArgs),
     /// Print a shell completion script
     Completions {
         /// The shell to complete for
@@ -171,63 +130,8 @@ pub enum Command {
         status: bool,
     },
     /// Print the JSON Schema (draft 2020-12) of a JSON output, or list the outputs: `schema turn`
-    #[command(after_long_help = SCHEMA_AFTER)]
-    Schema {
-        /// The output whose schema to print [default: list every output and the command that prints it]
-        #[arg(value_enum, value_name = "NAME")]
-        name: Option<SchemaName>,
-    },
+    Schema(SchemaArgs),
 }
-
-const SCHEMA_AFTER: &str = "\
-The schemas are generated from the types the program serializes, and committed under \
-schemas/ in the source. A schema of lines (stream, event, facts-export) describes one line.";
-
-/// A JSON output of the program, by the name of its schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SchemaName {
-    /// turn --json
-    Turn,
-    /// Each line of turn --stream-json
-    Stream,
-    /// Each line of events --json
-    Event,
-    /// facts list --json
-    Facts,
-    /// facts search --json
-    FactsSearch,
-    /// Each line of facts export
-    FactsExport,
-    /// facts enrich --json
-    FactsEnrich,
-    /// sessions list --json
-    Sessions,
-    /// sessions show --json
-    Session,
-    /// jobs list --json
-    Jobs,
-    /// stats --json
-    Stats,
-    /// prompt --json
-    Prompt,
-    /// history --json
-    History,
-    /// pin history --json
-    PinHistory,
-    /// doctor --json
-    Doctor,
-    /// store copy --json
-    StoreCopy,
-    /// forget --json
-    Forget,
-}
-
-const EVENTS_AFTER: &str = "\
-Kinds: turn.done, turn.failed, pin.set, pin.clarified, pin.consolidated, fact.added, \
-fact.forgotten, fact.enriched, session.compacted, session.removed, job.failed, drift, correction. \
-Ids increase in commit order on both engines, whichever host wrote the event, so a consumer \
-that restarts with --since LAST_ID sees every event exactly once. --follow ends with status 0 \
-on Ctrl-C, SIGTERM or when its reader goes away.";
 
 #[derive(Debug, Subcommand)]
 pub enum StoreAction {
@@ -262,96 +166,6 @@ pub enum StoreAction {
     /// refused and left as it is.
     #[command(verbatim_doc_comment)]
     Migrate,
-}
-
-/// Reading the event log (`events`).
-#[derive(Debug, Clone, Args)]
-pub struct EventsArgs {
-    /// Only events after this id, or this recent (2h, 7d), or since this time (RFC 3339) [default: the newest --limit]
-    #[arg(long, value_name = "ID|DURATION|TIME", value_parser = parse_since)]
-    pub since: Option<Since>,
-    /// Only this kind, or a family ending in '.' (fact.); repeatable
-    #[arg(long = "kind", value_name = "KIND", value_parser = parse_kinds)]
-    pub kinds: Vec<Vec<EventKind>>,
-    /// At most this many: the oldest after --since, else the newest (with --follow: how many of the newest to show first) [default: 20 without --since, all with it]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32))]
-    pub limit: Option<u32>,
-    /// Keep printing events as they are written, like tail -f
-    #[arg(long, short = 'f')]
-    pub follow: bool,
-    /// One JSON object per line
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub scope: Scope,
-}
-
-/// Where an event reading starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Since {
-    /// After this event id.
-    Id(i64),
-    /// At or after this time (microseconds since the epoch).
-    Time(i64),
-}
-
-fn parse_since(s: &str) -> Result<Since, String> {
-    let s = s.trim();
-    if let Ok(id) = s.parse::<i64>() {
-        return if id >= 0 {
-            Ok(Since::Id(id))
-        } else {
-            Err(format!("{s} is not an event id: ids start at 1"))
-        };
-    }
-    let micros = |t: std::time::SystemTime| {
-        t.duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
-    };
-    if let Ok(ago) = humantime::parse_duration(s) {
-        let at = std::time::SystemTime::now()
-            .checked_sub(ago)
-            .unwrap_or(std::time::UNIX_EPOCH);
-        return Ok(Since::Time(micros(at)));
-    }
-    if let Ok(at) = humantime::parse_rfc3339_weak(s) {
-        return Ok(Since::Time(micros(at)));
-    }
-    Err(format!(
-        "{s:?} is neither an event id, a duration (2h, 7d) nor a time (2026-12-04T10:00:00Z)"
-    ))
-}
-
-/// A kind, or every kind of a family (`fact.`).
-fn parse_kinds(s: &str) -> Result<Vec<EventKind>, String> {
-    let s = s.trim();
-    let kinds: Vec<EventKind> = if s.ends_with('.') {
-        EventKind::ALL
-            .iter()
-            .copied()
-            .filter(|k| k.as_str().starts_with(s))
-            .collect()
-    } else {
-        EventKind::parse(s).into_iter().collect()
-    };
-    if kinds.is_empty() {
-        let all: Vec<&str> = EventKind::ALL.iter().map(|k| k.as_str()).collect();
-        return Err(format!(
-            "{s:?} is no event kind: give one of {}, or a family such as fact.",
-            all.join(", ")
-        ));
-    }
-    Ok(kinds)
-}
-
-#[derive(Debug, Clone, Subcommand)]
-pub enum EventsAction {
-    /// Delete events older than a duration, to bound the log
-    Prune {
-        /// How old, e.g. 30d, 12h
-        #[arg(long, value_name = "DURATION", value_parser = parse_age)]
-        older_than: Duration,
-    },
 }
 
 impl Cli {

@@ -64,28 +64,15 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             action: cli::StoreAction::Migrate,
             ..
         } => store_migrate::run(&location()?),
-        Command::Events { action, read, .. } => events::run(&location()?, action.as_ref(), read),
-        Command::Stats {
-            scope, since, json, ..
-        } => stats::run(&location()?, scope, *since, *json),
-        Command::Forget {
-            user,
-            agent,
-            dry_run,
-            json,
-            ..
-        } => forget::run(&location()?, user, agent.as_deref(), *dry_run, *json),
-        Command::Doctor {
-            json, concurrency, ..
-        } => {
-            let slots = side_slots(concurrency);
-            doctor::run(&location()?, claude, &slots, *json).await
-        }
+        Command::Events(args) => events::run(&location()?, args),
+        Command::Stats(args) => stats::run(&location()?, args),
+        Command::Forget(args) => forget::run(&location()?, args),
+        Command::Doctor(args) => doctor::run(&location()?, claude, args).await,
         Command::Completions { shell } => {
             std::io::stdout().write_all(&cli::completions(*shell))?;
             Ok(())
         }
-        Command::Schema { name } => schema::run(*name),
+        Command::Schema(args) => schema::run(args),
         Command::Host { status: false } => crate::backend::claude::host::serve().await,
         Command::Host { status: true } => host_status().await,
         Command::Man { subcommand } => {
