@@ -15,6 +15,7 @@ use super::pin::PinArgs;
 use super::schema::SchemaArgs;
 use super::sessions::{HistoryArgs, SessionsArgs};
 use super::stats::StatsArgs;
+use super::store::StoreCommandArgs;
 use super::turn::{TURN_AFTER, TurnArgs};
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -96,12 +97,7 @@ pub enum Command {
     /// Dry run: print exactly what `turn` would send, without calling or writing anything
     Prompt(TurnArgs),
     /// Move a store between engines (a SQLite file and a PostgreSQL server), or migrate it
-    Store {
-        #[command(subcommand)]
-        action: StoreAction,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Store(StoreCommandArgs),
     /// Erase a person: their facts, their messages and the replies to them (as tombstones), pin revisions, summaries and side-call jobs that quote them, and claude's transcripts of the sessions touched
     Forget(ForgetArgs),
     /// The memory's event feed: turns, pins, facts, compactions, failed side calls, drift and corrections, one per line
@@ -131,41 +127,6 @@ pub enum Command {
     },
     /// Print the JSON Schema (draft 2020-12) of a JSON output, or list the outputs: `schema turn`
     Schema(SchemaArgs),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum StoreAction {
-    /// Copy sessions (pins, summaries, history) and facts into another store
-    ///
-    /// One side defaults to --db (DUDUCLAW_DB), so a server URL can stay in
-    /// the environment: `DUDUCLAW_DB=postgres://… duduclaw-session store copy
-    /// --from ~/.local/share/duduclaw/sessions.db`. Sessions already in the
-    /// target (by id) and facts it already holds are skipped, so running it
-    /// again copies nothing. Usage records, side-call jobs and the event
-    /// log stay behind.
-    #[command(verbatim_doc_comment)]
-    Copy {
-        /// The store to copy into: a file path or a postgres:// URL [default: --db]
-        #[arg(long, value_name = "DB", required_unless_present = "from")]
-        to: Option<std::ffi::OsString>,
-        /// The store to copy from: a file path or a postgres:// URL [default: --db]
-        #[arg(long, value_name = "DB")]
-        from: Option<std::ffi::OsString>,
-        /// Print a JSON object with the counts
-        #[arg(long)]
-        json: bool,
-    },
-    /// Bring the store to this build's schema, and do nothing else
-    ///
-    /// Every command but `doctor` migrates a store that an earlier release
-    /// wrote when it opens it. One that cannot be written there (a
-    /// read-only file or mount, a PostgreSQL role that may not change its
-    /// tables) is refused with a line naming its schema; run this once
-    /// where it can be written (as the tables' owner on a server), and
-    /// every reader can use it again. A store a newer release wrote is
-    /// refused and left as it is.
-    #[command(verbatim_doc_comment)]
-    Migrate,
 }
 
 impl Cli {

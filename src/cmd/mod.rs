@@ -17,8 +17,7 @@ mod prompt;
 pub(crate) mod schema;
 mod sessions;
 mod stats;
-mod store_copy;
-mod store_migrate;
+mod store;
 mod turn;
 
 use std::io::Write;
@@ -29,7 +28,7 @@ use crate::backend::Route;
 use crate::error::{Kind, fail};
 use crate::progress::Bars;
 use crate::session::Address;
-use crate::store::{self, Location, Store};
+use crate::store::{Location, Store};
 use crate::text::one_line;
 use args::{ConcurrencyArgs, RouteArgs, Scope, SessionArgs};
 use cli::{Cli, Command};
@@ -50,20 +49,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::History(args) => sessions::history(&location()?, args),
         Command::Sessions(args) => sessions::run(&location()?, args),
         Command::Jobs(args) => jobs::run(&location()?, claude, args, bars).await,
-        Command::Store {
-            action: cli::StoreAction::Copy { to, from, json },
-            ..
-        } => store_copy::run(
-            cli.db.as_deref(),
-            from.as_deref(),
-            to.as_deref(),
-            *json,
-            bars,
-        ),
-        Command::Store {
-            action: cli::StoreAction::Migrate,
-            ..
-        } => store_migrate::run(&location()?),
+        Command::Store(args) => store::run(cli.db.as_deref(), args, bars),
         Command::Events(args) => events::run(&location()?, args),
         Command::Stats(args) => stats::run(&location()?, args),
         Command::Forget(args) => forget::run(&location()?, args),
@@ -137,7 +123,7 @@ fn route(r: &RouteArgs) -> Route {
 /// The store for reading: `None` when it does not exist yet (reading
 /// commands then have nothing to show, and create nothing).
 fn open_for_reading(location: &Location) -> Result<Option<Box<dyn Store>>> {
-    store::open_existing(location)
+    crate::store::open_existing(location)
 }
 
 /// The error for a session that is not in the store.

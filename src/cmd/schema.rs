@@ -11,7 +11,7 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 use serde_json::Value;
 
-use super::{doctor, events, facts, forget, jobs, pin, prompt, sessions, stats, store_copy};
+use super::{doctor, events, facts, forget, jobs, pin, prompt, sessions, stats, store};
 
 const SCHEMA_AFTER: &str = "\
 The schemas are generated from the types the program serializes, and committed under \
@@ -112,7 +112,7 @@ pub fn schema(name: SchemaName) -> Schema {
         SchemaName::History => root::<Vec<sessions::HistoryTurn<'static>>>(),
         SchemaName::PinHistory => root::<Vec<pin::Revision<'static>>>(),
         SchemaName::Doctor => root::<doctor::Report>(),
-        SchemaName::StoreCopy => root::<store_copy::CopyReport>(),
+        SchemaName::StoreCopy => root::<store::copy::CopyReport>(),
         SchemaName::Forget => root::<forget::Report>(),
     };
     schema.insert(
