@@ -1,6 +1,7 @@
-//! The command-line definition: one clap tree drives parsing, `--help`, the
-//! man page and the shell completions, so they cannot drift apart. These
-//! are raw flags; `cmd/` validates them into settings.
+//! The command line: the program's options and its tree of commands, each
+//! command's flags being in its own file in `cmd/`. One clap tree drives
+//! parsing, `--help`, the man pages and the shell completions, so they
+//! cannot drift apart.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -72,6 +73,9 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Each variant's doc comment is its command's help line. Clap would let it
+/// override one on the variant's Args struct, so those have none: the line
+/// is written once, here, where the commands are listed.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one turn: send MESSAGE (or stdin) and print the reply as it arrives

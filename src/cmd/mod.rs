@@ -1,5 +1,7 @@
-//! The commands: each validates its raw flags into settings and runs, in a
-//! file of its own; this is where they are dispatched from.
+//! The commands, each in a file of its own with its flags (an `Args`
+//! struct; the flags several commands share are in `args`): it validates
+//! them into settings and runs. `cli` puts them together into the command
+//! line; this is where they are dispatched from.
 //!
 //! One rule for output: data goes to stdout; a summary of what a command
 //! did ("deleted 2 sessions") goes to stderr, as a plain line; errors go to
@@ -40,10 +42,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     match &cli.command {
         Command::Turn(args) => turn::run(&location()?, claude, args).await,
         Command::Prompt(args) => prompt::run(&location()?, claude, args).await,
-        Command::Id { session: s, .. } => {
-            writeln!(std::io::stdout(), "{}", address(s)?.session_id())?;
-            Ok(())
-        }
+        Command::Id { session, .. } => print(format!("{}\n", address(session)?.session_id())),
         Command::Pin(args) => pin::run(&location()?, args),
         Command::Facts(args) => facts::run(&location()?, claude, args, bars).await,
         Command::History(args) => sessions::history(&location()?, args),
@@ -54,19 +53,18 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Stats(args) => stats::run(&location()?, args),
         Command::Forget(args) => forget::run(&location()?, args),
         Command::Doctor(args) => doctor::run(&location()?, claude, args).await,
-        Command::Completions { shell } => {
-            std::io::stdout().write_all(&cli::completions(*shell))?;
-            Ok(())
-        }
+        Command::Completions { shell } => print(cli::completions(*shell)),
         Command::Schema(args) => schema::run(args),
         Command::Host { status: false } => crate::backend::claude::host::serve().await,
         Command::Host { status: true } => host_status().await,
-        Command::Man { subcommand } => {
-            let page = cli::man_page_of(subcommand).map_err(usage)?;
-            std::io::stdout().write_all(&page)?;
-            Ok(())
-        }
+        Command::Man { subcommand } => print(cli::man_page_of(subcommand).map_err(usage)?),
     }
+}
+
+/// A command's whole output, to stdout.
+fn print(out: impl AsRef<[u8]>) -> Result<()> {
+    std::io::stdout().write_all(out.as_ref())?;
+    Ok(())
 }
 
 /// A usage error found after parsing, shown and exiting like clap's own (2).
