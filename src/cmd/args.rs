@@ -92,6 +92,10 @@ impl Scope {
     }
 }
 
+/// `--side-timeout` when not given; text, as clap parses and `--help` shows
+/// a default.
+const DEFAULT_SIDE_TIMEOUT: &str = "60";
+
 /// Where calls go and how side calls run: for turns, `jobs run`,
 /// `facts enrich` and the worker.
 #[derive(Debug, Clone, Args)]
@@ -101,7 +105,7 @@ pub struct SideArgs {
         long,
         env = "DUDUCLAW_EXTRACT_MODEL",
         value_name = "MODEL",
-        default_value = "haiku"
+        default_value = crate::memory::jobs::DEFAULT_SIDE_MODEL
     )]
     pub extract_model: String,
 
@@ -110,7 +114,7 @@ pub struct SideArgs {
         long,
         env = "DUDUCLAW_SIDE_TIMEOUT",
         value_name = "DURATION",
-        default_value = "60",
+        default_value = DEFAULT_SIDE_TIMEOUT,
         value_parser = parse_side_timeout
     )]
     pub side_timeout: Duration,

@@ -20,6 +20,9 @@ use crate::text::terms::normalize;
 /// Facts are one line of prose; longer "facts" are documents.
 const FACT_MAX_CHARS: usize = 1000;
 
+/// How many facts `facts search` shows unless `--limit` says.
+const SEARCH_LIMIT: usize = 10;
+
 /// A fact as `facts list --json` and `facts export` print it (and as
 /// `facts import` reads it back).
 #[derive(Debug, Serialize, JsonSchema)]
@@ -182,7 +185,7 @@ pub enum FactsAction {
         /// Words to look for (plain text, not FTS syntax)
         query: String,
         /// Show at most N facts
-        #[arg(long, value_name = "N", default_value_t = 10)]
+        #[arg(long, value_name = "N", default_value_t = SEARCH_LIMIT)]
         limit: usize,
         /// Print a JSON array of objects (id, content, access_count, score, ...)
         #[arg(long)]

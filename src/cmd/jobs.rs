@@ -18,6 +18,10 @@ use crate::memory::worker::{self, WorkerSettings};
 use crate::progress::Bars;
 use crate::store::{self, JobFilter, JobKind, JobRow, JobSelect, JobStatus, Location};
 
+/// How far back `jobs list` shows finished jobs unless `--since` says;
+/// text, as clap parses and `--help` shows a default.
+const FINISHED_SINCE: &str = "1d";
+
 #[derive(Debug, Args)]
 pub struct JobsArgs {
     #[command(subcommand)]
@@ -33,7 +37,7 @@ pub enum JobsAction {
         #[command(flatten)]
         scope: Scope,
         /// Finished jobs this recent are listed too, e.g. 1h, 7d
-        #[arg(long, value_name = "DURATION", default_value = "1d", value_parser = parse_age)]
+        #[arg(long, value_name = "DURATION", default_value = FINISHED_SINCE, value_parser = parse_age)]
         since: Duration,
         /// Print a JSON array of job objects (with `waiting`: why a job still queued has not run)
         #[arg(long)]

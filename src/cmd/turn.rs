@@ -17,6 +17,16 @@ use crate::store::Location;
 use crate::turn::prompt::FactsPlacement;
 use crate::turn::{self, Input, StreamLine, SystemPin, TurnSettings, message};
 
+// Defaults of duration flags are text: clap parses a default as it parses
+// a value given, and `--help` shows it as written.
+
+/// `--timeout` when not given.
+const DEFAULT_TIMEOUT: &str = "600";
+
+/// `--cache-ttl` when not given: the lifetime the API gives a prompt cache
+/// unless asked for longer.
+const DEFAULT_CACHE_TTL: &str = "5m";
+
 /// The end of `turn --help`; not of `prompt`'s, which takes the same flags
 /// but sends nothing.
 pub(super) const TURN_AFTER: &str = "\
@@ -95,7 +105,7 @@ pub struct TurnArgs {
         long,
         env = "DUDUCLAW_TIMEOUT",
         value_name = "DURATION",
-        default_value = "600",
+        default_value = DEFAULT_TIMEOUT,
         value_parser = parse_timeout
     )]
     pub timeout: Duration,
@@ -151,7 +161,7 @@ pub struct TurnArgs {
         long,
         env = "DUDUCLAW_CACHE_TTL",
         value_name = "DURATION",
-        default_value = "5m",
+        default_value = DEFAULT_CACHE_TTL,
         value_parser = parse_cache_ttl
     )]
     pub cache_ttl: Duration,

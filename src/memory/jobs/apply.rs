@@ -136,7 +136,7 @@ fn apply_memory(
     let covered = &review.exchanges;
     let said = review::parse(answer, covered.len());
     let session_id = job.session_id.as_deref();
-    let model = input.model.as_deref().unwrap_or("haiku");
+    let model = input.model.as_deref().unwrap_or(super::DEFAULT_SIDE_MODEL);
     let (mut added, mut corrections, mut clarified, mut drifted) = (0, 0, 0, 0);
     let mut events = Vec::new();
     // Clarifications the pin has no room for, in turn order: once one does
@@ -277,7 +277,7 @@ fn apply_to_pin(store: &mut dyn Store, p: &Prepared, answer: &str) -> Result<Str
                 Appended::Done(p) => format!("pinned a clarification ({} chars)", pin::chars(&p)),
                 Appended::Held => "the pin already holds the clarification".into(),
                 Appended::Full => {
-                    let model = input.model.as_deref().unwrap_or("haiku");
+                    let model = input.model.as_deref().unwrap_or(super::DEFAULT_SIDE_MODEL);
                     let next = NewJob::consolidate(&line, model);
                     store.enqueue_job(
                         next.kind,

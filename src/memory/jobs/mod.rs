@@ -50,6 +50,10 @@ for finding it later: synonyms and broader terms; the tasks and situations where
 requests a person might type when it matters; each key term in both English and Chinese (Traditional when the fact is \
 in Chinese). Answer one line per fact as: ID | term, term, ... and nothing else.";
 
+/// The model of side calls when none is named: `--extract-model`'s default,
+/// and the model of a job queued from one whose input names none.
+pub(crate) const DEFAULT_SIDE_MODEL: &str = "haiku";
+
 /// Facts per enrichment call: enough to amortize the call's envelope,
 /// few enough that one answer stays short and one failure costs little.
 pub(crate) const ENRICH_BATCH: usize = 20;
