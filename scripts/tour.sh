@@ -74,13 +74,13 @@ url=$(head -n 1 "$tour/standin.url")
 # Nothing of the caller's own setup may steer the tour elsewhere (another
 # model provider, another store, another claude): unset here, and in the
 # lines printed for another terminal, every such variable set here and
-# every DUDUCLAW_* the program reads (src/cli.rs declares them all), set
-# there or not.
+# every DUDUCLAW_* the program reads (the flags in src/cmd/ declare them
+# all, as `env = "..."`), set there or not.
 steering=(XDG_DATA_HOME XDG_RUNTIME_DIR CLAUDE_CONFIG_DIR)
 for v in $(compgen -e); do
   case "$v" in ANTHROPIC_* | CLAUDE_* | CLAUDECODE | DUDUCLAW_*) steering+=("$v") ;; esac
 done
-read -r -a ours <<<"$(grep -o 'DUDUCLAW_[A-Z_]*' src/cli.rs | sort -u | tr '\n' ' ')"
+read -r -a ours <<<"$(grep -rhoE 'env = "DUDUCLAW_[A-Z_]*"' src/cmd | grep -o 'DUDUCLAW_[A-Z_]*' | sort -u | tr '\n' ' ')"
 steering+=("${ours[@]}")
 for v in "${steering[@]}"; do unset "$v"; done
 exports=(

@@ -12,7 +12,8 @@
 //! 4. `memory/`: pin, facts, recall, side-call jobs, the detached worker,
 //!    compaction, erasure;
 //! 5. `turn/`: plan, recovery and execution of one turn;
-//! 6. `cmd/` (one file per command, flags to settings) and `cli` (the flags).
+//! 6. `cmd/`: one file per command, flags to settings, under `cmd/cli.rs`
+//!    (the command line: parsing, help, man pages, completions).
 //!
 //! Everything is private to the crate: the binary is a thin `main` over
 //! [`main`], and the integration tests and the benches reach what they
@@ -22,7 +23,6 @@
 use std::process::ExitCode;
 
 mod backend;
-mod cli;
 mod cmd;
 mod error;
 mod memory;
@@ -37,7 +37,7 @@ mod turn;
 /// exit code (the table in `error`).
 pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let cli = match cli::Cli::parse_args(args.clone()) {
+    let cli = match cmd::cli::Cli::parse_args(args.clone()) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
@@ -59,7 +59,7 @@ pub fn main() -> ExitCode {
             // Usage errors found after parsing look like clap's own, with
             // the usage of the subcommand typed.
             if let Some(usage) = e.downcast_ref::<error::UsageError>() {
-                let _ = cli::usage_error(&args, &usage.0).print();
+                let _ = cmd::cli::usage_error(&args, &usage.0).print();
                 return ExitCode::from(2);
             }
             eprintln!("duduclaw-session: {e:#}");
@@ -112,7 +112,8 @@ pub mod internals {
         }
     }
     pub mod cli {
-        pub use crate::cli::{Cli, SchemaName, completions, man_page};
+        pub use crate::cmd::cli::{Cli, completions, man_page};
+        pub use crate::cmd::schema::SchemaName;
     }
     pub mod cmd {
         pub mod schema {

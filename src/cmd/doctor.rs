@@ -12,13 +12,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
+use clap::Args;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::args::{ConcurrencyArgs, StoreArgs};
 use crate::backend::claude::UserSetup;
 use crate::backend::{self, ApiConfig, Capabilities, Claude, ProbeCache, api};
 use crate::error::{Kind, fail, kind_of};
-use crate::memory::slots::SideSlots;
 use crate::store::{self, Location, SCHEMA_VERSION};
 
 /// One thing that is wrong, and the exit code it stands for.
@@ -634,12 +635,24 @@ fn warnings(store: &StoreReport) -> Vec<String> {
     }
 }
 
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print a JSON object
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub concurrency: ConcurrencyArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
 pub(super) async fn run(
     location: &Location,
     claude_path: Option<&Path>,
-    slots: &SideSlots,
-    json_out: bool,
+    args: &DoctorArgs,
 ) -> Result<()> {
+    let slots = &super::side_slots(&args.concurrency);
+    let json_out = args.json;
     let mut report = Report {
         side_calls: SideCalls {
             concurrency: slots.limit(),

@@ -7,11 +7,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::args::{Scope, StoreArgs, parse_age};
 use super::{scope_session, summary};
-use crate::cli::{EventsAction, EventsArgs, Since};
 use crate::store::event_data::{EventData, Redactable};
 use crate::store::{self, Event, EventFilter, EventKind, Location};
 
@@ -26,15 +27,119 @@ const PAGE: usize = 1000;
 /// an idle follower costs nothing.
 const CHECK_EVERY: Duration = Duration::from_millis(250);
 
-pub(super) fn run(
-    location: &Location,
-    action: Option<&EventsAction>,
-    args: &EventsArgs,
-) -> Result<()> {
-    match action {
+const EVENTS_AFTER: &str = "\
+Kinds: turn.done, turn.failed, pin.set, pin.clarified, pin.consolidated, fact.added, \
+fact.forgotten, fact.enriched, session.compacted, session.removed, job.failed, drift, correction. \
+Ids increase in commit order on both engines, whichever host wrote the event, so a consumer \
+that restarts with --since LAST_ID sees every event exactly once. --follow ends with status 0 \
+on Ctrl-C, SIGTERM or when its reader goes away.";
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, after_help = EVENTS_AFTER)]
+pub struct EventsArgs {
+    #[command(subcommand)]
+    pub action: Option<EventsAction>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Reading the event log (`events` without a subcommand).
+#[derive(Debug, Clone, Args)]
+pub struct ReadArgs {
+    /// Only events after this id, or this recent (2h, 7d), or since this time (RFC 3339) [default: the newest --limit]
+    #[arg(long, value_name = "ID|DURATION|TIME", value_parser = parse_since)]
+    pub since: Option<Since>,
+    /// Only this kind, or a family ending in '.' (fact.); repeatable
+    #[arg(long = "kind", value_name = "KIND", value_parser = parse_kinds)]
+    pub kinds: Vec<Vec<EventKind>>,
+    /// At most this many: the oldest after --since, else the newest (with --follow: how many of the newest to show first) [default: 20 without --since, all with it]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32))]
+    pub limit: Option<u32>,
+    /// Keep printing events as they are written, like tail -f
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// One JSON object per line
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub scope: Scope,
+}
+
+/// Where an event reading starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Since {
+    /// After this event id.
+    Id(i64),
+    /// At or after this time (microseconds since the epoch).
+    Time(i64),
+}
+
+fn parse_since(s: &str) -> Result<Since, String> {
+    let s = s.trim();
+    if let Ok(id) = s.parse::<i64>() {
+        return if id >= 0 {
+            Ok(Since::Id(id))
+        } else {
+            Err(format!("{s} is not an event id: ids start at 1"))
+        };
+    }
+    let micros = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+    };
+    if let Ok(ago) = humantime::parse_duration(s) {
+        let at = std::time::SystemTime::now()
+            .checked_sub(ago)
+            .unwrap_or(std::time::UNIX_EPOCH);
+        return Ok(Since::Time(micros(at)));
+    }
+    if let Ok(at) = humantime::parse_rfc3339_weak(s) {
+        return Ok(Since::Time(micros(at)));
+    }
+    Err(format!(
+        "{s:?} is neither an event id, a duration (2h, 7d) nor a time (2026-12-04T10:00:00Z)"
+    ))
+}
+
+/// A kind, or every kind of a family (`fact.`).
+fn parse_kinds(s: &str) -> Result<Vec<EventKind>, String> {
+    let s = s.trim();
+    let kinds: Vec<EventKind> = if s.ends_with('.') {
+        EventKind::ALL
+            .iter()
+            .copied()
+            .filter(|k| k.as_str().starts_with(s))
+            .collect()
+    } else {
+        EventKind::parse(s).into_iter().collect()
+    };
+    if kinds.is_empty() {
+        let all: Vec<&str> = EventKind::ALL.iter().map(|k| k.as_str()).collect();
+        return Err(format!(
+            "{s:?} is no event kind: give one of {}, or a family such as fact.",
+            all.join(", ")
+        ));
+    }
+    Ok(kinds)
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum EventsAction {
+    /// Delete events older than a duration, to bound the log
+    Prune {
+        /// How old, e.g. 30d, 12h
+        #[arg(long, value_name = "DURATION", value_parser = parse_age)]
+        older_than: Duration,
+    },
+}
+
+pub(super) fn run(location: &Location, args: &EventsArgs) -> Result<()> {
+    match &args.action {
         Some(EventsAction::Prune { older_than }) => prune(location, *older_than),
-        None if args.follow => follow(location, args),
-        None => read(location, args),
+        None if args.read.follow => follow(location, &args.read),
+        None => read(location, &args.read),
     }
 }
 
@@ -56,7 +161,7 @@ fn prune(location: &Location, older_than: Duration) -> Result<()> {
 
 /// The filter the flags describe; `kinds` holds the flattened kinds.
 fn filter<'a>(
-    args: &'a EventsArgs,
+    args: &'a ReadArgs,
     kinds: &'a [EventKind],
     session: Option<&'a str>,
 ) -> EventFilter<'a> {
@@ -83,21 +188,21 @@ fn filter<'a>(
     }
 }
 
-fn kinds(args: &EventsArgs) -> Vec<EventKind> {
+fn kinds(args: &ReadArgs) -> Vec<EventKind> {
     let mut all: Vec<EventKind> = args.kinds.iter().flatten().copied().collect();
     all.sort_by_key(|k| k.as_str());
     all.dedup();
     all
 }
 
-fn session(args: &EventsArgs) -> Option<String> {
+fn session(args: &ReadArgs) -> Option<String> {
     if args.scope.all {
         return None;
     }
     scope_session(&args.scope)
 }
 
-fn read(location: &Location, args: &EventsArgs) -> Result<()> {
+fn read(location: &Location, args: &ReadArgs) -> Result<()> {
     let Some(store) = super::open_for_reading(location)? else {
         return Ok(());
     };
@@ -127,7 +232,7 @@ const LEFT_OUT_COUNTED: usize = 1000;
 /// flag shows them, so a person never reads the gaps in the ids as loss.
 fn left_out(
     store: &dyn store::Store,
-    args: &EventsArgs,
+    args: &ReadArgs,
     kinds: &[EventKind],
     shown: &[Event],
 ) -> Result<()> {
@@ -164,7 +269,7 @@ fn left_out(
 /// SIGTERM or a reader that went away. Opening creates the store, so a
 /// consumer can start before the first turn. A store that fails meanwhile
 /// ends it, saying where to pick up.
-fn follow(location: &Location, args: &EventsArgs) -> Result<()> {
+fn follow(location: &Location, args: &ReadArgs) -> Result<()> {
     let mut last = None;
     follow_from(location, args, &mut last).map_err(|e| match last {
         Some(id) => e.context(format!(
@@ -204,7 +309,7 @@ fn stop_on_signals() -> std::io::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-fn follow_from(location: &Location, args: &EventsArgs, last: &mut Option<i64>) -> Result<()> {
+fn follow_from(location: &Location, args: &ReadArgs, last: &mut Option<i64>) -> Result<()> {
     let stop = stop_on_signals().context("could not watch for Ctrl-C")?;
     let store = store::open(location)?;
     let (kinds, session) = (kinds(args), session(args));

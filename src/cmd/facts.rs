@@ -1,14 +1,15 @@
 //! `facts`: list, search, add, forget, import and export an agent's key facts.
 
 use std::io::{BufRead, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::args::{SideArgs, StoreArgs};
 use super::{open_for_reading, required_agent, summary};
-use crate::cli::FactsAction;
 use crate::error::{Kind, ResultExt, fail};
 use crate::memory::facts::{clean_keywords, looks_like_secret};
 use crate::memory::recall;
@@ -18,6 +19,9 @@ use crate::text::terms::normalize;
 
 /// Facts are one line of prose; longer "facts" are documents.
 const FACT_MAX_CHARS: usize = 1000;
+
+/// How many facts `facts search` shows unless `--limit` says.
+const SEARCH_LIMIT: usize = 10;
 
 /// A fact as `facts list --json` and `facts export` print it (and as
 /// `facts import` reads it back).
@@ -153,18 +157,116 @@ fn check_fact(text: &str) -> Result<()> {
     Ok(())
 }
 
+#[derive(Debug, Args)]
+pub struct FactsArgs {
+    #[command(subcommand)]
+    pub action: FactsAction,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FactsAction {
+    /// List the facts, most used first: id, uses, person (- for agent-wide), text
+    List {
+        #[command(flatten)]
+        scope: super::args::FactScope,
+        /// Print a JSON array of objects (id, content, access_count, ...)
+        #[arg(long)]
+        json: bool,
+        /// Show at most N facts
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+    },
+    /// Rank facts against a query, as a turn would
+    Search {
+        #[command(flatten)]
+        scope: super::args::FactScope,
+        /// Words to look for (plain text, not FTS syntax)
+        query: String,
+        /// Show at most N facts
+        #[arg(long, value_name = "N", default_value_t = SEARCH_LIMIT)]
+        limit: usize,
+        /// Print a JSON array of objects (id, content, access_count, score, ...)
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a fact by hand and print its id
+    Add {
+        #[command(flatten)]
+        scope: super::args::FactScope,
+        /// The fact: one line, at most 1,000 characters, no secrets
+        text: String,
+        /// Search keywords, comma-separated: words people may ask with (synonyms, the other language's terms)
+        #[arg(long, value_name = "LIST")]
+        keywords: Option<String>,
+        /// A standing fact: it matters whatever the conversation is about (health, allergies, family, hard rules, fixed schedules), so the profile carries it in every conversation's system prompt
+        #[arg(long)]
+        standing: bool,
+    },
+    /// Mark facts standing (the profile carries them in every conversation), or with --clear not
+    Stand {
+        #[command(flatten)]
+        scope: super::args::FactScope,
+        /// Ids of the agent's facts (from `facts list`)
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<i64>,
+        /// Take the mark off instead
+        #[arg(long)]
+        clear: bool,
+    },
+    /// Delete facts by id (from `facts list`), leaving nothing recoverable in the store
+    Forget {
+        #[command(flatten)]
+        scope: super::args::FactScope,
+        /// Ids of the agent's facts to delete
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<i64>,
+    },
+    /// Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing
+    Import {
+        #[command(flatten)]
+        scope: super::args::FactScope,
+        /// One JSON object per line with at least "content"; `-` reads stdin
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Export the agent's facts as JSON Lines (with --user: that person's and the agent-wide ones)
+    Export {
+        #[command(flatten)]
+        scope: super::args::FactScope,
+    },
+    /// Write search keywords for facts that have none (imported or older facts), by batched side calls
+    Enrich {
+        /// The agent whose facts to enrich
+        #[arg(long, env = "DUDUCLAW_AGENT", value_name = "ID")]
+        agent: Option<String>,
+        /// Every agent's facts (instead of --agent's)
+        #[arg(long)]
+        all: bool,
+        /// Enrich at most N facts in this run
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Print a JSON summary (facts enriched and left, jobs, cost)
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        side: SideArgs,
+    },
+}
+
 /// The agent a `--agent`/`--user` scope names, and the person.
-fn agent_of(scope: &crate::cli::FactScope) -> Result<(String, Option<&str>)> {
+fn agent_of(scope: &super::args::FactScope) -> Result<(String, Option<&str>)> {
     Ok((required_agent(scope.agent.as_ref())?, scope.user.as_deref()))
 }
 
 pub(super) async fn run(
     location: &Location,
     claude: Option<&Path>,
-    action: &FactsAction,
+    args: &FactsArgs,
     bars: Bars,
 ) -> Result<()> {
-    match action {
+    match &args.action {
         FactsAction::List { scope, json, limit } => {
             let (agent, user) = agent_of(scope)?;
             list(
@@ -614,7 +716,7 @@ fn read_rows(agent: &str, user: Option<&str>, file: &Path) -> Result<Rows> {
 struct Enrich<'a> {
     agent: Option<&'a str>,
     limit: usize,
-    side: &'a crate::cli::SideArgs,
+    side: &'a SideArgs,
 }
 
 /// `facts enrich`: keywords for the facts that have none, by batched side

@@ -3,7 +3,9 @@
 use std::io::Write;
 
 use anyhow::Result;
+use clap::Args;
 
+use super::args::StoreArgs;
 use super::{open_for_reading, summary};
 use crate::error::{Kind, fail};
 use crate::memory::erasure::{self, Forgotten};
@@ -18,13 +20,26 @@ pub(super) struct Report<'a> {
     dry_run: bool,
 }
 
-pub(super) fn run(
-    location: &Location,
-    user: &str,
-    agent: Option<&str>,
-    dry_run: bool,
-    json: bool,
-) -> Result<()> {
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    /// The person (`--user` of their turns)
+    #[arg(long, value_name = "ID")]
+    pub user: String,
+    /// Only in this agent's sessions and facts [default: every agent]; no environment variable, so an exported DUDUCLAW_AGENT never narrows an erasure silently
+    #[arg(long, value_name = "ID")]
+    pub agent: Option<String>,
+    /// Count what would be erased, by place, and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the counts as one JSON object
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+pub(super) fn run(location: &Location, args: &ForgetArgs) -> Result<()> {
+    let (user, agent) = (&args.user, args.agent.as_deref());
     if crate::text::is_blank(user) {
         return Err(fail(
             Kind::BadInput,
@@ -33,17 +48,17 @@ pub(super) fn run(
     }
     let report = match open_for_reading(location)? {
         None => Forgotten::default(),
-        Some(mut store) if dry_run => erasure::forget_person(&mut *store, user, agent, true)?,
+        Some(mut store) if args.dry_run => erasure::forget_person(&mut *store, user, agent, true)?,
         Some(_) => {
             let mut store = store::open(location)?;
             erasure::forget_person(&mut *store, user, agent, false)?
         }
     };
     let mut out = std::io::stdout().lock();
-    if json {
+    if args.json {
         let shown = Report {
             forgotten: &report,
-            dry_run,
+            dry_run: args.dry_run,
         };
         writeln!(out, "{}", serde_json::to_string(&shown)?)?;
     } else {
@@ -62,7 +77,11 @@ pub(super) fn run(
             writeln!(out, "{place}\t{n}")?;
         }
     }
-    let verb = if dry_run { "would erase" } else { "erased" };
+    let verb = if args.dry_run {
+        "would erase"
+    } else {
+        "erased"
+    };
     summary(format!(
         "{verb} what the store holds of {user:?}{}",
         agent.map_or(String::new(), |a| format!(" in agent {a:?}"))

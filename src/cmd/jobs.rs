@@ -3,12 +3,14 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::Result;
+use clap::{Args, Subcommand};
 
+use super::args::{ConcurrencyArgs, Scope, SideArgs, StoreArgs, parse_age};
 use super::{open_for_reading, route, scope_session, summary};
 use crate::backend::{self, ProbeCache};
-use crate::cli::{JobsAction, Scope, SideArgs};
 use crate::memory::jobs::{self, Runner, WhenBusy};
 use crate::memory::review;
 use crate::memory::slots::SideSlots;
@@ -16,13 +18,67 @@ use crate::memory::worker::{self, WorkerSettings};
 use crate::progress::Bars;
 use crate::store::{self, JobFilter, JobKind, JobRow, JobSelect, JobStatus, Location};
 
+/// How far back `jobs list` shows finished jobs unless `--since` says;
+/// text, as clap parses and `--help` shows a default.
+const FINISHED_SINCE: &str = "1d";
+
+#[derive(Debug, Args)]
+pub struct JobsArgs {
+    #[command(subcommand)]
+    pub action: JobsAction,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobsAction {
+    /// List open, failed and recently finished jobs: id, kind, status, attempts, session, error, why it waits
+    List {
+        #[command(flatten)]
+        scope: Scope,
+        /// Finished jobs this recent are listed too, e.g. 1h, 7d
+        #[arg(long, value_name = "DURATION", default_value = FINISHED_SINCE, value_parser = parse_age)]
+        since: Duration,
+        /// Print a JSON array of job objects (with `waiting`: why a job still queued has not run)
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        concurrency: ConcurrencyArgs,
+    },
+    /// Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary
+    Run {
+        #[command(flatten)]
+        scope: Scope,
+        #[command(flatten)]
+        side: SideArgs,
+    },
+    /// Make a job runnable again, with a fresh set of attempts
+    Retry {
+        /// The job id (from `jobs list`)
+        #[arg(value_name = "ID")]
+        id: i64,
+    },
+    /// The detached worker a turn starts (not for people)
+    #[command(hide = true)]
+    Work {
+        /// The worker's settings, as the turn that starts it writes them
+        #[arg(
+            long,
+            env = "DUDUCLAW_WORKER",
+            hide_env_values = true,
+            value_name = "JSON"
+        )]
+        settings: String,
+    },
+}
+
 pub(super) async fn run(
     location: &Location,
     claude: Option<&Path>,
-    action: &JobsAction,
+    args: &JobsArgs,
     bars: Bars,
 ) -> Result<()> {
-    match action {
+    match &args.action {
         JobsAction::List {
             scope,
             since,

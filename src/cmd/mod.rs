@@ -1,10 +1,14 @@
-//! The commands: each validates its raw flags into settings and runs, in a
-//! file of its own; this is where they are dispatched from.
+//! The commands, each in a file of its own with its flags (an `Args`
+//! struct; the flags several commands share are in `args`): it validates
+//! them into settings and runs. `cli` puts them together into the command
+//! line; this is where they are dispatched from.
 //!
 //! One rule for output: data goes to stdout; a summary of what a command
 //! did ("deleted 2 sessions") goes to stderr, as a plain line; errors go to
 //! stderr prefixed with the program's name.
 
+mod args;
+pub(crate) mod cli;
 mod doctor;
 mod events;
 mod facts;
@@ -15,8 +19,7 @@ mod prompt;
 pub(crate) mod schema;
 mod sessions;
 mod stats;
-mod store_copy;
-mod store_migrate;
+mod store;
 mod turn;
 
 use std::io::Write;
@@ -24,12 +27,13 @@ use std::io::Write;
 use anyhow::{Context, Result};
 
 use crate::backend::Route;
-use crate::cli::{Cli, Command, RouteArgs, SessionArgs};
 use crate::error::{Kind, fail};
 use crate::progress::Bars;
 use crate::session::Address;
-use crate::store::{self, Location, Store};
+use crate::store::{Location, Store};
 use crate::text::one_line;
+use args::{ConcurrencyArgs, RouteArgs, Scope, SessionArgs};
+use cli::{Cli, Command};
 
 pub(crate) async fn run(cli: Cli) -> Result<()> {
     let location = || Location::resolve(cli.db.as_deref());
@@ -38,64 +42,29 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     match &cli.command {
         Command::Turn(args) => turn::run(&location()?, claude, args).await,
         Command::Prompt(args) => prompt::run(&location()?, claude, args).await,
-        Command::Id { session: s, .. } => {
-            writeln!(std::io::stdout(), "{}", address(s)?.session_id())?;
-            Ok(())
-        }
-        Command::Pin { action, .. } => pin::run(&location()?, action),
-        Command::Facts { action, .. } => facts::run(&location()?, claude, action, bars).await,
-        Command::History {
-            session,
-            json,
-            limit,
-            ..
-        } => sessions::history(&location()?, session, *json, *limit),
-        Command::Sessions { action, .. } => sessions::run(&location()?, action),
-        Command::Jobs { action, .. } => jobs::run(&location()?, claude, action, bars).await,
-        Command::Store {
-            action: crate::cli::StoreAction::Copy { to, from, json },
-            ..
-        } => store_copy::run(
-            cli.db.as_deref(),
-            from.as_deref(),
-            to.as_deref(),
-            *json,
-            bars,
-        ),
-        Command::Store {
-            action: crate::cli::StoreAction::Migrate,
-            ..
-        } => store_migrate::run(&location()?),
-        Command::Events { action, read, .. } => events::run(&location()?, action.as_ref(), read),
-        Command::Stats {
-            scope, since, json, ..
-        } => stats::run(&location()?, scope, *since, *json),
-        Command::Forget {
-            user,
-            agent,
-            dry_run,
-            json,
-            ..
-        } => forget::run(&location()?, user, agent.as_deref(), *dry_run, *json),
-        Command::Doctor {
-            json, concurrency, ..
-        } => {
-            let slots = side_slots(concurrency);
-            doctor::run(&location()?, claude, &slots, *json).await
-        }
-        Command::Completions { shell } => {
-            std::io::stdout().write_all(&crate::cli::completions(*shell))?;
-            Ok(())
-        }
-        Command::Schema { name } => schema::run(*name),
+        Command::Id { session, .. } => print(format!("{}\n", address(session)?.session_id())),
+        Command::Pin(args) => pin::run(&location()?, args),
+        Command::Facts(args) => facts::run(&location()?, claude, args, bars).await,
+        Command::History(args) => sessions::history(&location()?, args),
+        Command::Sessions(args) => sessions::run(&location()?, args),
+        Command::Jobs(args) => jobs::run(&location()?, claude, args, bars).await,
+        Command::Store(args) => store::run(cli.db.as_deref(), args, bars),
+        Command::Events(args) => events::run(&location()?, args),
+        Command::Stats(args) => stats::run(&location()?, args),
+        Command::Forget(args) => forget::run(&location()?, args),
+        Command::Doctor(args) => doctor::run(&location()?, claude, args).await,
+        Command::Completions { shell } => print(cli::completions(*shell)),
+        Command::Schema(args) => schema::run(args),
         Command::Host { status: false } => crate::backend::claude::host::serve().await,
         Command::Host { status: true } => host_status().await,
-        Command::Man { subcommand } => {
-            let page = crate::cli::man_page_of(subcommand).map_err(usage)?;
-            std::io::stdout().write_all(&page)?;
-            Ok(())
-        }
+        Command::Man { subcommand } => print(cli::man_page_of(subcommand).map_err(usage)?),
     }
+}
+
+/// A command's whole output, to stdout.
+fn print(out: impl AsRef<[u8]>) -> Result<()> {
+    std::io::stdout().write_all(out.as_ref())?;
+    Ok(())
 }
 
 /// A usage error found after parsing, shown and exiting like clap's own (2).
@@ -127,7 +96,7 @@ fn address(s: &SessionArgs) -> Result<Address> {
 }
 
 /// The session a scope names when it names one (agent and channel given).
-fn scope_session(scope: &crate::cli::Scope) -> Option<String> {
+fn scope_session(scope: &Scope) -> Option<String> {
     let (agent, channel) = (scope.agent()?.to_string(), scope.channel.clone()?);
     Some(
         Address {
@@ -152,7 +121,7 @@ fn route(r: &RouteArgs) -> Route {
 /// The store for reading: `None` when it does not exist yet (reading
 /// commands then have nothing to show, and create nothing).
 fn open_for_reading(location: &Location) -> Result<Option<Box<dyn Store>>> {
-    store::open_existing(location)
+    crate::store::open_existing(location)
 }
 
 /// The error for a session that is not in the store.
@@ -167,7 +136,7 @@ fn not_found(message: impl Into<String>) -> anyhow::Error {
 }
 
 /// The host's side-call slots, bounded as the command line says.
-fn side_slots(c: &crate::cli::ConcurrencyArgs) -> crate::memory::slots::SideSlots {
+fn side_slots(c: &ConcurrencyArgs) -> crate::memory::slots::SideSlots {
     crate::memory::slots::SideSlots::for_host(usize::from(c.side_concurrency))
 }
 
@@ -328,7 +297,7 @@ mod tests {
         /// No argv shape makes parsing or the flags-to-settings step panic.
         #[test]
         fn no_argv_shape_panics(words in prop::collection::vec(token(), 0..8)) {
-            let mut argv: Vec<std::ffi::OsString> = vec![crate::cli::BIN.into()];
+            let mut argv: Vec<std::ffi::OsString> = vec![cli::BIN.into()];
             argv.extend(words.iter().map(Into::into));
             if let Ok(cli) = Cli::parse_args(argv) {
                 let location = Location::File("/nonexistent/s.db".into());

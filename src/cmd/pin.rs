@@ -4,15 +4,63 @@ use std::io::Write;
 
 use anyhow::Result;
 
+use clap::{Args, Subcommand};
+
+use super::args::{SessionArgs, StoreArgs};
 use super::{address, describe, no_session, not_found, open_for_reading, time};
-use crate::cli::{PinAction, SessionArgs};
 use crate::error::{Kind, fail};
 use crate::memory::pin;
 use crate::session::Address;
 use crate::store::{self, Location, PinChange, PinRevision, PinSource, Store};
 
-pub(super) fn run(location: &Location, action: &PinAction) -> Result<()> {
-    match action {
+#[derive(Debug, Args)]
+pub struct PinArgs {
+    #[command(subcommand)]
+    pub action: PinAction,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PinAction {
+    /// Print the pinned task (nothing if there is none)
+    Show(SessionArgs),
+    /// Replace the pinned task (at most 1,000 characters)
+    Set {
+        #[command(flatten)]
+        session: SessionArgs,
+        /// The new pinned task
+        text: String,
+    },
+    /// Add your words as a `[+]` line to the pinned task, verbatim (the pin stays within 1,000 characters)
+    Append {
+        #[command(flatten)]
+        session: SessionArgs,
+        /// The clarification to add
+        text: String,
+    },
+    /// Remove the pinned task
+    Clear(SessionArgs),
+    /// List the pin's kept revisions, oldest first: revision, time, source (turn), pin
+    History {
+        #[command(flatten)]
+        session: SessionArgs,
+        /// Print a JSON array of revisions (rev, pin, source, turn_id, from_rev, created_at)
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bring back a kept revision of the pin (`pin history` lists them)
+    Restore {
+        #[command(flatten)]
+        session: SessionArgs,
+        /// The revision number
+        #[arg(value_name = "REV")]
+        rev: i64,
+    },
+}
+
+pub(super) fn run(location: &Location, args: &PinArgs) -> Result<()> {
+    match &args.action {
         PinAction::Show(session) => {
             let (_, s) = read(location, session)?;
             if let Some(p) = s.pin {

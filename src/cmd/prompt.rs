@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::facts::ScoredLine;
 use super::open_for_reading;
+use super::turn::TurnArgs;
 use crate::backend::{self, Arg, ProbeCache, Request, claude};
-use crate::cli::TurnArgs;
 use crate::error::{Kind, fail};
 use crate::memory::review::MemoryTrigger;
 use crate::session::transcript_host;

@@ -6,17 +6,67 @@
 use std::io::Write;
 
 use anyhow::Result;
-use clap::ValueEnum;
+use clap::{Args, ValueEnum};
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 use serde_json::Value;
 
-use super::{doctor, events, facts, forget, jobs, pin, prompt, sessions, stats, store_copy};
-use crate::cli::SchemaName;
+use super::{doctor, events, facts, forget, jobs, pin, prompt, sessions, stats, store};
 
-pub(crate) fn run(name: Option<SchemaName>) -> Result<()> {
+const SCHEMA_AFTER: &str = "\
+The schemas are generated from the types the program serializes, and committed under \
+schemas/ in the source. A schema of lines (stream, event, facts-export) describes one line.";
+
+#[derive(Debug, Args)]
+#[command(after_long_help = SCHEMA_AFTER)]
+pub struct SchemaArgs {
+    /// The output whose schema to print [default: list every output and the command that prints it]
+    #[arg(value_enum, value_name = "NAME")]
+    pub name: Option<SchemaName>,
+}
+
+/// A JSON output of the program, by the name of its schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaName {
+    /// turn --json
+    Turn,
+    /// Each line of turn --stream-json
+    Stream,
+    /// Each line of events --json
+    Event,
+    /// facts list --json
+    Facts,
+    /// facts search --json
+    FactsSearch,
+    /// Each line of facts export
+    FactsExport,
+    /// facts enrich --json
+    FactsEnrich,
+    /// sessions list --json
+    Sessions,
+    /// sessions show --json
+    Session,
+    /// jobs list --json
+    Jobs,
+    /// stats --json
+    Stats,
+    /// prompt --json
+    Prompt,
+    /// history --json
+    History,
+    /// pin history --json
+    PinHistory,
+    /// doctor --json
+    Doctor,
+    /// store copy --json
+    StoreCopy,
+    /// forget --json
+    Forget,
+}
+
+pub(crate) fn run(args: &SchemaArgs) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    match name {
+    match args.name {
         Some(name) => writeln!(out, "{}", serde_json::to_string_pretty(&schema(name))?)?,
         None => {
             super::header(&mut out, &["NAME", "PRINTED BY"])?;
@@ -62,7 +112,7 @@ pub fn schema(name: SchemaName) -> Schema {
         SchemaName::History => root::<Vec<sessions::HistoryTurn<'static>>>(),
         SchemaName::PinHistory => root::<Vec<pin::Revision<'static>>>(),
         SchemaName::Doctor => root::<doctor::Report>(),
-        SchemaName::StoreCopy => root::<store_copy::CopyReport>(),
+        SchemaName::StoreCopy => root::<store::copy::CopyReport>(),
         SchemaName::Forget => root::<forget::Report>(),
     };
     schema.insert(

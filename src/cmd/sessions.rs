@@ -1,13 +1,15 @@
 //! `history` and `sessions`: inspect and remove stored conversations.
 
 use std::io::Write;
+use std::time::Duration;
 
 use anyhow::Result;
+use clap::{Args, Subcommand};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::args::{SessionArgs, StoreArgs, parse_age};
 use super::{address, describe, no_session, open_for_reading, summary, time};
-use crate::cli::{SessionArgs, SessionsAction};
 use crate::error::{Kind, fail};
 use crate::memory::compact;
 use crate::store::{
@@ -15,20 +17,29 @@ use crate::store::{
     Turn, TurnStatus, Usage,
 };
 
-pub(super) fn history(
-    location: &Location,
-    s: &SessionArgs,
-    json: bool,
-    limit: Option<usize>,
-) -> Result<()> {
-    let addr = address(s)?;
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+    /// Print a JSON array of turns (role, content, status, usage, ...)
+    #[arg(long)]
+    pub json: bool,
+    /// Show only the last N turns
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+pub(super) fn history(location: &Location, args: &HistoryArgs) -> Result<()> {
+    let addr = address(&args.session)?;
     let sid = addr.session_id();
     let store = open_for_reading(location)?;
     let store = match store {
         Some(st) if st.session(&sid)?.is_some() => st,
         _ => return Err(no_session(describe(&addr))),
     };
-    let turns = store.turns(&sid, limit)?;
+    let turns = store.turns(&sid, args.limit)?;
     let ids: Vec<i64> = turns.iter().map(|t| t.id).collect();
     let numbers = store.turn_numbers(&ids)?;
     let turns: Vec<HistoryTurn> = turns
@@ -36,7 +47,7 @@ pub(super) fn history(
         .map(|t| HistoryTurn::of(t, numbers.get(&t.id).copied()))
         .collect();
     let mut out = std::io::stdout().lock();
-    if json {
+    if args.json {
         writeln!(out, "{}", serde_json::to_string(&turns)?)?;
         return Ok(());
     }
@@ -242,9 +253,54 @@ fn show(out: &mut impl Write, v: &SessionView) -> std::io::Result<()> {
     field(out, "last used", &time(v.updated_at))
 }
 
-pub(super) fn run(location: &Location, action: &SessionsAction) -> Result<()> {
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    pub action: SessionsAction,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsAction {
+    /// List sessions (id, agent, channel, thread, turns, last used), most recently used first
+    List {
+        /// Only this agent's sessions
+        #[arg(long, value_name = "ID")]
+        agent: Option<String>,
+        /// Print a JSON array of session objects
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one session: key, handle, pin, summary, size, pending side calls
+    Show {
+        /// The session id (from `id` or `sessions list`)
+        #[arg(value_name = "ID")]
+        id: String,
+        /// Print a JSON object
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete sessions by id: their turns, pin, jobs and claude's transcripts, leaving nothing recoverable
+    Rm {
+        /// Session ids (from `id` or `sessions list`)
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<String>,
+    },
+    /// Delete (as `rm` does) sessions not used for longer than a duration; prints their ids
+    Prune {
+        /// How long unused, e.g. 30d, 12h, 1week 2days
+        #[arg(long, value_name = "DURATION", value_parser = parse_age)]
+        older_than: Duration,
+        /// Only list what would be deleted
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+pub(super) fn run(location: &Location, args: &SessionsArgs) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    match action {
+    match &args.action {
         SessionsAction::List { agent, json } => {
             let Some(store) = open_for_reading(location)? else {
                 if *json {

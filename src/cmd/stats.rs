@@ -7,12 +7,13 @@ use std::io::Write;
 use std::time::Duration;
 
 use anyhow::Result;
+use clap::Args;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::args::{Scope, StoreArgs, parse_age};
 use super::{open_for_reading, scope_session};
 use crate::backend::models;
-use crate::cli::Scope;
 use crate::store::{self, CacheUse, CallFilter, CallKind, CallRow, Location};
 
 /// Input tokens split the way the API bills them.
@@ -178,15 +179,26 @@ impl Stats {
     }
 }
 
-pub(super) fn run(
-    location: &Location,
-    scope: &Scope,
-    since: Option<Duration>,
-    json: bool,
-) -> Result<()> {
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    pub scope: Scope,
+    /// Only calls this recent, e.g. 7d, 12h
+    #[arg(long, value_name = "DURATION", value_parser = parse_age)]
+    pub since: Option<Duration>,
+    /// Print a JSON object with the same figures
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+pub(super) fn run(location: &Location, args: &StatsArgs) -> Result<()> {
+    let scope = &args.scope;
     let sid = scope_session(scope);
-    let since =
-        since.map(|d| store::now().saturating_sub(i64::try_from(d.as_secs()).unwrap_or(i64::MAX)));
+    let since = args
+        .since
+        .map(|d| store::now().saturating_sub(i64::try_from(d.as_secs()).unwrap_or(i64::MAX)));
     let calls = match open_for_reading(location)? {
         Some(store) => store.calls(&CallFilter {
             agent: scope.agent(),
@@ -197,7 +209,7 @@ pub(super) fn run(
     };
     let stats = Stats::of(&calls);
     let mut out = std::io::stdout().lock();
-    if json {
+    if args.json {
         writeln!(out, "{}", serde_json::to_string(&stats)?)?;
     } else {
         table(&mut out, &stats)?;

@@ -4,7 +4,7 @@
 //! generated shell completions and man pages.
 //!
 //! The files under `completions/` and `man/` are generated from the clap
-//! definition in src/cli.rs, those under `schemas/` from the types the JSON
+//! definition in src/cmd/ (`cli.rs` and each command's flags), those under `schemas/` from the types the JSON
 //! outputs serialize (`duduclaw-session schema NAME`), and committed.
 //! `generated_files_are_current` fails when they are stale; after changing
 //! the command line or an output's type, regenerate them with
@@ -168,7 +168,7 @@ fn generated_files_are_current() {
     }
     assert!(
         stale.is_empty(),
-        "the generated files do not match src/cli.rs and the output types:\n{}\n\nregenerate them with \
+        "the generated files do not match the flags in src/cmd/ and the output types:\n{}\n\nregenerate them with \
          `UPDATE_GENERATED=1 cargo test --test it cli::generated_files` and commit the result",
         stale.join("\n")
     );

@@ -82,7 +82,7 @@ impl SideJob for ClarifyInput {
             Appended::Done(p) => format!("pinned a clarification ({} chars)", pin::chars(&p)),
             Appended::Held => "the pin already holds the clarification".into(),
             Appended::Full => {
-                let model = self.model.as_deref().unwrap_or("haiku");
+                let model = self.model.as_deref().unwrap_or(super::DEFAULT_SIDE_MODEL);
                 let next = NewJob::consolidate(&line, model);
                 store.enqueue_job(
                     next.kind,

@@ -120,7 +120,7 @@ impl SideJob for MemoryInput {
         let covered = &review.exchanges;
         let said = parse(answer, covered.len());
         let session_id = job.session_id.as_deref();
-        let model = self.model.as_deref().unwrap_or("haiku");
+        let model = self.model.as_deref().unwrap_or(super::DEFAULT_SIDE_MODEL);
         let (mut added, mut corrections, mut clarified, mut drifted) = (0, 0, 0, 0);
         let mut events = Vec::new();
         // Clarifications the pin has no room for, in turn order: once one does

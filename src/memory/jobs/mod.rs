@@ -47,6 +47,10 @@ pub(crate) use summary::SummaryInput;
 // enforces it, so it is defined there.
 pub(crate) use crate::store::JOB_MAX_ATTEMPTS as MAX_ATTEMPTS;
 
+/// The model of side calls when none is named: `--extract-model`'s default,
+/// and the model of a job queued from one whose input names none.
+pub(crate) const DEFAULT_SIDE_MODEL: &str = "haiku";
+
 /// Facts are extracted from user messages at least this big (estimated
 /// tokens): about 40 Latin or 15 CJK characters. Shorter messages ("ok",
 /// "thanks", "繼續") rarely state anything durable, and skipping them keeps

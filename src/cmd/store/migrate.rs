@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use super::summary;
+use crate::cmd::summary;
 use crate::store::{self, Location, SCHEMA_VERSION};
 
 pub(super) fn run(location: &Location) -> Result<()> {

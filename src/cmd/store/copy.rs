@@ -7,6 +7,7 @@ use std::ffi::OsStr;
 use std::io::Write;
 
 use anyhow::Result;
+use clap::Args;
 use serde::Serialize;
 
 use crate::error::{Kind, fail};
@@ -25,22 +26,29 @@ struct Counts {
 /// What `store copy --json` prints: the counts, and the two stores (a
 /// server's password shown as `***`).
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-pub(super) struct CopyReport {
+pub(in crate::cmd) struct CopyReport {
     #[serde(flatten)]
     counts: Counts,
     from: String,
     to: String,
 }
 
-pub(super) fn run(
-    db: Option<&OsStr>,
-    from: Option<&OsStr>,
-    to: Option<&OsStr>,
-    json: bool,
-    bars: Bars,
-) -> Result<()> {
-    let source = Location::resolve(from.or(db))?;
-    let target = Location::resolve(to.or(db))?;
+#[derive(Debug, Args)]
+pub struct CopyArgs {
+    /// The store to copy into: a file path or a postgres:// URL [default: --db]
+    #[arg(long, value_name = "DB", required_unless_present = "from")]
+    pub to: Option<std::ffi::OsString>,
+    /// The store to copy from: a file path or a postgres:// URL [default: --db]
+    #[arg(long, value_name = "DB")]
+    pub from: Option<std::ffi::OsString>,
+    /// Print a JSON object with the counts
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub(super) fn run(db: Option<&OsStr>, args: &CopyArgs, bars: Bars) -> Result<()> {
+    let source = Location::resolve(args.from.as_deref().or(db))?;
+    let target = Location::resolve(args.to.as_deref().or(db))?;
     if source == target {
         return Err(fail(
             Kind::BadInput,
@@ -51,7 +59,7 @@ pub(super) fn run(
     }
     let n = copy(&source, &target, bars)?;
     let mut out = std::io::stdout().lock();
-    if json {
+    if args.json {
         let copied = CopyReport {
             counts: n,
             from: source.to_string(),
@@ -249,14 +257,12 @@ mod tests {
         .unwrap_err();
         assert_eq!(crate::error::exit_code_of(&err), Kind::Store.exit_code());
         let p = dir.path().join("x.db");
-        let err = run(
-            None,
-            Some(p.as_os_str()),
-            Some(p.as_os_str()),
-            false,
-            Bars::off(),
-        )
-        .unwrap_err();
+        let same = CopyArgs {
+            to: Some(p.clone().into_os_string()),
+            from: Some(p.into_os_string()),
+            json: false,
+        };
+        let err = run(None, &same, Bars::off()).unwrap_err();
         assert_eq!(crate::error::exit_code_of(&err), Kind::BadInput.exit_code());
     }
 }
