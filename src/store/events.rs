@@ -1,15 +1,15 @@
-//! The event log both engines keep: what each change reports, how a
-//! reading is filtered, and what redaction leaves. Each engine writes an
+//! What each change reports to the event log, built alike for both
+//! engines (reading and redacting the log: `log.rs`, its SQL in
+//! `sql.rs`). Each engine writes an
 //! event in the transaction of its change, as the last statement before
 //! the commit (on PostgreSQL the id counter's row lock is held from there
 //! to the commit, so the shorter the better).
 
-use super::db::Param;
 use super::event_data::{
     Compacted, EventData, FactAdded, FactEnriched, FactForgotten, JobFailed, PinChanged,
     Redactable, SessionRemoved, TurnDone, TurnFailed, TurnRef,
 };
-use super::{EventFilter, JobKind, NewEvent, NewFact, PinChange, PinSource, Reply, Roll};
+use super::{JobKind, NewEvent, NewFact, PinChange, PinSource, Reply, Roll};
 
 /// Microseconds since the Unix epoch: an event's time.
 pub(crate) fn now_us() -> i64 {
@@ -203,125 +203,10 @@ pub(crate) fn job_failed(
     }
 }
 
-/// The `SELECT` for a filter, in PostgreSQL's placeholders (the SQLite
-/// engine converts them), with its parameters. Columns: id, at, kind,
-/// agent, session_id, user_id, data.
-pub(crate) fn select<'a>(filter: &EventFilter<'a>) -> (String, Vec<Param<'a>>) {
-    let mut params = Vec::new();
-    let mut clauses: Vec<String> = Vec::new();
-    let bind = |p: Param<'a>, params: &mut Vec<Param<'a>>| {
-        params.push(p);
-        format!("${}", params.len())
-    };
-    if let Some(after) = filter.after {
-        clauses.push(format!("id > {}", bind(Param::Int(after), &mut params)));
-    }
-    if let Some(since) = filter.since_us {
-        clauses.push(format!("at >= {}", bind(Param::Int(since), &mut params)));
-    }
-    if let Some(agent) = filter.agent {
-        clauses.push(format!("agent = {}", bind(Param::Text(agent), &mut params)));
-    }
-    if let Some(sid) = filter.session_id {
-        clauses.push(format!(
-            "session_id = {}",
-            bind(Param::Text(sid), &mut params)
-        ));
-    }
-    if filter.without_session {
-        clauses.push("session_id IS NULL".into());
-    }
-    if !filter.kinds.is_empty() {
-        let list: Vec<String> = filter
-            .kinds
-            .iter()
-            .map(|k| bind(Param::Text(k.as_str()), &mut params))
-            .collect();
-        clauses.push(format!("kind IN ({})", list.join(", ")));
-    }
-    let mut sql = String::from("SELECT id, at, kind, agent, session_id, user_id, data FROM events");
-    if !clauses.is_empty() {
-        sql.push_str(" WHERE ");
-        sql.push_str(&clauses.join(" AND "));
-    }
-    let order = if filter.newest { "DESC" } else { "ASC" };
-    sql.push_str(&format!(" ORDER BY id {order}"));
-    if let Some(limit) = filter.limit {
-        let n = i64::try_from(limit).unwrap_or(i64::MAX);
-        sql.push_str(&format!(" LIMIT {}", bind(Param::Int(n), &mut params)));
-    }
-    if filter.newest {
-        sql = format!("SELECT * FROM ({sql}) newest ORDER BY id");
-    }
-    (sql, params)
-}
-
-/// Redactions an erasure makes in the log, each with `$1` the redacted
-/// data. Kept by kind and ids, so a consumer still sees that something
-/// happened, never what.
-pub(crate) mod redact {
-    /// Events of facts: `$2` the fact id.
-    pub(crate) const FACT: &str = "UPDATE events SET data = $1 WHERE fact_id = $2";
-    /// Events of a turn: `$2` the turn id.
-    pub(crate) const TURN: &str = "UPDATE events SET data = $1 WHERE turn_id = $2";
-    /// A session's pin events: `$2` the session.
-    pub(crate) const PINS: &str = "UPDATE events SET data = $1 WHERE session_id = $2 AND kind IN ('pin.set', 'pin.clarified', 'pin.consolidated')";
-    /// A session's summaries: `$2` the session.
-    pub(crate) const SUMMARIES: &str =
-        "UPDATE events SET data = $1 WHERE session_id = $2 AND kind = 'session.compacted'";
-    /// Everything a session's events said: `$2` the session.
-    pub(crate) const SESSION: &str = "UPDATE events SET data = $1 WHERE session_id = $2";
-    /// A person's events lose what they said and their id: `$2` the
-    /// person. In every agent, including one left with no sessions or facts
-    /// (the log outlives them).
-    pub(crate) const PERSON: &str =
-        "UPDATE events SET data = $1, user_id = NULL WHERE user_id = $2";
-    /// The same within one agent (`forget --user U --agent A` leaves U's
-    /// events in other agents alone): `$3` the agent.
-    pub(crate) const PERSON_IN_AGENT: &str =
-        "UPDATE events SET data = $1, user_id = NULL WHERE user_id = $2 AND agent = $3";
-}
-
-/// What an engine reads, in the change's transaction, to say whom an
-/// event concerns.
-pub(crate) mod lookup {
-    /// A turn's agent, session and sender: `$1` the turn.
-    pub(crate) const TURN: &str = "SELECT s.agent, t.session_id, t.user_id FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.id = $1";
-    /// A session's agent: `$1` the session.
-    pub(crate) const SESSION: &str = "SELECT agent FROM sessions WHERE id = $1";
-    /// A fact's agent and person ('' for none): `$1` the fact.
-    pub(crate) const FACT: &str = "SELECT agent, user_id FROM facts WHERE id = $1";
-    /// A job given up: its agent, session, kind, turn and attempts, when its
-    /// last attempt failed (`$1` the job, `$2` the failed status).
-    pub(crate) const FAILED_JOB: &str =
-        "SELECT agent, session_id, kind, turn_id, attempts FROM jobs WHERE id = $1 AND status = $2";
-}
-
-/// Events older than a time (microseconds) go: `$1`.
-pub(crate) const PRUNE: &str = "DELETE FROM events WHERE at < $1";
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::EventKind;
-
-    #[test]
-    fn a_filter_binds_every_value_and_never_splices_it() {
-        let kinds = [EventKind::Drift, EventKind::FactAdded];
-        let (sql, params) = select(&EventFilter {
-            after: Some(7),
-            agent: Some("a'; DROP TABLE events; --"),
-            kinds: &kinds,
-            limit: Some(5),
-            newest: true,
-            ..EventFilter::default()
-        });
-        assert!(!sql.contains("DROP"), "{sql}");
-        assert!(sql.contains("kind IN ($3, $4)"), "{sql}");
-        assert!(sql.ends_with("ORDER BY id"), "{sql}");
-        assert_eq!(params.len(), 5);
-        assert_eq!(params[2], Param::Text("drift"));
-    }
 
     #[test]
     fn a_correction_is_reported_as_one_only_when_a_session_made_it() {

@@ -13,9 +13,8 @@ use super::{
 pub trait EventLog: Engine {
     /// Events matching a filter, oldest first.
     fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
-        let (text, params) = events::select(filter);
-        self.db()
-            .rows(&sql::Statement::built(text), &params, rows::event)
+        let (statement, params) = sql::events(filter);
+        self.db().rows(&statement, &params, rows::event)
     }
 
     /// Delete the events written before `before_us` (microseconds since
@@ -92,7 +91,7 @@ pub(super) fn job_given_up(db: &dyn Db, id: i64, error: &str) -> Result<Option<N
     })
 }
 
-/// Run one of the redactions ([`events::redact`]) with `key` as `$2`.
+/// Run one of the redactions (`sql::REDACT_*`) with `key` as `$2`.
 pub(super) fn redact(db: &dyn Db, statement: &sql::Statement, key: Param) -> Result<u64> {
     let data = redacted_data().to_string();
     db.execute(statement, &[Param::Text(&data), key])

@@ -1,5 +1,7 @@
-//! What the rows of the shared statements read into, on either engine:
-//! each reader takes the columns of its list in `sql.rs`, in that order.
+//! What the rows of the store's statements read into, on either engine:
+//! each row's column list beside the reader that takes its columns by
+//! position. The lists are macros so that `sql.rs` can `concat!` its
+//! statements from them.
 
 use serde_json::Value;
 
@@ -7,7 +9,14 @@ use super::db::Row;
 use super::{CallRow, Event, Fact, Job, JobRow, PinRevision, Result, Session, SystemSent, Turn};
 use super::{Usage, fact_ids_from_text};
 
-/// `session_columns!`.
+/// A session row: the columns [`session`] reads, in its order.
+macro_rules! session_columns {
+    () => {
+        "id, agent, channel, thread, generation, handle, handle_turns, handle_host, cwd, pin, summary, summary_upto, created_at, updated_at"
+    };
+}
+pub(crate) use session_columns;
+
 pub(super) fn session(r: &dyn Row) -> Result<Session> {
     Ok(Session {
         id: r.get(0)?,
@@ -27,7 +36,14 @@ pub(super) fn session(r: &dyn Row) -> Result<Session> {
     })
 }
 
-/// `turn_columns!`.
+/// A turn row: the columns [`turn`] reads, in its order.
+macro_rules! turn_columns {
+    () => {
+        "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id, handle, system_rev, system_hash, facts, extract, profile"
+    };
+}
+pub(crate) use turn_columns;
+
 pub(super) fn turn(r: &dyn Row) -> Result<Turn> {
     let usage: Option<String> = r.get(6)?;
     let system_hash: Option<String> = r.get(14)?;
@@ -60,7 +76,14 @@ pub(super) fn turn(r: &dyn Row) -> Result<Turn> {
     })
 }
 
-/// [`sql::PIN_HISTORY`](super::sql::PIN_HISTORY)'s columns.
+/// A pin revision: the columns [`pin_revision`] reads, in its order.
+macro_rules! pin_revision_columns {
+    () => {
+        "rev, pin, source, turn_id, from_rev, created_at"
+    };
+}
+pub(crate) use pin_revision_columns;
+
 pub(super) fn pin_revision(r: &dyn Row) -> Result<PinRevision> {
     Ok(PinRevision {
         rev: r.get(0)?,
@@ -72,7 +95,14 @@ pub(super) fn pin_revision(r: &dyn Row) -> Result<PinRevision> {
     })
 }
 
-/// `fact_columns!`.
+/// A fact (of `facts f`): the columns [`fact`] reads, in its order.
+macro_rules! fact_columns {
+    () => {
+        "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords, f.correction, f.standing"
+    };
+}
+pub(crate) use fact_columns;
+
 pub(super) fn fact(r: &dyn Row) -> Result<Fact> {
     let user: String = r.get(2)?;
     let keywords: String = r.get(8)?;
@@ -92,7 +122,14 @@ pub(super) fn fact(r: &dyn Row) -> Result<Fact> {
     })
 }
 
-/// `job_columns!`.
+/// A job as a runner takes it: the columns [`job`] reads, in its order.
+macro_rules! job_columns {
+    () => {
+        "id, kind, agent, session_id, turn_id, input, attempts"
+    };
+}
+pub(crate) use job_columns;
+
 pub(super) fn job(r: &dyn Row) -> Result<Job> {
     let input: String = r.get(5)?;
     Ok(Job {
@@ -107,7 +144,14 @@ pub(super) fn job(r: &dyn Row) -> Result<Job> {
     })
 }
 
-/// [`sql::JOBS`](super::sql::JOBS)'s columns.
+/// A job as `jobs list` shows it (of `jobs j` joined to `sessions s`): the columns [`job_listing`] reads, in its order.
+macro_rules! job_listing_columns {
+    () => {
+        "j.id, j.kind, j.status, j.agent, j.session_id, s.channel, s.thread, j.turn_id, j.attempts, j.last_error, j.created_at, j.updated_at, j.lease_until"
+    };
+}
+pub(crate) use job_listing_columns;
+
 pub(super) fn job_listing(r: &dyn Row) -> Result<JobRow> {
     Ok(JobRow {
         id: r.get(0)?,
@@ -126,7 +170,14 @@ pub(super) fn job_listing(r: &dyn Row) -> Result<JobRow> {
     })
 }
 
-/// [`sql::CALLS`](super::sql::CALLS)'s columns.
+/// A model call, for `stats`: the columns [`call`] reads, in its order.
+macro_rules! call_columns {
+    () => {
+        "kind, path, model, input_tokens, cache_creation_input_tokens, cache_read_input_tokens, output_tokens, cost_usd, duration_ms, memory_tokens, cache"
+    };
+}
+pub(crate) use call_columns;
+
 pub(super) fn call(r: &dyn Row) -> Result<CallRow> {
     let tokens = |i| r.get(i).map(|n: i64| u64::try_from(n).unwrap_or(0));
     Ok(CallRow {
@@ -146,7 +197,14 @@ pub(super) fn call(r: &dyn Row) -> Result<CallRow> {
     })
 }
 
-/// [`events::select`](super::events::select)'s columns.
+/// An event: the columns [`event`] reads, in its order.
+macro_rules! event_columns {
+    () => {
+        "id, at, kind, agent, session_id, user_id, data"
+    };
+}
+pub(crate) use event_columns;
+
 pub(super) fn event(r: &dyn Row) -> Result<Event> {
     let data: String = r.get(6)?;
     Ok(Event {

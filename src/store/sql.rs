@@ -12,7 +12,12 @@ use std::sync::{LazyLock, OnceLock};
 
 use regex::Regex;
 
-use super::events::{lookup, redact};
+use super::EventFilter;
+use super::db::Param;
+use super::rows::{
+    call_columns, event_columns, fact_columns, job_columns, job_listing_columns,
+    pin_revision_columns, session_columns, turn_columns,
+};
 
 /// A statement in PostgreSQL's text; SQLite's is made from it the first
 /// time that engine runs it, and kept.
@@ -56,36 +61,6 @@ pub(crate) fn for_sqlite(sql: &str) -> Cow<'_, str> {
     PLACEHOLDER.replace_all(sql, "?$1")
 }
 
-// Column lists, as macros so that statements can be `concat!`ed from them.
-
-/// A session row's columns, as [`rows::session`](super::rows::session) reads them.
-macro_rules! session_columns {
-    () => {
-        "id, agent, channel, thread, generation, handle, handle_turns, handle_host, cwd, pin, summary, summary_upto, created_at, updated_at"
-    };
-}
-
-/// A turn row's columns, as [`rows::turn`](super::rows::turn) reads them.
-macro_rules! turn_columns {
-    () => {
-        "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id, handle, system_rev, system_hash, facts, extract, profile"
-    };
-}
-
-/// A fact row's columns (of `facts f`), as [`rows::fact`](super::rows::fact) reads them.
-macro_rules! fact_columns {
-    () => {
-        "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords, f.correction, f.standing"
-    };
-}
-
-/// A job's columns as a runner takes it, as [`rows::job`](super::rows::job) reads them.
-macro_rules! job_columns {
-    () => {
-        "id, kind, agent, session_id, turn_id, input, attempts"
-    };
-}
-
 /// Which jobs a [`JobSelect`](super::JobSelect) picks: `$1` session, `$2`
 /// agent, `$3` kind, each NULL for any.
 macro_rules! job_select {
@@ -121,7 +96,7 @@ macro_rules! claim_jobs {
             "UPDATE jobs SET status = $6, attempts = attempts + 1, lease_until = $8, updated_at = $7 WHERE id IN (",
             $($pick,)+
             ") RETURNING ",
-            $crate::store::sql::job_columns!()
+            $crate::store::rows::job_columns!()
         )
     };
 }
@@ -142,7 +117,7 @@ macro_rules! claim_ranked {
     };
 }
 
-pub(crate) use {claim_jobs, claim_ranked, job_columns, job_runnable, job_select};
+pub(crate) use {claim_jobs, claim_ranked, job_runnable, job_select};
 
 pub(crate) const FACT_COLUMNS: &str = fact_columns!();
 /// How many columns [`FACT_COLUMNS`] holds: a column a query adds after
@@ -331,10 +306,11 @@ pub(crate) static ADD_PIN_REVISION: Statement = Statement::new(
 pub(crate) static DROP_PIN_REVISIONS: Statement =
     Statement::new("DELETE FROM pin_revisions WHERE session_id = $1 AND rev <= $2");
 
-pub(crate) static PIN_HISTORY: Statement = Statement::new(
-    "SELECT rev, pin, source, turn_id, from_rev, created_at FROM pin_revisions
-     WHERE session_id = $1 ORDER BY rev",
-);
+pub(crate) static PIN_HISTORY: Statement = Statement::new(concat!(
+    "SELECT ",
+    pin_revision_columns!(),
+    " FROM pin_revisions WHERE session_id = $1 ORDER BY rev"
+));
 
 /// The schema that began keeping pin revisions, in the release (0.3) that
 /// brought the clarify gate: before it, an answer to the assistant's
@@ -510,13 +486,15 @@ pub(crate) static JOB_RETRY: Statement = Statement::new(
 /// Jobs as listed: the selection, finished since (NULL: all), pending,
 /// running.
 pub(crate) static JOBS: Statement = Statement::new(
-    "SELECT j.id, j.kind, j.status, j.agent, j.session_id, s.channel, s.thread, j.turn_id,
-            j.attempts, j.last_error, j.created_at, j.updated_at, j.lease_until
-     FROM jobs j LEFT JOIN sessions s ON s.id = j.session_id
+    concat!(
+        "SELECT ",
+        job_listing_columns!(),
+        " FROM jobs j LEFT JOIN sessions s ON s.id = j.session_id
      WHERE (CAST($1 AS TEXT) IS NULL OR j.session_id = $1) AND (CAST($2 AS TEXT) IS NULL OR j.agent = $2)
        AND (CAST($3 AS TEXT) IS NULL OR j.kind = $3)
        AND (CAST($4 AS BIGINT) IS NULL OR j.status IN ($5, $6) OR j.updated_at >= $4)
-     ORDER BY j.id",
+     ORDER BY j.id"
+    ),
 );
 
 /// A session's jobs, oldest first: the session.
@@ -539,20 +517,112 @@ pub(crate) static JOB_HEALTH: Statement = Statement::new(
 pub(crate) static MEMORY_WATERMARK: Statement =
     Statement::new("SELECT MAX(turn_id) FROM jobs WHERE session_id = $1 AND kind = 'memory'");
 
-// The event log (the statements' text is the log's own, in `store::events`).
+// The event log. How an event is appended (its id in commit order) is
+// each engine's own.
 
-pub(crate) static TURN_OWNER: Statement = Statement::new(lookup::TURN);
-pub(crate) static SESSION_OWNER: Statement = Statement::new(lookup::SESSION);
-pub(crate) static FACT_OWNER: Statement = Statement::new(lookup::FACT);
-pub(crate) static FAILED_JOB: Statement = Statement::new(lookup::FAILED_JOB);
-pub(crate) static REDACT_FACT: Statement = Statement::new(redact::FACT);
-pub(crate) static REDACT_TURN: Statement = Statement::new(redact::TURN);
-pub(crate) static REDACT_PINS: Statement = Statement::new(redact::PINS);
-pub(crate) static REDACT_SUMMARIES: Statement = Statement::new(redact::SUMMARIES);
-pub(crate) static REDACT_SESSION: Statement = Statement::new(redact::SESSION);
-pub(crate) static REDACT_PERSON: Statement = Statement::new(redact::PERSON);
-pub(crate) static REDACT_PERSON_IN_AGENT: Statement = Statement::new(redact::PERSON_IN_AGENT);
-pub(crate) static PRUNE_EVENTS: Statement = Statement::new(super::events::PRUNE);
+/// The `SELECT` for an event filter, with its parameters: the columns
+/// [`rows::event`](super::rows::event) reads.
+pub(crate) fn events<'a>(filter: &EventFilter<'a>) -> (Statement, Vec<Param<'a>>) {
+    let mut params = Vec::new();
+    let mut clauses: Vec<String> = Vec::new();
+    let bind = |p: Param<'a>, params: &mut Vec<Param<'a>>| {
+        params.push(p);
+        format!("${}", params.len())
+    };
+    if let Some(after) = filter.after {
+        clauses.push(format!("id > {}", bind(Param::Int(after), &mut params)));
+    }
+    if let Some(since) = filter.since_us {
+        clauses.push(format!("at >= {}", bind(Param::Int(since), &mut params)));
+    }
+    if let Some(agent) = filter.agent {
+        clauses.push(format!("agent = {}", bind(Param::Text(agent), &mut params)));
+    }
+    if let Some(sid) = filter.session_id {
+        clauses.push(format!(
+            "session_id = {}",
+            bind(Param::Text(sid), &mut params)
+        ));
+    }
+    if filter.without_session {
+        clauses.push("session_id IS NULL".into());
+    }
+    if !filter.kinds.is_empty() {
+        let list: Vec<String> = filter
+            .kinds
+            .iter()
+            .map(|k| bind(Param::Text(k.as_str()), &mut params))
+            .collect();
+        clauses.push(format!("kind IN ({})", list.join(", ")));
+    }
+    let mut sql = String::from(concat!("SELECT ", event_columns!(), " FROM events"));
+    if !clauses.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&clauses.join(" AND "));
+    }
+    let order = if filter.newest { "DESC" } else { "ASC" };
+    sql.push_str(&format!(" ORDER BY id {order}"));
+    if let Some(limit) = filter.limit {
+        let n = i64::try_from(limit).unwrap_or(i64::MAX);
+        sql.push_str(&format!(" LIMIT {}", bind(Param::Int(n), &mut params)));
+    }
+    if filter.newest {
+        sql = format!("SELECT * FROM ({sql}) newest ORDER BY id");
+    }
+    (Statement::built(sql), params)
+}
+
+/// Events older than a time (microseconds) go.
+pub(crate) static PRUNE_EVENTS: Statement = Statement::new("DELETE FROM events WHERE at < $1");
+
+// What a change reads, in its transaction, to say whom its event concerns.
+
+/// A turn's agent, session and sender: the turn.
+pub(crate) static TURN_OWNER: Statement = Statement::new(
+    "SELECT s.agent, t.session_id, t.user_id FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.id = $1",
+);
+/// A session's agent: the session.
+pub(crate) static SESSION_OWNER: Statement =
+    Statement::new("SELECT agent FROM sessions WHERE id = $1");
+/// A fact's agent and person ('' for none): the fact.
+pub(crate) static FACT_OWNER: Statement =
+    Statement::new("SELECT agent, user_id FROM facts WHERE id = $1");
+/// A job given up: its agent, session, kind, turn and attempts, when its
+/// last attempt failed: the job, the failed status.
+pub(crate) static FAILED_JOB: Statement = Statement::new(
+    "SELECT agent, session_id, kind, turn_id, attempts FROM jobs WHERE id = $1 AND status = $2",
+);
+
+// Redactions an erasure makes in the log, each with `$1` the redacted
+// data. Kept by kind and ids, so a consumer still sees that something
+// happened, never what.
+
+/// Events of facts: `$2` the fact id.
+pub(crate) static REDACT_FACT: Statement =
+    Statement::new("UPDATE events SET data = $1 WHERE fact_id = $2");
+/// Events of a turn: `$2` the turn id.
+pub(crate) static REDACT_TURN: Statement =
+    Statement::new("UPDATE events SET data = $1 WHERE turn_id = $2");
+/// A session's pin events: `$2` the session.
+pub(crate) static REDACT_PINS: Statement = Statement::new(
+    "UPDATE events SET data = $1 WHERE session_id = $2 AND kind IN ('pin.set', 'pin.clarified', 'pin.consolidated')",
+);
+/// A session's summaries: `$2` the session.
+pub(crate) static REDACT_SUMMARIES: Statement = Statement::new(
+    "UPDATE events SET data = $1 WHERE session_id = $2 AND kind = 'session.compacted'",
+);
+/// Everything a session's events said: `$2` the session.
+pub(crate) static REDACT_SESSION: Statement =
+    Statement::new("UPDATE events SET data = $1 WHERE session_id = $2");
+/// A person's events lose what they said and their id: `$2` the person.
+/// In every agent, including one left with no sessions or facts (the log
+/// outlives them).
+pub(crate) static REDACT_PERSON: Statement =
+    Statement::new("UPDATE events SET data = $1, user_id = NULL WHERE user_id = $2");
+/// The same within one agent (`forget --user U --agent A` leaves U's
+/// events in other agents alone): `$3` the agent.
+pub(crate) static REDACT_PERSON_IN_AGENT: Statement =
+    Statement::new("UPDATE events SET data = $1, user_id = NULL WHERE user_id = $2 AND agent = $3");
 
 // Usage and small values.
 
@@ -566,11 +636,13 @@ pub(crate) static RECORD_CALL: Statement = Statement::new(
 
 /// Calls in order: agent, session, since (each NULL for any).
 pub(crate) static CALLS: Statement = Statement::new(
-    "SELECT kind, path, model, input_tokens, cache_creation_input_tokens, cache_read_input_tokens,
-            output_tokens, cost_usd, duration_ms, memory_tokens, cache
-     FROM calls WHERE (CAST($1 AS TEXT) IS NULL OR agent = $1) AND (CAST($2 AS TEXT) IS NULL OR session_id = $2)
+    concat!(
+        "SELECT ",
+        call_columns!(),
+        " FROM calls WHERE (CAST($1 AS TEXT) IS NULL OR agent = $1) AND (CAST($2 AS TEXT) IS NULL OR session_id = $2)
        AND (CAST($3 AS BIGINT) IS NULL OR created_at >= $3)
-     ORDER BY id",
+     ORDER BY id"
+    ),
 );
 
 pub(crate) static META: Statement = Statement::new("SELECT value FROM meta WHERE key = $1");
@@ -605,7 +677,26 @@ pub(crate) static ERASED_HANDLES: Statement = Statement::new(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::JobKind;
+    use crate::store::{EventKind, JobKind};
+
+    #[test]
+    fn a_filter_binds_every_value_and_never_splices_it() {
+        let kinds = [EventKind::Drift, EventKind::FactAdded];
+        let (statement, params) = events(&EventFilter {
+            after: Some(7),
+            agent: Some("a'; DROP TABLE events; --"),
+            kinds: &kinds,
+            limit: Some(5),
+            newest: true,
+            ..EventFilter::default()
+        });
+        let sql = statement.text();
+        assert!(!sql.contains("DROP"), "{sql}");
+        assert!(sql.contains("kind IN ($3, $4)"), "{sql}");
+        assert!(sql.ends_with("ORDER BY id"), "{sql}");
+        assert_eq!(params.len(), 5);
+        assert_eq!(params[2], Param::Text("drift"));
+    }
 
     #[test]
     fn placeholders_become_numbered_parameters() {
