@@ -382,31 +382,23 @@ fn reader_gone() -> bool {
     }
 }
 
-/// Events as `events` shows them: each one's data read as its kind's,
+/// Events as `events` shows them,
 /// with its turns as people count them. The log stores turn ids; `turn`
 /// (and `upto_turn`) become the turn's number in its session (the Nth
 /// message and its reply are turn N), the id moving to `turn_id` (and
 /// `upto_turn_id`), as `history --json` shows both.
 fn numbered<'a>(store: &dyn store::Store, events: &'a [Event]) -> Result<Vec<EventLine<'a>>> {
-    let mut lines = events
+    let mut lines: Vec<EventLine> = events
         .iter()
-        .map(|e| {
-            let event = EventData::read(e.kind, &e.data).with_context(|| {
-                format!(
-                    "event {} holds {} data this build cannot read",
-                    e.id, e.kind
-                )
-            })?;
-            Ok(EventLine {
-                id: e.id,
-                at: at(e.at_us),
-                event,
-                agent: &e.agent,
-                session_id: e.session_id.as_deref(),
-                user: e.user.as_deref(),
-            })
+        .map(|e| EventLine {
+            id: e.id,
+            at: at(e.at_us),
+            event: e.data.clone(),
+            agent: &e.agent,
+            session_id: e.session_id.as_deref(),
+            user: e.user.as_deref(),
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect();
     let ids: Vec<i64> = lines
         .iter_mut()
         .flat_map(|l| l.event.turns_mut())

@@ -185,11 +185,23 @@ impl JsonSchema for Redacted {
     }
 }
 
+impl Drift {
+    /// A minor drift of the reply to `turn`, as a test writes one.
+    #[cfg(test)]
+    pub(crate) fn sample(turn: i64, reason: &str) -> EventData {
+        EventData::Drift(Redactable::Data(Drift {
+            turn: TurnRef::stored(Some(turn)),
+            reply_turn: None,
+            level: Drifted::Minor,
+            reason: reason.to_string(),
+            pin: None,
+        }))
+    }
+}
+
 impl Redacted {
     /// The data of a redacted event, as stored.
-    pub fn value() -> Value {
-        serde_json::json!({ "redacted": true })
-    }
+    pub const STORED: &str = r#"{"redacted":true}"#;
 
     fn is(data: &Value) -> bool {
         data.get("redacted") == Some(&Value::Bool(true))
@@ -252,19 +264,21 @@ pub enum EventData {
 
 impl EventData {
     /// A stored event's data, read as its kind's type.
-    pub fn read(kind: EventKind, data: &Value) -> Result<EventData, serde_json::Error> {
+    pub fn read(kind: EventKind, data: &str) -> Result<EventData, serde_json::Error> {
+        let data: Value = serde_json::from_str(data)?;
         let tagged = serde_json::json!({ "kind": kind, "data": data });
         serde_json::from_value(tagged)
     }
 
-    /// The kind and the data, as the store keeps them.
-    pub fn into_stored(self) -> (EventKind, Value) {
-        let kind = self.kind();
+    /// The data as the store keeps it, beside its kind: a JSON object.
+    pub fn stored(&self) -> String {
+        self.json().to_string()
+    }
+
+    /// The data alone (no kind), as JSON.
+    pub fn json(&self) -> Value {
         let mut tagged = serde_json::to_value(self).unwrap_or(Value::Null);
-        (
-            kind,
-            tagged.get_mut("data").map(Value::take).unwrap_or_default(),
-        )
+        tagged.get_mut("data").map(Value::take).unwrap_or_default()
     }
 
     pub fn kind(&self) -> EventKind {
@@ -374,21 +388,20 @@ mod tests {
         ];
         for (kind, text) in stored {
             let v: Value = serde_json::from_str(text).unwrap();
-            let data = EventData::read(kind, &v).unwrap_or_else(|e| panic!("{kind}: {e}"));
+            let data = EventData::read(kind, text).unwrap_or_else(|e| panic!("{kind}: {e}"));
             assert_eq!(data.kind(), kind);
-            assert_eq!(data.clone().into_stored(), (kind, v), "{kind}");
+            assert_eq!(data.json(), v, "{kind}");
         }
     }
 
     #[test]
     fn any_kind_reads_redacted_and_a_wrong_shape_is_an_error() {
-        let data = EventData::read(EventKind::TurnDone, &Redacted::value()).unwrap();
+        let data = EventData::read(EventKind::TurnDone, Redacted::STORED).unwrap();
         assert!(data.is_redacted());
-        assert_eq!(data.into_stored().1, Redacted::value());
-        let e = EventData::read(EventKind::TurnDone, &serde_json::json!({"turn": 1})).unwrap_err();
+        assert_eq!(data.stored(), Redacted::STORED);
+        let e = EventData::read(EventKind::TurnDone, r#"{"turn": 1}"#).unwrap_err();
         assert!(e.to_string().contains("reply_turn"), "{e}");
-        assert!(
-            EventData::read(EventKind::Drift, &serde_json::json!({"redacted": false})).is_err()
-        );
+        assert!(EventData::read(EventKind::Drift, r#"{"redacted": false}"#).is_err());
+        assert!(EventData::read(EventKind::Drift, "not json").is_err());
     }
 }

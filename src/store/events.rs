@@ -29,9 +29,7 @@ pub struct Owner {
 impl NewEvent {
     /// An event of `data`'s kind, concerning what `owner` names.
     pub fn of(owner: &Owner, data: EventData) -> NewEvent {
-        let (kind, data) = data.into_stored();
         NewEvent {
-            kind,
             agent: owner.agent.clone(),
             session_id: owner.session_id.clone(),
             user: owner.user.clone(),
@@ -215,14 +213,14 @@ mod tests {
             session_id: Some("s"),
             ..NewFact::new("a", None, "Answer in French")
         };
-        assert_eq!(fact_added(1, &made).kind, EventKind::Correction);
+        assert_eq!(fact_added(1, &made).data.kind(), EventKind::Correction);
         let imported = NewFact {
             session_id: None,
             ..made
         };
         let e = fact_added(2, &imported);
-        assert_eq!(e.kind, EventKind::FactAdded);
-        assert_eq!(e.data["correction"], true);
+        assert_eq!(e.data.kind(), EventKind::FactAdded);
+        assert_eq!(e.data.json()["correction"], true);
         assert_eq!(e.fact_id, Some(2));
     }
 
@@ -239,11 +237,11 @@ mod tests {
             Some("task"),
             PinChange::from_turn(PinSource::Clarified, Some(9)),
         );
-        assert_eq!(e.kind, EventKind::PinClarified);
+        assert_eq!(e.data.kind(), EventKind::PinClarified);
         assert_eq!(e.turn_id, Some(9));
-        assert_eq!(e.data["rev"], 3);
+        assert_eq!(e.data.json()["rev"], 3);
         let e = pin_changed(&owner, 4, None, PinChange::by(PinSource::Cleared));
-        assert_eq!(e.kind, EventKind::PinSet);
-        assert!(e.data["pin"].is_null());
+        assert_eq!(e.data.kind(), EventKind::PinSet);
+        assert!(e.data.json()["pin"].is_null());
     }
 }

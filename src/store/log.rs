@@ -31,10 +31,10 @@ pub trait EventLog: Engine {
     /// Redact a person's events (what they said, and their id) within an
     /// agent, or in every agent with `None`: `forget --user`.
     fn redact_person_events(&mut self, user: &str, agent: Option<&str>) -> Result<usize> {
-        let data = redacted_data().to_string();
+        let data = redacted_data();
         let n = db::in_transaction(self, |db| match agent {
-            Some(agent) => db.execute(&sql::REDACT_PERSON_IN_AGENT, args![&data, user, agent]),
-            None => db.execute(&sql::REDACT_PERSON, args![&data, user]),
+            Some(agent) => db.execute(&sql::REDACT_PERSON_IN_AGENT, args![data, user, agent]),
+            None => db.execute(&sql::REDACT_PERSON, args![data, user]),
         })?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
@@ -93,8 +93,8 @@ pub(super) fn job_given_up(db: &dyn Db, id: i64, error: &str) -> Result<Option<N
 
 /// Run one of the redactions (`sql::REDACT_*`) with `key` as `$2`.
 pub(super) fn redact(db: &dyn Db, statement: &sql::Statement, key: Param) -> Result<u64> {
-    let data = redacted_data().to_string();
-    db.execute(statement, &[Param::Text(&data), key])
+    let data = redacted_data();
+    db.execute(statement, &[Param::Text(data), key])
 }
 
 /// Redact what the events of an erasure's rows said (their summaries,

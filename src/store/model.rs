@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::event_data::EventData;
 use crate::session::{SessionKey, handle_id};
 
 /// A closed set of values stored as text: one spelling in the database, in
@@ -310,7 +311,6 @@ text_enum! {
 /// An event to append, written in the transaction of the change it reports.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEvent {
-    pub kind: EventKind,
     pub agent: String,
     pub session_id: Option<String>,
     pub user: Option<String>,
@@ -318,8 +318,8 @@ pub struct NewEvent {
     pub fact_id: Option<i64>,
     /// The turn it concerns: its data is redacted when the turn is erased.
     pub turn_id: Option<i64>,
-    /// The kind's own fields.
-    pub data: Value,
+    /// The kind, with its own fields.
+    pub data: EventData,
 }
 
 /// A stored event, as `events` prints it.
@@ -329,11 +329,11 @@ pub struct Event {
     pub id: i64,
     /// Microseconds since the epoch, when it was written.
     pub at_us: i64,
-    pub kind: EventKind,
     pub agent: String,
     pub session_id: Option<String>,
     pub user: Option<String>,
-    pub data: Value,
+    /// The kind, with its own fields.
+    pub data: EventData,
 }
 
 /// Which events to read.
@@ -358,8 +358,8 @@ pub struct EventFilter<'a> {
 
 /// What replaces a redacted event's data: what it said went with what a
 /// person had forgotten or removed.
-pub(crate) fn redacted_data() -> Value {
-    super::event_data::Redacted::value()
+pub(crate) fn redacted_data() -> &'static str {
+    super::event_data::Redacted::STORED
 }
 
 /// Wakes an `events --follow` when events may have been written.

@@ -6,8 +6,10 @@
 use serde_json::Value;
 
 use super::db::Row;
+use super::event_data::EventData;
 use super::{CallRow, Event, Fact, Job, JobRow, PinRevision, Result, Session, SystemSent, Turn};
-use super::{Usage, fact_ids_from_text};
+use super::{EventKind, Usage, fact_ids_from_text};
+use anyhow::Context;
 
 /// A session row: the columns [`session`] reads, in its order.
 macro_rules! session_columns {
@@ -206,14 +208,17 @@ macro_rules! event_columns {
 pub(crate) use event_columns;
 
 pub(super) fn event(r: &dyn Row) -> Result<Event> {
+    let id: i64 = r.get(0)?;
+    let kind: EventKind = r.get(2)?;
     let data: String = r.get(6)?;
+    let data = EventData::read(kind, &data)
+        .with_context(|| format!("event {id} holds {kind} data this build cannot read"))?;
     Ok(Event {
-        id: r.get(0)?,
+        id,
         at_us: r.get(1)?,
-        kind: r.get(2)?,
         agent: r.get(3)?,
         session_id: r.get(4)?,
         user: r.get(5)?,
-        data: serde_json::from_str(&data)?,
+        data,
     })
 }

@@ -1151,7 +1151,7 @@ fn one_event(store: &dyn Store, last: &mut i64, kind: EventKind) -> Event {
     let found = events_since(store, *last);
     assert_eq!(found.len(), 1, "{found:?}");
     let e = found.into_iter().next().unwrap();
-    assert_eq!((e.kind, e.agent.as_str()), (kind, "a"), "{e:?}");
+    assert_eq!((e.data.kind(), e.agent.as_str()), (kind, "a"), "{e:?}");
     *last = e.id;
     e
 }
@@ -1172,7 +1172,7 @@ pub(crate) fn every_change_writes_its_event(open: Open) {
     forgetting_and_removing_write_events(&mut *s, fact, last);
 
     // The whole log, as another connection reads it: in order, one each.
-    let kinds: Vec<EventKind> = all_events(&*open()).iter().map(|e| e.kind).collect();
+    let kinds: Vec<EventKind> = all_events(&*open()).iter().map(|e| e.data.kind()).collect();
     assert_eq!(
         kinds,
         [
@@ -1211,24 +1211,35 @@ fn turns_and_pins_write_events(s: &mut dyn Store) -> (i64, i64, i64) {
         (Some("sid"), Some("u1"))
     );
     assert_eq!(
-        (&e.data["turn"], &e.data["reply_turn"], &e.data["mode"]),
+        (
+            &e.data.json()["turn"],
+            &e.data.json()["reply_turn"],
+            &e.data.json()["mode"]
+        ),
         (&json!(u1), &json!(r1), &json!("new"))
     );
-    assert_eq!(e.data["reply_chars"], 8);
+    assert_eq!(e.data.json()["reply_chars"], 8);
     assert!(e.at_us >= start && e.at_us <= crate::store::events::now_us());
 
     let u2 = s.add_user_turn("sid", "again", Some("u1")).unwrap();
     s.fail_user_turn(u2, "claude failed").unwrap();
     let e = one_event(&*s, &mut last, EventKind::TurnFailed);
     assert_eq!(e.user.as_deref(), Some("u1"));
-    assert_eq!(e.data, json!({ "turn": u2, "error": "claude failed" }));
+    assert_eq!(
+        e.data.json(),
+        json!({ "turn": u2, "error": "claude failed" })
+    );
 
     s.set_pin("sid", Some("task"), PinChange::by(PinSource::Set))
         .unwrap();
     let e = one_event(&*s, &mut last, EventKind::PinSet);
     assert_eq!(e.session_id.as_deref(), Some("sid"));
     assert_eq!(
-        (&e.data["pin"], &e.data["rev"], &e.data["source"]),
+        (
+            &e.data.json()["pin"],
+            &e.data.json()["rev"],
+            &e.data.json()["source"]
+        ),
         (&json!("task"), &json!(1), &json!("set"))
     );
     s.set_pin("sid", Some("task"), PinChange::by(PinSource::Set))
@@ -1242,7 +1253,11 @@ fn turns_and_pins_write_events(s: &mut dyn Store) -> (i64, i64, i64) {
     assert!(s.swap_pin("sid", Some("task"), "task+", clarified).unwrap());
     let e = one_event(&*s, &mut last, EventKind::PinClarified);
     assert_eq!(
-        (&e.data["pin"], &e.data["rev"], &e.data["turn"]),
+        (
+            &e.data.json()["pin"],
+            &e.data.json()["rev"],
+            &e.data.json()["turn"]
+        ),
         (&json!("task+"), &json!(2), &json!(u1))
     );
     (u1, r1, last)
@@ -1271,7 +1286,7 @@ fn facts_write_events(s: &mut dyn Store, u1: i64, mut last: i64) -> (i64, i64) {
     let added = events_since(&*s, last);
     last = added.last().unwrap().id;
     assert_eq!(
-        added.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        added.iter().map(|e| e.data.kind()).collect::<Vec<_>>(),
         [EventKind::FactAdded, EventKind::Correction]
     );
     assert_eq!(
@@ -1279,15 +1294,15 @@ fn facts_write_events(s: &mut dyn Store, u1: i64, mut last: i64) -> (i64, i64) {
         (Some("sid"), Some("u1"))
     );
     assert_eq!(
-        added[0].data,
+        added[0].data.json(),
         json!({ "fact_id": fact, "content": "Uses pnpm", "keywords": ["pnpm"], "turn": u1, "correction": false })
     );
     assert_eq!(
         (added[1].session_id.as_deref(), added[1].user.as_deref()),
         (Some("sid"), None)
     );
-    assert_eq!(added[1].data["fact_id"], corrected);
-    assert_eq!(added[1].data["correction"], true);
+    assert_eq!(added[1].data.json()["fact_id"], corrected);
+    assert_eq!(added[1].data.json()["correction"], true);
     // The mark is stored, and read back by every way facts are read.
     assert!(fact_by_id(&*s, "a", corrected).correction);
     assert!(!fact_by_id(&*s, "a", fact).correction);
@@ -1305,7 +1320,7 @@ fn facts_write_events(s: &mut dyn Store, u1: i64, mut last: i64) -> (i64, i64) {
     assert!(s.set_fact_keywords(corrected, &["langue".into()]).unwrap());
     let e = one_event(&*s, &mut last, EventKind::FactEnriched);
     assert_eq!(
-        e.data,
+        e.data.json(),
         json!({ "fact_id": corrected, "keywords": ["langue"] })
     );
     assert!(!s.set_fact_keywords(999_999, &kw).unwrap());
@@ -1334,7 +1349,7 @@ fn rolls_and_jobs_write_events(s: &mut dyn Store, u1: i64, r1: i64, mut last: i6
     let e = one_event(&*s, &mut last, EventKind::SessionCompacted);
     assert_eq!(e.session_id.as_deref(), Some("sid"));
     assert_eq!(
-        e.data,
+        e.data.json(),
         json!({ "summary": "the summary", "upto_turn": r1, "generation": 2, "handle": "h2" })
     );
     assert!(!s.roll_handle("sid", &compact).unwrap(), "no longer on 1");
@@ -1361,19 +1376,18 @@ fn rolls_and_jobs_write_events(s: &mut dyn Store, u1: i64, r1: i64, mut last: i6
     let e = one_event(&*s, &mut last, EventKind::JobFailed);
     assert_eq!(e.session_id.as_deref(), Some("sid"));
     assert_eq!(
-        e.data,
+        e.data.json(),
         json!({ "job": given_up, "job_kind": "facts", "turn": u1, "attempts": 3, "error": "for good" })
     );
 
     // A finished job's events are appended as given.
     let drift = NewEvent {
-        kind: EventKind::Drift,
         agent: "a".into(),
         session_id: Some("sid".into()),
         user: Some("u1".into()),
         fact_id: None,
         turn_id: Some(u1),
-        data: json!({ "reason": "off task", "turn": u1 }),
+        data: crate::store::event_data::Drift::sample(u1, "off task"),
     };
     assert_eq!(s.claim_jobs(of(JobKind::Summary), -1, 1).unwrap().len(), 0);
     s.retry_job(retried).unwrap();
@@ -1381,8 +1395,8 @@ fn rolls_and_jobs_write_events(s: &mut dyn Store, u1: i64, r1: i64, mut last: i6
     s.finish_job(retried, std::slice::from_ref(&drift)).unwrap();
     let e = one_event(&*s, &mut last, EventKind::Drift);
     assert_eq!(
-        (e.session_id, e.user, e.data),
-        (drift.session_id, drift.user, drift.data)
+        (e.session_id, e.user, e.data.json()),
+        (drift.session_id, drift.user, drift.data.json())
     );
     s.finish_job(given_up, &[]).unwrap();
     no_event(&*s, last);
@@ -1394,14 +1408,14 @@ fn forgetting_and_removing_write_events(s: &mut dyn Store, fact: i64, mut last: 
     assert_eq!(s.forget_facts("a", &[fact, 999_999]).unwrap(), 1);
     let e = one_event(&*s, &mut last, EventKind::FactForgotten);
     assert_eq!(e.user.as_deref(), Some("u1"));
-    assert_eq!(e.data, json!({ "fact_id": fact }));
+    assert_eq!(e.data.json(), json!({ "fact_id": fact }));
     assert_eq!(s.forget_facts("a", &[fact]).unwrap(), 0);
     no_event(&*s, last);
 
     assert!(s.delete_session("sid").unwrap());
     let e = one_event(&*s, &mut last, EventKind::SessionRemoved);
     assert_eq!(e.session_id.as_deref(), Some("sid"));
-    assert_eq!(e.data, json!({ "turns": 3 }));
+    assert_eq!(e.data.json(), json!({ "turns": 3 }));
     assert!(!s.delete_session("sid").unwrap());
     no_event(&*s, last);
 }
@@ -1543,7 +1557,7 @@ pub(crate) fn events_are_filtered_by_kind_and_count(open: Open) {
 /// Forgetting takes what an event said with it, never that it happened.
 pub(crate) fn forgetting_redacts_events(open: Open) {
     let mut s = open();
-    let redacted = crate::store::redacted_data();
+    let redacted = json!({ "redacted": true });
     let ids = s
         .add_facts(&[
             NewFact::new("a", Some("u1"), "secret one"),
@@ -1555,7 +1569,7 @@ pub(crate) fn forgetting_redacts_events(open: Open) {
     assert_eq!(s.forget_facts("a", &[secret]).unwrap(), 1);
     let all = all_events(&*s);
     assert_eq!(
-        all.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        all.iter().map(|e| e.data.kind()).collect::<Vec<_>>(),
         [
             EventKind::FactAdded,
             EventKind::FactAdded,
@@ -1563,11 +1577,11 @@ pub(crate) fn forgetting_redacts_events(open: Open) {
             EventKind::FactForgotten
         ]
     );
-    assert_eq!(all[0].data, redacted, "the forgotten fact's text");
-    assert_eq!(all[2].data, redacted, "its keywords");
-    assert_eq!(all[1].data["fact_id"], kept);
-    assert_eq!(all[1].data["content"], "kept one");
-    assert_eq!(all[3].data, json!({ "fact_id": secret }));
+    assert_eq!(all[0].data.json(), redacted, "the forgotten fact's text");
+    assert_eq!(all[2].data.json(), redacted, "its keywords");
+    assert_eq!(all[1].data.json()["fact_id"], kept);
+    assert_eq!(all[1].data.json()["content"], "kept one");
+    assert_eq!(all[3].data.json(), json!({ "fact_id": secret }));
     assert_eq!(all[3].user.as_deref(), Some("u1"));
 }
 
@@ -1585,7 +1599,7 @@ fn session_events(s: &dyn Store, sid: &str) -> Vec<Event> {
 /// are; another agent's stay.
 pub(crate) fn removing_a_session_or_a_person_redacts_events(open: Open) {
     let mut s = open();
-    let redacted = crate::store::redacted_data();
+    let redacted = json!({ "redacted": true });
     for sid in ["gone", "stays"] {
         let key = SessionKey {
             channel: sid,
@@ -1601,20 +1615,20 @@ pub(crate) fn removing_a_session_or_a_person_redacts_events(open: Open) {
     assert!(s.delete_session("gone").unwrap());
     let gone = session_events(&*s, "gone");
     assert_eq!(
-        gone.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        gone.iter().map(|e| e.data.kind()).collect::<Vec<_>>(),
         [
             EventKind::TurnDone,
             EventKind::PinSet,
             EventKind::SessionRemoved
         ]
     );
-    assert!(gone[..2].iter().all(|e| e.data == redacted), "{gone:?}");
-    assert_eq!(gone[2].data, json!({ "turns": 2 }));
+    assert!(gone[..2].iter().all(|e| e.data.is_redacted()), "{gone:?}");
+    assert_eq!(gone[2].data.json(), json!({ "turns": 2 }));
     assert!(gone[2].id > before);
     assert!(
         session_events(&*s, "stays")
             .iter()
-            .all(|e| e.data != redacted)
+            .all(|e| !e.data.is_redacted())
     );
 
     s.add_facts(&[
@@ -1626,22 +1640,26 @@ pub(crate) fn removing_a_session_or_a_person_redacts_events(open: Open) {
     assert_eq!(n, 3, "both sessions' replies to them, and their fact");
     let stays = session_events(&*s, "stays");
     assert_eq!(
-        (stays[0].kind, &stays[0].data, stays[0].user.as_deref()),
+        (
+            stays[0].data.kind(),
+            &stays[0].data.json(),
+            stays[0].user.as_deref()
+        ),
         (EventKind::TurnDone, &redacted, None)
     );
-    assert_eq!(stays[1].kind, EventKind::PinSet);
-    assert_eq!(stays[1].data["pin"], "task", "no one's words");
+    assert_eq!(stays[1].data.kind(), EventKind::PinSet);
+    assert_eq!(stays[1].data.json()["pin"], "task", "no one's words");
     let person = |agent: &str| {
         all_events(&*s)
             .into_iter()
-            .rfind(|e| e.agent == agent && e.kind == EventKind::FactAdded)
+            .rfind(|e| e.agent == agent && e.data.kind() == EventKind::FactAdded)
             .unwrap()
     };
     let mine = person("a");
-    assert_eq!((mine.data, mine.user), (redacted.clone(), None));
+    assert_eq!((mine.data.json(), mine.user), (redacted.clone(), None));
     let theirs = person("b");
     assert_eq!(theirs.user.as_deref(), Some("u2"));
-    assert_eq!(theirs.data["content"], "elsewhere");
+    assert_eq!(theirs.data.json()["content"], "elsewhere");
     assert_eq!(s.redact_person_events("u2", Some("a")).unwrap(), 0);
 }
 
@@ -1649,7 +1667,6 @@ pub(crate) fn removing_a_session_or_a_person_redacts_events(open: Open) {
 /// and the summaries' and pins' of the sessions named.
 pub(crate) fn an_erasure_redacts_its_rows_events(open: Open) {
     let mut s = open();
-    let redacted = crate::store::redacted_data();
     let key = SessionKey {
         channel: "erased",
         ..KEY
@@ -1677,7 +1694,10 @@ pub(crate) fn an_erasure_redacts_its_rows_events(open: Open) {
     })
     .unwrap();
     let e = session_events(&*s, "e");
-    let said: Vec<(EventKind, bool)> = e.iter().map(|e| (e.kind, e.data == redacted)).collect();
+    let said: Vec<(EventKind, bool)> = e
+        .iter()
+        .map(|e| (e.data.kind(), e.data.is_redacted()))
+        .collect();
     assert_eq!(
         said,
         [
@@ -1819,8 +1839,8 @@ pub(crate) fn standing_facts_are_marked_scoped_and_read_for_the_profile(open: Op
     assert!(s.facts_with_ids(&[]).unwrap().is_empty());
     // The mark is in the event of a fact added standing.
     let added = events_since(&*s, 0);
-    assert_eq!(added[0].data["standing"], true);
-    assert!(added[1].data.get("standing").is_none());
+    assert_eq!(added[0].data.json()["standing"], true);
+    assert!(added[1].data.json().get("standing").is_none());
 }
 
 /// A session's memory call at its pause is one job: scheduled for later,

@@ -34,14 +34,14 @@ pub(super) fn append(tx: &impl Queries, events: &[NewEvent]) -> Result<()> {
         return Ok(());
     }
     let n = count(events.len());
-    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.data.kind().as_str()).collect();
     let agents: Vec<&str> = events.iter().map(|e| e.agent.as_str()).collect();
     let sessions: Vec<Option<&str>> = events.iter().map(|e| e.session_id.as_deref()).collect();
     let users: Vec<Option<&str>> = events.iter().map(|e| e.user.as_deref()).collect();
     let facts: Vec<Option<i64>> = events.iter().map(|e| e.fact_id).collect();
     let turns: Vec<Option<i64>> = events.iter().map(|e| e.turn_id).collect();
     // JSON text escapes a NUL, so the data always fits in a text value.
-    let data: Vec<String> = events.iter().map(|e| e.data.to_string()).collect();
+    let data: Vec<String> = events.iter().map(|e| e.data.stored()).collect();
     // One statement, one round trip, on every turn: take the ids, write
     // the rows numbered by their place, and notify (delivered at the
     // commit, and only if it commits). A data-modifying CTE runs whether

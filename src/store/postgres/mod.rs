@@ -784,7 +784,7 @@ mod tests {
     /// event log orders one writer's transactions against another's): every
     /// third a job finished with two events at once, the others a pin set.
     fn write_changes(url: &ServerUrl, w: usize, changes: usize) {
-        use crate::store::{EventKind, PinSource};
+        use crate::store::PinSource;
         let mut s = PgStore::open(url, DEFAULT_WAIT).unwrap();
         let sid = format!("s{w}");
         let key = SessionKey {
@@ -800,13 +800,15 @@ mod tests {
                     .enqueue_job(JobKind::Facts, "a", Some(&sid), None, &input)
                     .unwrap();
                 let drift = NewEvent {
-                    kind: EventKind::Drift,
                     agent: "a".into(),
                     session_id: Some(sid.clone()),
                     user: None,
                     fact_id: None,
                     turn_id: None,
-                    data: serde_json::json!({ "writer": w, "change": i }),
+                    data: crate::store::event_data::Drift::sample(
+                        i64::try_from(i).unwrap(),
+                        &format!("writer {w}"),
+                    ),
                 };
                 s.finish_job(job, &[drift.clone(), drift]).unwrap();
             } else {

@@ -22,13 +22,13 @@ pub(super) fn append(conn: &Connection, events: &[NewEvent]) -> rusqlite::Result
     for e in events {
         stmt.execute(params![
             at,
-            e.kind.as_str(),
+            e.data.kind().as_str(),
             e.agent,
             e.session_id,
             e.user,
             e.fact_id,
             e.turn_id,
-            e.data.to_string()
+            e.data.stored()
         ])?;
     }
     Ok(())
