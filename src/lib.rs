@@ -156,8 +156,9 @@ pub mod internals {
     }
     pub mod store {
         pub use crate::store::{
-            CallPath, EventKind, FactScope, JobKind, JobSelect, Location, Mode, NewEvent, NewFact,
-            PinChange, PinSource, Reply, Roll, SCHEMA_VERSION, ScoredFact, Store, SystemSent, open,
+            CallPath, EventKind, FactScope, JobInputText, JobKind, JobSelect, Location, Mode,
+            NewEvent, NewFact, PinChange, PinSource, Reply, Roll, SCHEMA_VERSION, ScoredFact,
+            Store, SystemSent, open,
         };
         pub mod event_data {
             pub use crate::store::event_data::{Drift, Drifted, EventData, Redactable, TurnRef};

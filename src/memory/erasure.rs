@@ -287,7 +287,10 @@ fn plan_session(
         .filter(|j| {
             j.turn_id.is_some_and(|t| ids.contains(&t))
                 || (summary && j.kind == JobKind::Summary)
-                || quotes(&j.input, &texts)
+                || quotes(
+                    &serde_json::from_str(&j.input.0).unwrap_or_default(),
+                    &texts,
+                )
         })
         .map(|j| j.id)
         .collect();
@@ -304,7 +307,7 @@ fn plan_session(
     })
 }
 
-/// Whether any string in a job's input holds one of the texts.
+/// Whether any string in a job's input (as JSON) holds one of the texts.
 fn quotes(input: &serde_json::Value, texts: &[String]) -> bool {
     match input {
         serde_json::Value::String(s) => texts

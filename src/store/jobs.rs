@@ -6,7 +6,8 @@
 use super::db::{self, Db, Engine, Param, args, count};
 use super::sql::Statement;
 use super::{JOB_MAX_ATTEMPTS as MAX_ATTEMPTS, JOB_RETRY_DELAY_SECS as RETRY_DELAY_SECS};
-use super::{Job, JobFilter, JobHealth, JobKind, JobRow, JobSelect, JobStatus, NewEvent, Result};
+use super::{Job, JobFilter, JobHealth, JobInputText, JobKind, JobRow, JobSelect, JobStatus};
+use super::{NewEvent, Result};
 use super::{log, now, rows, sql};
 
 /// The arguments of [`sql::JOB_SELECT`] and [`sql::JOB_RUNNABLE`]
@@ -54,11 +55,10 @@ pub trait Jobs: Engine {
         agent: &str,
         session_id: Option<&str>,
         turn_id: Option<i64>,
-        input: &serde_json::Value,
+        input: &JobInputText,
     ) -> Result<i64> {
-        let input = input.to_string();
         let status = JobStatus::Pending;
-        let args = args![kind, agent, session_id, turn_id, &input, status, now()];
+        let args = args![kind, agent, session_id, turn_id, &input.0, status, now()];
         self.db().value(&sql::JOB_INSERT, args)
     }
 
@@ -186,7 +186,7 @@ pub trait Jobs: Engine {
     fn schedule_memory(
         &mut self,
         m: &MemorySchedule,
-        input: &dyn Fn(i64) -> serde_json::Value,
+        input: &dyn Fn(i64) -> JobInputText,
     ) -> Result<i64> {
         db::in_transaction(self, |db| {
             let t = now();
@@ -196,7 +196,7 @@ pub trait Jobs: Engine {
                 return Ok(id);
             }
             let after: Option<i64> = db.value(&sql::MEMORY_WATERMARK, args![m.session_id])?;
-            let input = input(after.unwrap_or(0)).to_string();
+            let input = input(after.unwrap_or(0)).0;
             let args = args![
                 JobKind::Memory,
                 m.agent,

@@ -669,8 +669,29 @@ pub struct Job {
     /// `None` for an agent's jobs that belong to no session (`facts enrich`).
     pub session_id: Option<String>,
     pub turn_id: Option<i64>,
-    pub input: Value,
+    pub input: JobInputText,
     pub attempts: i64,
+}
+
+/// A job's input as stored: a JSON object that only the memory's job
+/// kinds write and read (`memory::jobs::JobInput`). The store sits a
+/// layer below them, so it keeps the text as they gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobInputText(pub String);
+
+#[cfg(test)]
+impl From<Value> for JobInputText {
+    fn from(v: Value) -> JobInputText {
+        JobInputText(v.to_string())
+    }
+}
+
+#[cfg(test)]
+impl JobInputText {
+    /// The text as JSON, for a test to look into.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
 }
 
 /// A job as shown to people (`jobs list`, `sessions show`).

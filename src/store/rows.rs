@@ -3,12 +3,10 @@
 //! position. The lists are macros so that `sql.rs` can `concat!` its
 //! statements from them.
 
-use serde_json::Value;
-
 use super::db::Row;
 use super::event_data::EventData;
 use super::{CallRow, Event, Fact, Job, JobRow, PinRevision, Result, Session, SystemSent, Turn};
-use super::{EventKind, Usage, fact_ids_from_text};
+use super::{EventKind, JobInputText, Usage, fact_ids_from_text};
 use anyhow::Context;
 
 /// A session row: the columns [`session`] reads, in its order.
@@ -133,7 +131,6 @@ macro_rules! job_columns {
 pub(crate) use job_columns;
 
 pub(super) fn job(r: &dyn Row) -> Result<Job> {
-    let input: String = r.get(5)?;
     Ok(Job {
         id: r.get(0)?,
         kind: r.get(1)?,
@@ -141,7 +138,7 @@ pub(super) fn job(r: &dyn Row) -> Result<Job> {
         session_id: r.get(3)?,
         turn_id: r.get(4)?,
         // A job whose input cannot be read fails when it runs, with that said.
-        input: serde_json::from_str(&input).unwrap_or(Value::Null),
+        input: JobInputText(r.get(5)?),
         attempts: r.get(6)?,
     })
 }

@@ -11,8 +11,9 @@ use serde_json::json;
 
 use super::{
     CallFilter, CallKind, CallPath, CallRecord, Event, EventFilter, EventKind, FactScope,
-    JobFilter, JobKind, JobSelect, JobStatus, Mode, NewEvent, NewFact, PIN_REVISIONS_KEPT,
-    PinChange, PinSource, Reply, Role, Roll, Session, Store, Turn, TurnStatus, Usage,
+    JobFilter, JobInputText, JobKind, JobSelect, JobStatus, Mode, NewEvent, NewFact,
+    PIN_REVISIONS_KEPT, PinChange, PinSource, Reply, Role, Roll, Session, Store, Turn, TurnStatus,
+    Usage,
 };
 use crate::memory::recall;
 use crate::session::SessionKey;
@@ -272,7 +273,7 @@ pub(crate) fn pin_jobs_apply_in_turn_order(open: Open) {
     };
     s.ensure_session("sid2", &other_key, "/").unwrap();
     let q = |s: &mut Box<dyn Store>, kind, sid, turn| {
-        s.enqueue_job(kind, "a", Some(sid), Some(turn), &json!({}))
+        s.enqueue_job(kind, "a", Some(sid), Some(turn), &json!({}).into())
             .unwrap()
     };
     let pin = q(&mut s, JobKind::Pin, "sid", 1);
@@ -323,7 +324,7 @@ pub(crate) fn bounded_claims_are_fair_between_sessions(open: Open) {
         s.ensure_session(&format!("s{i}"), &key, "/").unwrap();
     }
     let q = |s: &mut Box<dyn Store>, sid: &str| {
-        s.enqueue_job(JobKind::Facts, "a", Some(sid), Some(1), &json!({}))
+        s.enqueue_job(JobKind::Facts, "a", Some(sid), Some(1), &json!({}).into())
             .unwrap()
     };
     let busy: Vec<i64> = (0..4).map(|_| q(&mut s, "s0")).collect();
@@ -345,7 +346,7 @@ pub(crate) fn job_health_counts_open_and_failed(open: Open) {
     let none = s.job_health("sid", 0).unwrap();
     assert_eq!((none.pending, none.failed), (0, 0));
     let q = |s: &mut Box<dyn Store>, kind| {
-        s.enqueue_job(kind, "a", Some("sid"), Some(1), &json!({}))
+        s.enqueue_job(kind, "a", Some("sid"), Some(1), &json!({}).into())
             .unwrap()
     };
     let a = q(&mut s, JobKind::Facts);
@@ -621,14 +622,20 @@ pub(crate) fn jobs_lease_retry_and_list(open: Open) {
             "a",
             Some("sid"),
             Some(1),
-            &json!({"message": "m"}),
+            &json!({"message": "m"}).into(),
         )
         .unwrap();
     let facts = s
-        .enqueue_job(JobKind::Facts, "a", Some("sid"), Some(1), &json!({}))
+        .enqueue_job(JobKind::Facts, "a", Some("sid"), Some(1), &json!({}).into())
         .unwrap();
     let enrich = s
-        .enqueue_job(JobKind::Enrich, "a", None, None, &json!({"facts": []}))
+        .enqueue_job(
+            JobKind::Enrich,
+            "a",
+            None,
+            None,
+            &json!({"facts": []}).into(),
+        )
         .unwrap();
     let pins = JobSelect {
         kind: Some(JobKind::Pin),
@@ -642,7 +649,7 @@ pub(crate) fn jobs_lease_retry_and_list(open: Open) {
         claimed.iter().map(|j| j.id).collect::<Vec<_>>(),
         [pin, facts]
     );
-    assert_eq!(claimed[0].input["message"], "m");
+    assert_eq!(claimed[0].input.json()["message"], "m");
     assert_eq!(claimed[0].agent, "a");
     assert_eq!(claimed[0].attempts, 1);
     // Leased: nobody else gets them.
@@ -712,7 +719,7 @@ pub(crate) fn a_job_is_given_up_after_its_last_attempt(open: Open) {
     s.ensure_session("sid", &KEY, "/").unwrap();
     let session = JobSelect::session("sid");
     let lone = s
-        .enqueue_job(JobKind::Summary, "a", Some("sid"), None, &json!({}))
+        .enqueue_job(JobKind::Summary, "a", Some("sid"), None, &json!({}).into())
         .unwrap();
     let mine = JobSelect {
         kind: Some(JobKind::Summary),
@@ -848,7 +855,7 @@ pub(crate) fn replies_record_their_system_prompt_and_facts(open: Open) {
         (None, Some("sid"))
     );
 
-    let input = serde_json::json!({});
+    let input = JobInputText::from(json!({}));
     s.enqueue_job(JobKind::Facts, "a", Some("sid"), Some(u2), &input)
         .unwrap();
     assert_eq!(s.memory_watermark("sid").unwrap(), None);
@@ -973,7 +980,7 @@ pub(crate) fn a_persons_turns_and_a_sessions_jobs_are_found(open: Open) {
     assert_eq!(s.person_turns("u1", Some("b")).unwrap(), [(sb, b1)]);
     assert!(s.person_turns("nobody", None).unwrap().is_empty());
 
-    let input = |n: i64| json!({ "n": n });
+    let input = |n: i64| JobInputText::from(json!({ "n": n }));
     let j1 = s
         .enqueue_job(JobKind::Facts, "a", Some("sa"), Some(a1), &input(1))
         .unwrap();
@@ -1008,7 +1015,7 @@ pub(crate) fn an_erasure_rewrites_its_rows_and_records_handles(open: Open) {
     let r1 = s.add_reply("sa", a1, &reply("reply", "sa")).unwrap();
     let a2 = s.add_user_turn("sa", "theirs", Some("u2")).unwrap();
     let job = |s: &mut dyn Store| {
-        s.enqueue_job(JobKind::Facts, "a", Some("sa"), None, &json!({}))
+        s.enqueue_job(JobKind::Facts, "a", Some("sa"), None, &json!({}).into())
             .unwrap()
     };
     let (j1, j2) = (job(&mut *s), job(&mut *s));
@@ -1357,7 +1364,7 @@ fn rolls_and_jobs_write_events(s: &mut dyn Store, u1: i64, r1: i64, mut last: i6
 
     // A job retried later reports nothing; one given up does.
     let q = |s: &mut dyn Store, kind| {
-        s.enqueue_job(kind, "a", Some("sid"), Some(u1), &json!({}))
+        s.enqueue_job(kind, "a", Some("sid"), Some(u1), &json!({}).into())
             .unwrap()
     };
     let retried = q(s, JobKind::Summary);
@@ -1850,7 +1857,7 @@ pub(crate) fn standing_facts_are_marked_scoped_and_read_for_the_profile(open: Op
 pub(crate) fn a_memory_call_is_scheduled_once_and_extended(open: Open) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
-    let input = |after: i64| json!({ "after": after });
+    let input = |after: i64| JobInputText::from(json!({ "after": after }));
     let now = super::now();
     let at = |through, due| super::MemorySchedule {
         agent: "a",
@@ -1877,11 +1884,14 @@ pub(crate) fn a_memory_call_is_scheduled_once_and_extended(open: Open) {
     let next = s.schedule_memory(&at(9, now + 300), &input).unwrap();
     assert_ne!(next, job);
     let row = s.paused_memory_job("sid").unwrap().unwrap();
-    assert_eq!((row.turn_id, &row.input), (Some(9), &json!({ "after": 7 })));
+    assert_eq!(
+        (row.turn_id, row.input.json()),
+        (Some(9), json!({ "after": 7 }))
+    );
     let claimed = s.claim_jobs(JobSelect::session("sid"), 60, 5).unwrap();
     assert_eq!(
-        (claimed.len(), claimed[0].turn_id, &claimed[0].input),
-        (1, Some(7), &json!({ "after": 0 }))
+        (claimed.len(), claimed[0].turn_id, claimed[0].input.json()),
+        (1, Some(7), json!({ "after": 0 }))
     );
 }
 

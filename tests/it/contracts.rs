@@ -20,8 +20,8 @@ use duduclaw_session::internals::store::event_data::{
 };
 use duduclaw_session::internals::store::events::Owner;
 use duduclaw_session::internals::store::{
-    self, CallPath, EventKind, JobKind, JobSelect, Location, Mode, NewEvent, NewFact, PinChange,
-    PinSource, Reply, Roll, SystemSent,
+    self, CallPath, EventKind, JobInputText, JobKind, JobSelect, Location, Mode, NewEvent, NewFact,
+    PinChange, PinSource, Reply, Roll, SystemSent,
 };
 use serde_json::{Value, json};
 
@@ -276,7 +276,7 @@ fn every_event_kind_validates_as_written_and_redacted() {
 
     // A memory job that reports a drift when it is done, and one given up.
     let select = JobSelect::session(&sid);
-    let memory = json!({"v": 1, "after": 0, "model": "haiku"});
+    let memory = JobInputText(r#"{"v": 1, "after": 0, "model": "haiku"}"#.into());
     let job = st
         .enqueue_job(JobKind::Memory, "a", Some(&sid), Some(t1), &memory)
         .unwrap();
@@ -298,7 +298,7 @@ fn every_event_kind_validates_as_written_and_redacted() {
         ..NewEvent::of(&owner, EventData::Drift(Redactable::Data(drift)))
     };
     st.finish_job(job, &[drift]).unwrap();
-    let pin = json!({"v": 1, "message": "m", "model": "haiku"});
+    let pin = JobInputText(r#"{"v": 1, "message": "m", "model": "haiku"}"#.into());
     let given_up = st
         .enqueue_job(JobKind::Pin, "a", Some(&sid), Some(t1), &pin)
         .unwrap();

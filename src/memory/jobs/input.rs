@@ -19,7 +19,7 @@ use super::facts::FactsInput;
 use super::memory::MemoryInput;
 use super::pin::PinInput;
 use super::summary::SummaryInput;
-use crate::store::JobKind;
+use crate::store::{JobInputText, JobKind};
 
 /// The version this build writes, and the newest it reads.
 const VERSION: u32 = 1;
@@ -93,16 +93,19 @@ fn first() -> u32 {
 
 impl JobInput {
     /// As stored: the kind's fields and the version.
-    pub(crate) fn to_json(&self) -> Value {
+    pub(crate) fn to_stored(&self) -> JobInputText {
         let mut v = self.fields().unwrap_or(Value::Null);
         if let Some(o) = v.as_object_mut() {
             o.insert("v".into(), VERSION.into());
         }
-        v
+        JobInputText(v.to_string())
     }
 
     /// A stored row's input, read as its kind's type.
-    pub(crate) fn read(kind: JobKind, input: &Value) -> Result<JobInput> {
+    pub(crate) fn read(kind: JobKind, input: &JobInputText) -> Result<JobInput> {
+        // Text that is not JSON reads as null, which has no version.
+        let input: Value = serde_json::from_str(&input.0).unwrap_or(Value::Null);
+        let input = &input;
         let Version { v } = Version::deserialize(input)
             .map_err(|e| anyhow!("a {kind} job's input has no readable version: {e}"))?;
         if v > VERSION {
@@ -141,8 +144,8 @@ mod tests {
             }),
         ];
         for input in inputs {
-            let stored = input.to_json();
-            assert_eq!(stored["v"], 1);
+            let stored = input.to_stored();
+            assert_eq!(stored.json()["v"], 1);
             assert_eq!(JobInput::read(input.kind(), &stored).unwrap(), input);
         }
     }
@@ -174,8 +177,7 @@ mod tests {
             assert!(!rows.is_empty(), "{release} has jobs");
             for (kind, input) in rows {
                 let kind = JobKind::parse(&kind).unwrap();
-                let v: Value = serde_json::from_str(&input).unwrap();
-                let typed = JobInput::read(kind, &v)
+                let typed = JobInput::read(kind, &JobInputText(input.clone()))
                     .unwrap_or_else(|e| panic!("{release} {kind}: {e:#}: {input}"));
                 assert_eq!(typed.kind(), kind);
                 read += 1;
@@ -214,21 +216,22 @@ mod tests {
             ),
         ];
         for (kind, row) in rows {
-            let input = JobInput::read(kind, &row).unwrap_or_else(|e| panic!("{kind}: {e:#}"));
+            let input = JobInput::read(kind, &row.clone().into())
+                .unwrap_or_else(|e| panic!("{kind}: {e:#}"));
             assert_eq!(input.kind(), kind);
             assert_eq!(input.model(), Some("haiku"));
             let mut want = row.clone();
             want["v"] = 1.into();
-            assert_eq!(input.to_json(), want, "{kind}");
+            assert_eq!(input.to_stored().json(), want, "{kind}");
         }
     }
 
     #[test]
     fn a_newer_version_or_a_wrong_shape_is_refused_by_name() {
-        let e = JobInput::read(JobKind::Pin, &json!({"v": 2, "message": "m"})).unwrap_err();
+        let e = JobInput::read(JobKind::Pin, &json!({"v": 2, "message": "m"}).into()).unwrap_err();
         assert!(e.to_string().contains("newer release"), "{e}");
-        let e = JobInput::read(JobKind::Summary, &json!({"transcript": "t"})).unwrap_err();
+        let e = JobInput::read(JobKind::Summary, &json!({"transcript": "t"}).into()).unwrap_err();
         assert!(e.to_string().contains("upto"), "{e}");
-        assert!(JobInput::read(JobKind::Pin, &Value::Null).is_err());
+        assert!(JobInput::read(JobKind::Pin, &JobInputText("not json".into())).is_err());
     }
 }

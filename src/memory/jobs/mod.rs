@@ -16,9 +16,8 @@
 //! [`JobKind`] variant.
 
 use anyhow::{Result, anyhow};
-use serde_json::Value;
 
-use crate::store::{Job, JobKind, NewEvent, Store};
+use crate::store::{Job, JobInputText, JobKind, NewEvent, Store};
 use crate::text;
 
 mod clarify;
@@ -91,14 +90,14 @@ pub(crate) trait SideJob {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct NewJob {
     pub kind: JobKind,
-    pub input: Value,
+    pub input: JobInputText,
 }
 
 impl NewJob {
     fn of(input: &JobInput) -> NewJob {
         NewJob {
             kind: input.kind(),
-            input: input.to_json(),
+            input: input.to_stored(),
         }
     }
 }

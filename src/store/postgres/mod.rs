@@ -795,7 +795,7 @@ mod tests {
         s.ensure_session(&sid, &key, "/").unwrap();
         for i in 0..changes {
             if i % 3 == 0 {
-                let input = serde_json::json!({});
+                let input = crate::store::JobInputText("{}".into());
                 let job = s
                     .enqueue_job(JobKind::Facts, "a", Some(&sid), None, &input)
                     .unwrap();
