@@ -13,8 +13,8 @@ use super::{address, describe, no_session, open_for_reading, summary, time};
 use crate::error::{Kind, fail};
 use crate::memory::compact;
 use crate::store::{
-    self, CallPath, JobFilter, JobKind, JobSelect, JobStatus, Location, Mode, Role, Session, Store,
-    Turn, TurnStatus, Usage,
+    self, CallPath, JobFilter, JobKind, JobSelect, JobStatus, Jobs, Location, Mode, Role, Session,
+    Sessions, Turn, TurnStatus, Usage,
 };
 
 #[derive(Debug, Args)]
@@ -153,7 +153,11 @@ struct JobView {
     last_error: Option<String>,
 }
 
-fn session_view<'a>(store: &dyn Store, s: &'a Session, turns: i64) -> Result<SessionView<'a>> {
+fn session_view<'a, S: Sessions + Jobs + ?Sized>(
+    store: &S,
+    s: &'a Session,
+    turns: i64,
+) -> Result<SessionView<'a>> {
     let live = compact::live_turns(store, s)?;
     let filter = JobFilter {
         select: JobSelect::session(&s.id),

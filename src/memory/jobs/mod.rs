@@ -18,7 +18,7 @@
 use anyhow::{Result, anyhow};
 use serde_json::Value;
 
-use crate::store::{Job, JobKind, NewEvent, Store};
+use crate::store::{Job, JobKind, NewEvent, Sessions, Store};
 use crate::text;
 
 mod clarify;
@@ -138,7 +138,7 @@ pub(crate) struct AtRun {
 
 impl AtRun {
     /// The pin as it is now, and nothing else.
-    fn pin_now(store: &dyn Store, job: &Job) -> Result<AtRun> {
+    fn pin_now(store: &dyn Sessions, job: &Job) -> Result<AtRun> {
         Ok(AtRun {
             pin: current_pin(store, job)?,
             ..AtRun::default()
@@ -193,7 +193,7 @@ fn session_of(job: &Job) -> Result<&str> {
 }
 
 /// The job's session's pin as it is now (`None` without a session).
-fn current_pin(store: &dyn Store, job: &Job) -> Result<Option<String>> {
+fn current_pin(store: &dyn Sessions, job: &Job) -> Result<Option<String>> {
     Ok(match &job.session_id {
         Some(sid) => store.session(sid)?.and_then(|s| s.pin),
         None => None,
