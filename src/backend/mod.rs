@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::error::{Failure, Kind, fail};
-use crate::store::{CallPath, Store, Usage};
+use crate::store::{Admin, CallPath, Usage};
 
 pub(crate) use api::ApiConfig;
 pub(crate) use claude::warm::WarmUse;
@@ -299,9 +299,9 @@ impl Route {
 /// models) is cached.
 pub(crate) enum ProbeCache<'a> {
     /// Read, and written after a probe; the network may be asked.
-    Store(&'a mut dyn Store),
+    Store(&'a mut dyn Admin),
     /// Read only, and nothing is asked of the network (dry runs).
-    ReadOnly(&'a dyn Store),
+    ReadOnly(&'a dyn Admin),
     None,
 }
 

@@ -338,7 +338,7 @@ fn store_problem(problems: &mut Vec<Problem>, line: String) {
 
 /// The engine's integrity check; whether it passed.
 fn check_integrity(
-    store: &dyn store::Store,
+    store: &dyn store::Admin,
     location: &Location,
     report: &mut StoreReport,
     problems: &mut Vec<Problem>,
@@ -373,8 +373,8 @@ fn check_integrity(
 /// What the store holds: its counts, its pins from before the clarify
 /// gate, and (at this build's schema) its recent failures; whether they
 /// could be read.
-fn read_contents(
-    store: &dyn store::Store,
+fn read_contents<S: store::Admin + store::Jobs + ?Sized>(
+    store: &S,
     behind: bool,
     report: &mut StoreReport,
     problems: &mut Vec<Problem>,
@@ -425,7 +425,7 @@ const FAILURES_WINDOW_SECS: i64 = 24 * 60 * 60;
 /// Side-call jobs whose last attempt failed in the last 24 hours: how many,
 /// and the newest error. Memory work that fails does not stop a turn, so it
 /// is a warning, never a problem.
-fn recent_failures(store: &dyn store::Store) -> Result<Option<(usize, String)>> {
+fn recent_failures<S: store::Jobs + ?Sized>(store: &S) -> Result<Option<(usize, String)>> {
     let since = store::now().saturating_sub(FAILURES_WINDOW_SECS);
     let mut failed: Vec<store::JobRow> = store
         .jobs(&store::JobFilter {

@@ -231,7 +231,7 @@ const LEFT_OUT_COUNTED: usize = 1000;
 /// enriched): say how many, over the same stretch of the log, and which
 /// flag shows them, so a person never reads the gaps in the ids as loss.
 fn left_out(
-    store: &dyn store::Store,
+    store: &dyn store::EventLog,
     args: &ReadArgs,
     kinds: &[EventKind],
     shown: &[Event],
@@ -387,7 +387,7 @@ fn reader_gone() -> bool {
 /// (and `upto_turn`) become the turn's number in its session (the Nth
 /// message and its reply are turn N), the id moving to `turn_id` (and
 /// `upto_turn_id`), as `history --json` shows both.
-fn numbered<'a>(store: &dyn store::Store, events: &'a [Event]) -> Result<Vec<EventLine<'a>>> {
+fn numbered<'a>(store: &dyn store::Sessions, events: &'a [Event]) -> Result<Vec<EventLine<'a>>> {
     let mut lines: Vec<EventLine> = events
         .iter()
         .map(|e| EventLine {

@@ -252,8 +252,8 @@ fn waiting(j: &JobRow, all: &[JobRow], limit: usize, in_use: Option<usize>) -> O
 /// waiting for one, so `jobs run` judges every reply, a session's last
 /// included. A session with a turn under way is left to that turn. How
 /// many were queued.
-fn flush_reviews(
-    store: &mut dyn store::Store,
+fn flush_reviews<S: store::Sessions + store::Jobs + ?Sized>(
+    store: &mut S,
     sid: Option<&str>,
     agent: Option<&str>,
     model: &str,

@@ -143,7 +143,7 @@ fn side_slots(c: &ConcurrencyArgs) -> crate::memory::slots::SideSlots {
 /// After deleting sessions: their claude transcripts on this host go, their
 /// handles are recorded so every other host deletes its copies at its next
 /// turn, and the store makes the deleted rows unrecoverable.
-fn erase_sessions(store: &mut dyn crate::store::Store, handles: &[String]) -> Result<()> {
+fn erase_sessions(store: &mut dyn crate::store::Erase, handles: &[String]) -> Result<()> {
     if handles.is_empty() {
         return Ok(());
     }

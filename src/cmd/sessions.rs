@@ -13,8 +13,8 @@ use super::{address, describe, no_session, open_for_reading, summary, time};
 use crate::error::{Kind, fail};
 use crate::memory::compact;
 use crate::store::{
-    self, CallPath, JobFilter, JobKind, JobSelect, JobStatus, Location, Mode, Role, Session, Store,
-    Turn, TurnStatus, Usage,
+    self, CallPath, JobFilter, JobKind, JobSelect, JobStatus, Jobs, Location, Mode, Role, Session,
+    Sessions, Turn, TurnStatus, Usage,
 };
 
 #[derive(Debug, Args)]
@@ -103,8 +103,7 @@ impl<'a> HistoryTurn<'a> {
             status: t.status,
             mode: t.mode,
             path: t.path,
-            // Our four counts, whatever else an older reply stored.
-            usage: t.usage.as_ref().map(Usage::from_json),
+            usage: t.usage,
             cost_usd: t.cost_usd,
             duration_ms: t.duration_ms,
             error: t.error.as_deref(),
@@ -153,7 +152,11 @@ struct JobView {
     last_error: Option<String>,
 }
 
-fn session_view<'a>(store: &dyn Store, s: &'a Session, turns: i64) -> Result<SessionView<'a>> {
+fn session_view<'a, S: Sessions + Jobs + ?Sized>(
+    store: &S,
+    s: &'a Session,
+    turns: i64,
+) -> Result<SessionView<'a>> {
     let live = compact::live_turns(store, s)?;
     let filter = JobFilter {
         select: JobSelect::session(&s.id),

@@ -5,7 +5,7 @@
 //! last turn it covers.
 
 use crate::memory::jobs::SummaryInput;
-use crate::store::{Session, Store, Turn};
+use crate::store::{Session, Sessions, Turn};
 use crate::text::{escape_xml, estimate_tokens};
 
 /// Default size (estimated tokens) past which a session is compacted.
@@ -16,7 +16,10 @@ pub(crate) const KEEP_RECENT: usize = 6;
 const TRANSCRIPT_MAX_CHARS: usize = 400_000;
 
 /// The live context: the turns the model saw after the summary, oldest first.
-pub(crate) fn live_turns(store: &dyn Store, session: &Session) -> crate::store::Result<Vec<Turn>> {
+pub(crate) fn live_turns<S: Sessions + ?Sized>(
+    store: &S,
+    session: &Session,
+) -> crate::store::Result<Vec<Turn>> {
     let after = session.summary_upto.unwrap_or(0);
     Ok(store
         .turns_after(&session.id, after)?

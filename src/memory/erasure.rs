@@ -1,7 +1,10 @@
 //! What forgetting does beyond the store's rows: claude's transcripts of
 //! erased sessions, on this host and, through the store, on every other.
 
-use crate::store::{Erasure, JobKind, PinChange, PinSource, Role, Roll, Session, Store, Turn};
+use crate::store::{
+    Admin, Erase, Erasure, JobKind, Jobs, PinChange, PinSource, Pins, Role, Roll, Session,
+    Sessions, Store, Turn,
+};
 
 /// Erasures this recent are looked at again on every turn, whatever their
 /// id: a server hands out ids in call order, not commit order, so one
@@ -12,7 +15,7 @@ const LATE_COMMIT_SECS: i64 = 60;
 /// since its last look (the newest id seen is kept per host in the store,
 /// written only when it grows). Never fails the turn: a problem is logged
 /// and looked at again next time.
-pub(crate) fn delete_erased_transcripts(store: &mut dyn Store, host: &str) {
+pub(crate) fn delete_erased_transcripts<S: Admin + Erase + ?Sized>(store: &mut S, host: &str) {
     let key = format!("erased_seen:{host}");
     let seen: i64 = store
         .meta(&key)
@@ -192,7 +195,10 @@ pub(crate) fn forget_person(
 /// Erase a person's part of one session as planned, under its turn lock,
 /// and move it to a new handle (its claude transcripts quote them);
 /// `false` when a turn is running in it (nothing done).
-fn erase_session(store: &mut dyn Store, p: &SessionPlan) -> anyhow::Result<bool> {
+fn erase_session<S: Sessions + Pins + Erase + ?Sized>(
+    store: &mut S,
+    p: &SessionPlan,
+) -> anyhow::Result<bool> {
     let Some(_lock) = store.try_lock_session(&p.session.id, false)? else {
         return Ok(false);
     };
@@ -235,8 +241,8 @@ fn erase_session(store: &mut dyn Store, p: &SessionPlan) -> anyhow::Result<bool>
 
 /// What erasing a person takes in one session whose messages include
 /// `theirs` (turn ids).
-fn plan_session(
-    store: &dyn Store,
+fn plan_session<S: Sessions + Pins + Jobs + ?Sized>(
+    store: &S,
     session: Session,
     theirs: &[i64],
 ) -> anyhow::Result<SessionPlan> {

@@ -10,7 +10,7 @@
 //! prompt cache is warm, refreshed when a handle starts or the cache is
 //! cold, so once written it costs a tenth of an input token per turn.
 
-use crate::store::{Fact, FactScope, Result, Store};
+use crate::store::{Fact, FactScope, Facts, Result};
 use crate::text::{self, escape_xml, one_line};
 
 /// The profile's default budget, in estimated tokens (`--profile-tokens`).
@@ -33,7 +33,7 @@ const STANDING_READ: usize = 1_000;
 /// standing facts, most used first, while they fit (one that does not fit
 /// is passed over, so a long fact cannot crowd out several short ones).
 /// Empty with a budget of 0.
-pub fn read(store: &dyn Store, scope: FactScope, budget: usize) -> Result<Vec<Fact>> {
+pub fn read<S: Facts + ?Sized>(store: &S, scope: FactScope, budget: usize) -> Result<Vec<Fact>> {
     if budget == 0 {
         return Ok(Vec::new());
     }

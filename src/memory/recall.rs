@@ -3,7 +3,7 @@
 //! the message is made of common ones, nudged by use; then the few that fit
 //! a turn's budget.
 
-use crate::store::{FactQuery, FactScope, Result, ScoredFact, Store};
+use crate::store::{FactQuery, FactScope, Facts, Result, ScoredFact};
 use crate::text;
 use crate::text::terms::query_terms;
 
@@ -36,8 +36,8 @@ const FACTS_AT_LEAST: i64 = 3;
 /// terms, then a small bonus for facts in use, so between two equally
 /// relevant facts the one that keeps proving useful wins, while a clearly
 /// more relevant fact is never outranked by popularity alone.
-pub fn search(
-    store: &dyn Store,
+pub fn search<S: Facts + ?Sized>(
+    store: &S,
     scope: FactScope,
     message: &str,
     limit: usize,
@@ -47,8 +47,8 @@ pub fn search(
 
 /// [`search`] with another weight of the keywords against the text (the
 /// retrieval benchmark compares weights with it).
-pub fn search_weighted(
-    store: &dyn Store,
+pub fn search_weighted<S: Facts + ?Sized>(
+    store: &S,
     scope: FactScope,
     message: &str,
     limit: usize,
@@ -83,7 +83,7 @@ pub fn search_weighted(
 }
 
 /// The facts a turn injects: the best few within the token budget.
-pub fn for_turn(store: &dyn Store, scope: FactScope, message: &str) -> Result<Vec<ScoredFact>> {
+pub fn for_turn(store: &dyn Facts, scope: FactScope, message: &str) -> Result<Vec<ScoredFact>> {
     Ok(within_budget(search(
         store,
         scope,
@@ -113,7 +113,7 @@ pub fn within_budget(ranked: Vec<ScoredFact>) -> Vec<ScoredFact> {
 
 /// The message's OR query, or when that matches too many facts, the OR of
 /// its rarest terms within [`MATCH_BUDGET`] (always at least one).
-fn focused_query(store: &dyn Store, message: &str, w: f64) -> Result<Option<FactQuery>> {
+fn focused_query<S: Facts + ?Sized>(store: &S, message: &str, w: f64) -> Result<Option<FactQuery>> {
     let terms = query_terms(message);
     if terms.len() <= 1 {
         return Ok((!terms.is_empty()).then(|| FactQuery::any(terms, w)));
@@ -151,7 +151,7 @@ fn focused_query(store: &dyn Store, message: &str, w: f64) -> Result<Option<Fact
 /// Every term is common: require the rarest terms together, adding one at
 /// a time until the matches fit the budget, while at least a few facts
 /// still match; else the rarest term alone.
-fn narrowed(store: &dyn Store, terms: Vec<String>, w: f64) -> Result<FactQuery> {
+fn narrowed<S: Facts + ?Sized>(store: &S, terms: Vec<String>, w: f64) -> Result<FactQuery> {
     let mut best = FactQuery::any(terms[..1].to_vec(), w);
     for k in 2..=terms.len() {
         let all = FactQuery::every(terms[..k].to_vec(), w);

@@ -18,7 +18,7 @@
 
 use crate::memory::jobs::JobInput;
 use crate::memory::{clarify, jobs};
-use crate::store::{MemorySchedule, Role, Session, Store, Turn, TurnStatus};
+use crate::store::{Jobs, MemorySchedule, Role, Session, Sessions, Turn, TurnStatus};
 
 /// By default the call runs once this many substantive exchanges wait.
 pub(crate) const DEFAULT_EVERY: usize = 6;
@@ -195,7 +195,10 @@ pub(crate) fn exchanges(turns: &[Turn], through: i64) -> Vec<Exchange> {
 /// The last user turn a memory call covers, for planning the next: where
 /// the session's memory job waiting for its pause starts (this turn may
 /// extend it), else the last one a queued job covers.
-pub(crate) fn watermark(store: &dyn Store, session_id: &str) -> anyhow::Result<Option<i64>> {
+pub(crate) fn watermark<S: Jobs + ?Sized>(
+    store: &S,
+    session_id: &str,
+) -> anyhow::Result<Option<i64>> {
     match store.paused_memory_job(session_id)? {
         Some(job) => match JobInput::read(job.kind, &job.input)? {
             JobInput::Memory(m) => Ok(Some(m.after)),
@@ -207,8 +210,8 @@ pub(crate) fn watermark(store: &dyn Store, session_id: &str) -> anyhow::Result<O
 
 /// Schedule the session's next memory call through `through`, due at
 /// `due` (see [`Jobs::schedule_memory`](crate::store::Jobs::schedule_memory)).
-pub(crate) fn schedule(
-    store: &mut dyn Store,
+pub(crate) fn schedule<S: Jobs + ?Sized>(
+    store: &mut S,
     at: &MemorySchedule,
     model: &str,
 ) -> crate::store::Result<i64> {
@@ -220,7 +223,11 @@ pub(crate) fn schedule(
 /// may read (not one sent with `--no-extract`), so the last reply of a
 /// session that went quiet is judged too, and a call waiting for the
 /// session's pause runs now. Whether a call is due.
-pub(crate) fn flush(store: &mut dyn Store, session: &Session, model: &str) -> anyhow::Result<bool> {
+pub(crate) fn flush<S: Sessions + Jobs + ?Sized>(
+    store: &mut S,
+    session: &Session,
+    model: &str,
+) -> anyhow::Result<bool> {
     let after = watermark(store, &session.id)?.unwrap_or(0);
     let turns = store.turns_after(&session.id, after)?;
     let Some(last) = exchanges(&turns, i64::MAX).last().map(|e| e.turn) else {

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use crate::backend::{self, ProbeCache, Route};
 use crate::memory::jobs::{self, Runner, WhenBusy};
 use crate::memory::slots::SideSlots;
-use crate::store::{self, JobSelect, Location, Store, TurnStatus};
+use crate::store::{self, JobSelect, Jobs, Location, Sessions, TurnStatus};
 
 /// The latest a worker waits for its turn's reply before it starts calling:
 /// side calls start after the reply so they do not compete with the main
@@ -242,7 +242,7 @@ async fn run(w: &WorkerSettings) -> Result<jobs::Drained> {
 /// How long until the next job this host queued falls due, when that is
 /// within the cache lifetime (a memory call at a session's pause); a
 /// little past it, since times are whole seconds.
-fn pause_due(store: &dyn Store, host: &str, ttl: Duration) -> Result<Option<Duration>> {
+fn pause_due(store: &dyn Jobs, host: &str, ttl: Duration) -> Result<Option<Duration>> {
     let Some(at) = store.next_due_on_host(host)? else {
         return Ok(None);
     };
@@ -251,7 +251,7 @@ fn pause_due(store: &dyn Store, host: &str, ttl: Duration) -> Result<Option<Dura
 }
 
 /// Until the turn is answered or failed, at most [`START_DELAY`].
-async fn wait_for_turn(store: &dyn Store, session_id: &str, turn: i64) {
+async fn wait_for_turn(store: &dyn Sessions, session_id: &str, turn: i64) {
     let until = Instant::now() + START_DELAY;
     while Instant::now() < until {
         let pending = store

@@ -475,38 +475,32 @@ pub struct SessionListing {
     pub turns: i64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Turn {
     pub id: i64,
     pub role: Role,
     pub content: String,
     pub status: TurnStatus,
     pub mode: Option<Mode>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<CallPath>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Value>,
+    /// The call's token counts: ours, whatever else an older reply stored
+    /// (claude's whole `usage` object).
+    pub usage: Option<Usage>,
     pub cost_usd: Option<f64>,
     pub duration_ms: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub created_at: i64,
     /// Who sent a user turn (`--user`), where known.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
     /// The claude handle (or `api`) that answered.
-    #[serde(skip)]
     pub handle: Option<String>,
     /// Replies: what the main call appended to the system prompt; `None`
     /// for replies stored before this was recorded.
-    #[serde(skip)]
     pub system: Option<SystemSent>,
     /// Replies: the facts injected with the message they answer.
-    #[serde(skip)]
     pub facts: Vec<i64>,
     /// Replies: whether memory calls may read the exchange (not after
     /// `turn --no-extract`).
-    #[serde(skip)]
     pub extract: bool,
 }
 
@@ -555,7 +549,7 @@ pub struct Reply<'a> {
     pub handle: &'a str,
     /// Where the transcript was written (claude turns only).
     pub host: Option<&'a str>,
-    pub usage: Option<&'a Value>,
+    pub usage: Option<Usage>,
     pub cost_usd: Option<f64>,
     pub duration_ms: i64,
     /// What the main call appended to the system prompt.

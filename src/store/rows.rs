@@ -56,7 +56,8 @@ pub(super) fn turn(r: &dyn Row) -> Result<Turn> {
         status: r.get(3)?,
         mode: r.get(4)?,
         path: r.get(5)?,
-        usage: usage.and_then(|u| serde_json::from_str(&u).ok()),
+        // Read as ours, whatever else an older reply stored.
+        usage: usage.and_then(|u| serde_json::from_str(&u).ok().as_ref().map(Usage::from_json)),
         cost_usd: r.get(7)?,
         duration_ms: r.get(8)?,
         error: r.get(9)?,

@@ -197,7 +197,8 @@ pub trait Sessions: Engine {
 
 fn add_reply(db: &dyn Db, session_id: &str, user_turn: i64, reply: &Reply) -> Result<i64> {
     let t = now();
-    let usage = reply.usage.map(ToString::to_string);
+    // As JSON's keys sort, as every release has stored them.
+    let usage = reply.usage.map(|u| serde_json::json!(u).to_string());
     let facts = super::fact_ids_to_text(reply.facts);
     let profile = super::fact_ids_to_text(&reply.system.profile);
     let id: i64 = db.value(
@@ -270,7 +271,7 @@ fn import(db: &dyn Db, s: &Session, turns: &[Turn]) -> Result<bool> {
     }
     let mut ids = Vec::with_capacity(turns.len());
     for t in turns {
-        let usage = t.usage.as_ref().map(ToString::to_string);
+        let usage = t.usage.map(|u| serde_json::json!(u).to_string());
         let id: i64 = db.value(
             &sql::IMPORT_TURN,
             args![

@@ -26,8 +26,9 @@ use crate::memory::{compact, erasure, profile, recall, review, worker};
 use crate::output::{Line, Output, interrupted};
 use crate::session::transcript_host;
 use crate::store::{
-    self, CallPath, CallRecord, FactScope, JobFilter, JobHealth, JobKind, JobSelect, Mode, Reply,
-    Role, Roll, Session, SessionLock, Store, Turn, TurnStatus, Usage,
+    self, CallPath, CallRecord, Calls, FactScope, Facts, JobFilter, JobHealth, JobKind, JobSelect,
+    Jobs, Mode, Pins, Reply, Role, Roll, Session, SessionLock, Sessions, Store, Turn, TurnStatus,
+    Usage,
 };
 use cache::{ProfileReport, Verdict};
 use plan::{Attempt, MemoryPlan, Rendered, State, Target};
@@ -146,7 +147,7 @@ pub(crate) fn cwd() -> String {
 /// Wait for the session's turn lock: turns of one session run one at a
 /// time (claude's transcript takes one writer).
 pub(crate) async fn lock_session(
-    store: &dyn Store,
+    store: &dyn Sessions,
     sid: &str,
     deadline: Instant,
 ) -> Result<SessionLock> {
@@ -172,7 +173,7 @@ pub(crate) async fn lock_session(
 /// Store the message before anything can fail, or take back the last one
 /// that failed (`--again`).
 fn record_input(
-    store: &mut dyn Store,
+    store: &mut dyn Sessions,
     session: &Session,
     input: Input,
     user: Option<&str>,
@@ -188,7 +189,7 @@ fn record_input(
 }
 
 /// The message `--again` sends: the session's last one, if it was not answered.
-pub(crate) fn resendable(store: &dyn Store, session_id: &str) -> Result<Turn> {
+pub(crate) fn resendable(store: &dyn Sessions, session_id: &str) -> Result<Turn> {
     match store.turns(session_id, Some(1))?.pop() {
         // A pending turn whose process died is as unanswered as a failed
         // one (a running turn holds the lock, so `turn --again` waits for it).
@@ -248,8 +249,8 @@ impl Gathered {
 
     /// `resend`: the user turn of a message sent again, whose side calls
     /// were queued the first time.
-    pub(crate) fn read(
-        store: &dyn Store,
+    pub(crate) fn read<S: Sessions + Pins + Facts + Jobs + ?Sized>(
+        store: &S,
         session: &Session,
         message: &str,
         settings: &TurnSettings,
@@ -318,8 +319,8 @@ impl Gathered {
 /// The facts of the profile the session's last reply sent, read back in
 /// its order: `None` when one is gone (forgotten) or belongs to a person
 /// other than this turn's sender (a group channel), so it is not sent again.
-fn sent_profile(
-    store: &dyn Store,
+fn sent_profile<S: Facts + ?Sized>(
+    store: &S,
     live: &[Turn],
     scope: FactScope,
 ) -> Result<Option<Vec<store::Fact>>> {
@@ -416,8 +417,8 @@ async fn after_stored_reply(
 }
 
 /// What the turn reports (`turn --json`, the stream's `done`).
-fn report(
-    store: &dyn Store,
+fn report<S: Sessions + Jobs + ?Sized>(
+    store: &S,
     cx: &TurnContext<'_>,
     gathered: &Gathered,
     answered: Attempted,
@@ -693,7 +694,7 @@ fn recovered_before(mut err: CallError, recovered: &[Recovered]) -> CallError {
     err
 }
 
-fn reload(store: &dyn Store, sid: &str) -> Result<Session> {
+fn reload(store: &dyn Sessions, sid: &str) -> Result<Session> {
     store
         .session(sid)?
         .with_context(|| format!("session {sid} was deleted during its turn"))
@@ -701,7 +702,7 @@ fn reload(store: &dyn Store, sid: &str) -> Result<Session> {
 
 /// Move the session from generation `from` to the handle given, unless it
 /// moved already (then whatever moved it stands; the next plan reads it).
-fn roll(store: &mut dyn Store, session: &Session, from: u32, handle: &str) -> Result<()> {
+fn roll(store: &mut dyn Sessions, session: &Session, from: u32, handle: &str) -> Result<()> {
     let roll = Roll {
         from,
         to: from.saturating_add(1),
@@ -715,7 +716,7 @@ fn roll(store: &mut dyn Store, session: &Session, from: u32, handle: &str) -> Re
 }
 
 /// Store the side calls the plan decided on; then start a worker for them.
-fn remember(store: &mut dyn Store, cx: &TurnContext<'_>, memory: &MemoryPlan) -> Result<()> {
+fn remember(store: &mut dyn Jobs, cx: &TurnContext<'_>, memory: &MemoryPlan) -> Result<()> {
     let settings = cx.settings;
     for job in &memory.jobs {
         store.enqueue_job(
@@ -737,7 +738,11 @@ fn remember(store: &mut dyn Store, cx: &TurnContext<'_>, memory: &MemoryPlan) ->
 
 /// Store the reply (the turn answered, the handle advanced) and the main
 /// call's usage.
-fn record_reply(store: &mut dyn Store, cx: &TurnContext<'_>, answered: &Attempted) -> Result<()> {
+fn record_reply<S: Sessions + Facts + Calls + ?Sized>(
+    store: &mut S,
+    cx: &TurnContext<'_>,
+    answered: &Attempted,
+) -> Result<()> {
     let Attempted {
         attempt,
         rendered,
@@ -748,9 +753,6 @@ fn record_reply(store: &mut dyn Store, cx: &TurnContext<'_>, answered: &Attempte
     } = answered;
     let path = backend.path();
     let facts: Vec<i64> = rendered.facts.iter().map(|f| f.fact.id).collect();
-    // Our four counts, as `turn --json` shows them: never what else claude
-    // added to its usage object.
-    let usage = serde_json::to_value(outcome.usage)?;
     store.add_reply(
         &session.id,
         cx.turn,
@@ -760,7 +762,9 @@ fn record_reply(store: &mut dyn Store, cx: &TurnContext<'_>, answered: &Attempte
             path,
             handle: attempt.handle(),
             host: (path == CallPath::Cli).then_some(cx.host.as_str()),
-            usage: Some(&usage),
+            // Our four counts, as `turn --json` shows them: never what
+            // else claude added to its usage object.
+            usage: Some(outcome.usage),
             cost_usd: outcome.cost_usd,
             duration_ms: i64::try_from(cx.elapsed_ms()).unwrap_or(i64::MAX),
             system: &rendered.sent,
@@ -799,7 +803,7 @@ fn record_reply(store: &mut dyn Store, cx: &TurnContext<'_>, answered: &Attempte
 /// lifetime from now, moved by a later turn); then make sure a worker runs
 /// it or waits for it (the one started with the turn may be done already).
 /// Never fails the turn: the exchanges stay waiting for the next call.
-fn queue_review(store: &mut dyn Store, cx: &TurnContext<'_>, memory: &MemoryPlan) {
+fn queue_review(store: &mut dyn Jobs, cx: &TurnContext<'_>, memory: &MemoryPlan) {
     let Some(due) = &memory.review else {
         return;
     };

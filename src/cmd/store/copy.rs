@@ -226,7 +226,7 @@ mod tests {
                 (&sa.pin, &sa.summary, &sa.handle, sa.generation),
                 (&sb.pin, &sb.summary, &sb.handle, sb.generation)
             );
-            let text = |s: &dyn store::Store| -> Vec<(String, String)> {
+            let text = |s: &dyn store::Sessions| -> Vec<(String, String)> {
                 s.turns(id, None)
                     .unwrap()
                     .into_iter()

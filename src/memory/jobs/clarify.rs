@@ -7,7 +7,7 @@ use anyhow::{Result, anyhow};
 use serde::{Deserialize, Serialize};
 
 use crate::memory::{facts, pin};
-use crate::store::{Job, PinChange, PinSource, Store};
+use crate::store::{Job, PinChange, PinSource, Sessions, Store};
 use crate::text;
 
 use super::pin::{Appended, clarify_pin};
@@ -60,7 +60,7 @@ impl SideJob for ClarifyInput {
     }
 
     /// The pin as it is now, after the jobs of earlier turns.
-    fn read_at_run(&self, store: &dyn Store, job: &Job) -> Result<AtRun> {
+    fn read_at_run(&self, store: &dyn Sessions, job: &Job) -> Result<AtRun> {
         AtRun::pin_now(store, job)
     }
 
@@ -104,7 +104,7 @@ impl SideJob for ConsolidateInput {
     }
 
     /// The pin as it is now: what the call rewrites.
-    fn read_at_run(&self, store: &dyn Store, job: &Job) -> Result<AtRun> {
+    fn read_at_run(&self, store: &dyn Sessions, job: &Job) -> Result<AtRun> {
         AtRun::pin_now(store, job)
     }
 

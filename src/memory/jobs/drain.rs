@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use crate::backend::{Backend, CallError, Outcome, SideRequest};
 use crate::memory::slots::{SideSlots, Slot};
-use crate::store::{self, CallRecord, Job, JobSelect, Store};
+use crate::store::{self, CallRecord, Calls, Job, JobSelect, Jobs, Sessions, Store};
 
 use super::{Applied, MAX_ATTEMPTS, Prepared, apply, job_prompt, prepare};
 
@@ -82,7 +82,7 @@ const RETRY_POLL: Duration = Duration::from_secs(1);
 /// How many of the selected jobs a drain would still run: the open ones
 /// with attempts left, less those another runner holds under a live lease.
 /// A count for a progress bar, not a promise (workers come and go).
-pub(crate) fn to_run(store: &dyn Store, select: JobSelect<'_>) -> Result<usize> {
+pub(crate) fn to_run(store: &dyn Jobs, select: JobSelect<'_>) -> Result<usize> {
     let now = store::now();
     let open = store.jobs(&store::JobFilter {
         select,
@@ -276,7 +276,12 @@ fn store_result(
     }
 }
 
-fn record_call(store: &mut dyn Store, runner: &Runner, job: &Job, outcome: &Outcome) -> Result<()> {
+fn record_call<S: Sessions + Calls + ?Sized>(
+    store: &mut S,
+    runner: &Runner,
+    job: &Job,
+    outcome: &Outcome,
+) -> Result<()> {
     if let Some(sid) = &job.session_id
         && store.session(sid)?.is_none()
     {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::memory::facts;
 use crate::store::event_data::{Drift, EventData, Redactable, TurnRef};
 use crate::store::events::Owner;
-use crate::store::{self, Job, NewEvent, NewFact, Store};
+use crate::store::{self, Job, NewEvent, NewFact, Sessions, Store};
 use crate::text;
 
 use super::{Applied, AtRun, Prepared, SideJob, bounded, current_pin, task_for_drift};
@@ -50,7 +50,7 @@ impl SideJob for FactsInput {
         FACTS_SYSTEM
     }
 
-    fn read_at_run(&self, store: &dyn Store, job: &Job) -> Result<AtRun> {
+    fn read_at_run(&self, store: &dyn Sessions, job: &Job) -> Result<AtRun> {
         let reply_turn = match (&job.session_id, job.turn_id) {
             (Some(sid), Some(turn)) => store
                 .turns(sid, Some(REPLY_LOOKBACK))?

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::memory::facts::{self, DriftVerdict, Extracted};
 use crate::memory::review::{self, Exchange};
 use crate::store::event_data::{Drift, TurnRef};
-use crate::store::{Job, NewFact, Store};
+use crate::store::{Job, NewFact, Sessions, Store};
 use crate::text;
 
 use super::facts::drift_event;
@@ -77,7 +77,7 @@ impl SideJob for MemoryInput {
     }
 
     /// The exchanges and the task, read from the store when the job runs.
-    fn read_at_run(&self, store: &dyn Store, job: &Job) -> Result<AtRun> {
+    fn read_at_run(&self, store: &dyn Sessions, job: &Job) -> Result<AtRun> {
         let sid = job
             .session_id
             .as_deref()

@@ -17,7 +17,7 @@
 
 use anyhow::{Result, anyhow};
 
-use crate::store::{Job, JobInputText, JobKind, NewEvent, Store};
+use crate::store::{Job, JobInputText, JobKind, NewEvent, Sessions, Store};
 use crate::text;
 
 mod clarify;
@@ -75,7 +75,7 @@ pub(crate) trait SideJob {
     /// What the job reads from the store when it runs rather than when it
     /// was queued: a clarification lands on the pin as it is after the
     /// jobs of earlier turns, not as it was when the turn queued it.
-    fn read_at_run(&self, _store: &dyn Store, _job: &Job) -> Result<AtRun> {
+    fn read_at_run(&self, _store: &dyn Sessions, _job: &Job) -> Result<AtRun> {
         Ok(AtRun::default())
     }
 
@@ -137,7 +137,7 @@ pub(crate) struct AtRun {
 
 impl AtRun {
     /// The pin as it is now, and nothing else.
-    fn pin_now(store: &dyn Store, job: &Job) -> Result<AtRun> {
+    fn pin_now(store: &dyn Sessions, job: &Job) -> Result<AtRun> {
         Ok(AtRun {
             pin: current_pin(store, job)?,
             ..AtRun::default()
@@ -192,7 +192,7 @@ fn session_of(job: &Job) -> Result<&str> {
 }
 
 /// The job's session's pin as it is now (`None` without a session).
-fn current_pin(store: &dyn Store, job: &Job) -> Result<Option<String>> {
+fn current_pin(store: &dyn Sessions, job: &Job) -> Result<Option<String>> {
     Ok(match &job.session_id {
         Some(sid) => store.session(sid)?.and_then(|s| s.pin),
         None => None,

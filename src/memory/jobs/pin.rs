@@ -5,7 +5,7 @@ use anyhow::{Result, anyhow};
 use serde::{Deserialize, Serialize};
 
 use crate::memory::{facts, pin};
-use crate::store::{PinChange, PinSource, Store};
+use crate::store::{PinChange, PinSource, Pins, Sessions, Store};
 
 use super::{Applied, NewJob, Prepared, SideJob, bounded, session_of};
 
@@ -63,8 +63,8 @@ impl SideJob for PinInput {
 
 /// Append a clarification (of a clarify or a memory call) to the pin,
 /// recorded against the turn it came from.
-pub(super) fn clarify_pin(
-    store: &mut dyn Store,
+pub(super) fn clarify_pin<S: Sessions + Pins + ?Sized>(
+    store: &mut S,
     session_id: &str,
     turn: Option<i64>,
     line: &str,
@@ -117,13 +117,13 @@ trait PinSlot {
 }
 
 /// A session's pin in the store, and what a write through it records.
-struct StoredPin<'a> {
-    store: &'a mut dyn Store,
+struct StoredPin<'a, S: ?Sized> {
+    store: &'a mut S,
     session_id: &'a str,
     change: PinChange,
 }
 
-impl PinSlot for StoredPin<'_> {
+impl<S: Sessions + Pins + ?Sized> PinSlot for StoredPin<'_, S> {
     fn read(&mut self) -> Result<Option<String>> {
         self.store
             .session(self.session_id)?
