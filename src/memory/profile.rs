@@ -107,17 +107,8 @@ mod tests {
 
     fn fact(id: i64, content: &str) -> Fact {
         Fact {
-            id,
-            agent: "a".into(),
-            user: None,
-            content: content.into(),
-            keywords: Vec::new(),
-            access_count: 0,
-            created_at: 0,
-            last_used_at: None,
-            source_turn: None,
-            correction: false,
             standing: true,
+            ..Fact::sample(id, content)
         }
     }
 

@@ -596,6 +596,27 @@ pub struct Fact {
     pub standing: bool,
 }
 
+impl Fact {
+    /// A fact as a unit test needs one: agent `a`, nobody's, never used,
+    /// not standing.
+    #[cfg(test)]
+    pub fn sample(id: i64, content: &str) -> Fact {
+        Fact {
+            id,
+            agent: "a".into(),
+            user: None,
+            content: content.into(),
+            keywords: Vec::new(),
+            access_count: 0,
+            created_at: 0,
+            last_used_at: None,
+            source_turn: None,
+            correction: false,
+            standing: false,
+        }
+    }
+}
+
 pub struct NewFact<'a> {
     pub agent: &'a str,
     pub user: Option<&'a str>,

@@ -423,17 +423,8 @@ mod tests {
 
     fn fact(id: i64) -> Fact {
         Fact {
-            id,
-            agent: "a".into(),
-            user: None,
-            content: format!("standing fact {id}"),
-            keywords: Vec::new(),
-            access_count: 0,
-            created_at: 0,
-            last_used_at: None,
-            source_turn: None,
-            correction: false,
             standing: true,
+            ..Fact::sample(id, &format!("standing fact {id}"))
         }
     }
 

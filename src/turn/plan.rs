@@ -751,19 +751,7 @@ mod tests {
 
     fn fact(id: i64) -> ScoredFact {
         ScoredFact {
-            fact: crate::store::Fact {
-                id,
-                agent: "a".into(),
-                user: None,
-                content: format!("fact {id}"),
-                keywords: Vec::new(),
-                access_count: 0,
-                created_at: 0,
-                last_used_at: None,
-                source_turn: None,
-                correction: false,
-                standing: false,
-            },
+            fact: crate::store::Fact::sample(id, &format!("fact {id}")),
             score: 1.0,
         }
     }
@@ -825,24 +813,7 @@ mod tests {
     fn no_extract_queues_nothing_and_facts_are_budgeted() {
         let s = session(0, None, None);
         let mut st = state(&s, &[]);
-        st.facts = (0..5)
-            .map(|i| ScoredFact {
-                fact: Fact {
-                    id: i,
-                    agent: "a".into(),
-                    user: None,
-                    content: format!("fact {i}"),
-                    keywords: Vec::new(),
-                    access_count: 0,
-                    created_at: 0,
-                    last_used_at: None,
-                    source_turn: None,
-                    correction: false,
-                    standing: false,
-                },
-                score: 1.0,
-            })
-            .collect();
+        st.facts = (0..5).map(fact).collect();
         let mut set = settings();
         set.extract = false;
         let message = "a long enough message to count as substantive, surely";
