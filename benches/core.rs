@@ -16,7 +16,7 @@ use duduclaw_session::internals::store::{self, FactScope, Location, NewFact, Sto
 use duduclaw_session::internals::text::terms::query_terms;
 use duduclaw_session::internals::text::trim_turn;
 use duduclaw_session::internals::turn::prompt::{
-    FactsPlacement, HistoryTurn, Memory, system_append, user_message,
+    FactsPlacement, Memory, ReplayTurn, system_append, user_message,
 };
 use tempfile::TempDir;
 
@@ -47,7 +47,7 @@ fn bench_session_id(c: &mut Criterion) {
 
 /// 40 stored turns as a lost handle would replay them: mostly short, some
 /// long enough to be trimmed, a quarter in Chinese.
-fn history_40() -> Vec<HistoryTurn> {
+fn history_40() -> Vec<ReplayTurn> {
     let mut r = Rng::new(40);
     (0..40)
         .map(|i| {
@@ -60,7 +60,7 @@ fn history_40() -> Vec<HistoryTurn> {
                 0 => 20 + r.below(40), // over 800 chars: trimmed
                 _ => 1 + r.below(6),
             };
-            HistoryTurn::new(i % 2 == 0, unit.repeat(reps))
+            ReplayTurn::new(i % 2 == 0, unit.repeat(reps))
         })
         .collect()
 }

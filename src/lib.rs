@@ -104,7 +104,7 @@ fn init_logging(verbose: u8) {
 #[doc(hidden)]
 pub mod internals {
     pub mod backend {
-        pub use crate::backend::{CallError, HistoryTurn, Outcome, SideRequest};
+        pub use crate::backend::{CallError, Outcome, ReplayTurn, SideRequest};
         pub mod api {
             pub use crate::backend::api::{
                 ApiConfig, ApiTurn, BASE_SYSTEM, SIDE_MAX_TOKENS, request_body, send, side_call,
@@ -176,7 +176,7 @@ pub mod internals {
     pub mod turn {
         pub mod prompt {
             pub use crate::turn::prompt::{
-                FactsPlacement, HistoryTurn, Memory, system_append, user_message,
+                FactsPlacement, Memory, ReplayTurn, system_append, user_message,
             };
         }
     }

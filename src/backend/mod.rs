@@ -32,14 +32,14 @@ pub(crate) enum Piece<'a> {
 /// One earlier turn of the conversation, as a replay sends it: in the user
 /// message on the claude path, as a message of its role on the API path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HistoryTurn {
+pub struct ReplayTurn {
     pub from_user: bool,
     pub text: String,
 }
 
-impl HistoryTurn {
-    pub fn new(from_user: bool, text: impl Into<String>) -> HistoryTurn {
-        HistoryTurn {
+impl ReplayTurn {
+    pub fn new(from_user: bool, text: impl Into<String>) -> ReplayTurn {
+        ReplayTurn {
             from_user,
             text: text.into(),
         }

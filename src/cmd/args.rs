@@ -43,7 +43,7 @@ pub struct SessionArgs {
 
 /// Whose facts: an agent, optionally narrowed to one person.
 #[derive(Debug, Clone, Args)]
-pub struct FactScope {
+pub struct FactScopeArgs {
     /// The agent whose facts these are [required]
     #[arg(long, env = "DUDUCLAW_AGENT", value_name = "ID")]
     pub agent: Option<String>,

@@ -23,14 +23,14 @@ use crate::error::{Kind, fail, kind_of};
 use crate::store::{self, Location, SCHEMA_VERSION};
 
 /// One thing that is wrong, and the exit code it stands for.
-struct Problem {
+struct Fault {
     kind: Kind,
     line: String,
 }
 
 /// What `doctor --json` prints; the text report is written from it too.
 #[derive(Debug, Default, Serialize, JsonSchema)]
-pub(super) struct Report {
+pub(super) struct DoctorReport {
     side_calls: SideCalls,
     store: StoreReport,
     /// Absent when no claude was found.
@@ -275,7 +275,7 @@ fn write_setup(out: &mut impl Write, u: &UserSetupReport) -> std::io::Result<()>
 
 /// Check the store without changing it. Returns whether it is healthy and
 /// at this build's schema (so the probe may be cached in it).
-fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec<Problem>) -> bool {
+fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec<Fault>) -> bool {
     *report = StoreReport {
         location: location.to_string(),
         engine: if location.file().is_some() {
@@ -329,8 +329,8 @@ fn check_store(location: &Location, report: &mut StoreReport, problems: &mut Vec
 }
 
 /// A problem with the store (exit 4).
-fn store_problem(problems: &mut Vec<Problem>, line: String) {
-    problems.push(Problem {
+fn store_problem(problems: &mut Vec<Fault>, line: String) {
+    problems.push(Fault {
         kind: Kind::Store,
         line,
     });
@@ -341,7 +341,7 @@ fn check_integrity(
     store: &dyn store::Admin,
     location: &Location,
     report: &mut StoreReport,
-    problems: &mut Vec<Problem>,
+    problems: &mut Vec<Fault>,
 ) -> bool {
     match store.integrity_check() {
         Ok(lines) if lines == ["ok"] => {
@@ -377,7 +377,7 @@ fn read_contents<S: store::Admin + store::Jobs + ?Sized>(
     store: &S,
     behind: bool,
     report: &mut StoreReport,
-    problems: &mut Vec<Problem>,
+    problems: &mut Vec<Fault>,
 ) -> bool {
     let mut healthy = true;
     // The counts read only what schema 1 has, so they hold for a store
@@ -454,11 +454,11 @@ async fn check_claude(
     cache: bool,
     report: &mut Option<ClaudeReport>,
     setup: &mut Option<Capabilities>,
-) -> Vec<Problem> {
+) -> Vec<Fault> {
     let claude = match Claude::find(claude_path) {
         Ok(c) => c,
         Err(e) => {
-            return vec![Problem {
+            return vec![Fault {
                 kind: kind_of(&e).unwrap_or(Kind::ClaudeMissing),
                 line: format!("{e:#}"),
             }];
@@ -482,7 +482,7 @@ async fn check_claude(
     let caps = match backend::capabilities(&claude, &mut probe).await {
         Ok(c) => c,
         Err(e) => {
-            return vec![Problem {
+            return vec![Fault {
                 kind: kind_of(&e).unwrap_or(Kind::ClaudeFailed),
                 line: format!("claude does not answer --version/--help: {e:#}"),
             }];
@@ -501,7 +501,7 @@ async fn check_claude(
     found.lacks = Some(named(false));
     all.iter()
         .filter(|(_, ok, needed)| *needed && !ok)
-        .map(|(flag, _, _)| Problem {
+        .map(|(flag, _, _)| Fault {
             kind: Kind::ClaudeFailed,
             line: format!(
                 "claude {} does not support {flag}: upgrade Claude Code",
@@ -512,7 +512,7 @@ async fn check_claude(
 }
 
 /// Check the key and the endpoint with the cheapest call there is.
-async fn check_api(cfg: &ApiConfig, report: &mut Option<ApiReport>) -> Option<Problem> {
+async fn check_api(cfg: &ApiConfig, report: &mut Option<ApiReport>) -> Option<Fault> {
     let checked = report.insert(ApiReport {
         base_url: cfg.base_url.clone(),
         models: None,
@@ -522,14 +522,18 @@ async fn check_api(cfg: &ApiConfig, report: &mut Option<ApiReport>) -> Option<Pr
             checked.models = Some(models.len());
             None
         }
-        Err(e) => Some(Problem {
+        Err(e) => Some(Fault {
             kind: e.problem.kind(),
             line: format!("the Messages API check failed: {e}"),
         }),
     }
 }
 
-fn write_text(out: &mut impl Write, report: &Report, problems: &[Problem]) -> std::io::Result<()> {
+fn write_text(
+    out: &mut impl Write,
+    report: &DoctorReport,
+    problems: &[Fault],
+) -> std::io::Result<()> {
     match &report.claude {
         Some(c) => {
             writeln!(
@@ -653,13 +657,13 @@ pub(super) async fn run(
 ) -> Result<()> {
     let slots = &super::side_slots(&args.concurrency);
     let json_out = args.json;
-    let mut report = Report {
+    let mut report = DoctorReport {
         side_calls: SideCalls {
             concurrency: slots.limit(),
             slots_in_use: slots.in_use(),
             slots: slots.dir().display().to_string(),
         },
-        ..Report::default()
+        ..DoctorReport::default()
     };
     let mut store_problems = Vec::new();
     let healthy = check_store(location, &mut report.store, &mut store_problems);

@@ -170,7 +170,7 @@ pub enum FactsAction {
     /// List the facts, most used first: id, uses, person (- for agent-wide), text
     List {
         #[command(flatten)]
-        scope: super::args::FactScope,
+        scope: super::args::FactScopeArgs,
         /// Print a JSON array of objects (id, content, access_count, ...)
         #[arg(long)]
         json: bool,
@@ -181,7 +181,7 @@ pub enum FactsAction {
     /// Rank facts against a query, as a turn would
     Search {
         #[command(flatten)]
-        scope: super::args::FactScope,
+        scope: super::args::FactScopeArgs,
         /// Words to look for (plain text, not FTS syntax)
         query: String,
         /// Show at most N facts
@@ -194,7 +194,7 @@ pub enum FactsAction {
     /// Add a fact by hand and print its id
     Add {
         #[command(flatten)]
-        scope: super::args::FactScope,
+        scope: super::args::FactScopeArgs,
         /// The fact: one line, at most 1,000 characters, no secrets
         text: String,
         /// Search keywords, comma-separated: words people may ask with (synonyms, the other language's terms)
@@ -207,7 +207,7 @@ pub enum FactsAction {
     /// Mark facts standing (the profile carries them in every conversation), or with --clear not
     Stand {
         #[command(flatten)]
-        scope: super::args::FactScope,
+        scope: super::args::FactScopeArgs,
         /// Ids of the agent's facts (from `facts list`)
         #[arg(required = true, value_name = "ID")]
         ids: Vec<i64>,
@@ -218,7 +218,7 @@ pub enum FactsAction {
     /// Delete facts by id (from `facts list`), leaving nothing recoverable in the store
     Forget {
         #[command(flatten)]
-        scope: super::args::FactScope,
+        scope: super::args::FactScopeArgs,
         /// Ids of the agent's facts to delete
         #[arg(required = true, value_name = "ID")]
         ids: Vec<i64>,
@@ -226,7 +226,7 @@ pub enum FactsAction {
     /// Import facts from JSON Lines; duplicates and secrets are skipped, a bad line imports nothing
     Import {
         #[command(flatten)]
-        scope: super::args::FactScope,
+        scope: super::args::FactScopeArgs,
         /// One JSON object per line with at least "content"; `-` reads stdin
         #[arg(value_name = "FILE")]
         file: PathBuf,
@@ -234,7 +234,7 @@ pub enum FactsAction {
     /// Export the agent's facts as JSON Lines (with --user: that person's and the agent-wide ones)
     Export {
         #[command(flatten)]
-        scope: super::args::FactScope,
+        scope: super::args::FactScopeArgs,
     },
     /// Write search keywords for facts that have none (imported or older facts), by batched side calls
     Enrich {
@@ -256,7 +256,7 @@ pub enum FactsAction {
 }
 
 /// The agent a `--agent`/`--user` scope names, and the person.
-fn agent_of(scope: &super::args::FactScope) -> Result<(String, Option<&str>)> {
+fn agent_of(scope: &super::args::FactScopeArgs) -> Result<(String, Option<&str>)> {
     Ok((required_agent(scope.agent.as_ref())?, scope.user.as_deref()))
 }
 
@@ -598,7 +598,7 @@ where
     Option::<T>::deserialize(d).map(Some)
 }
 
-struct Row {
+struct ListRow {
     agent: String,
     user: Option<String>,
     content: String,
@@ -612,13 +612,13 @@ struct Row {
 
 /// The rows of an import file, every line checked.
 struct Rows {
-    rows: Vec<Row>,
+    rows: Vec<ListRow>,
     secrets: usize,
 }
 
 impl std::ops::Deref for Rows {
-    type Target = [Row];
-    fn deref(&self) -> &[Row] {
+    type Target = [ListRow];
+    fn deref(&self) -> &[ListRow] {
         &self.rows
     }
 }
@@ -690,7 +690,7 @@ fn read_rows(agent: &str, user: Option<&str>, file: &Path) -> Result<Rows> {
         };
         named(&v.agent, "agent")?;
         named(&v.user, "user")?;
-        rows.push(Row {
+        rows.push(ListRow {
             agent: v.agent.flatten().unwrap_or_else(|| agent.to_string()),
             user: match v.user {
                 None => user.map(str::to_string),

@@ -14,7 +14,7 @@ use crate::store::{self, Location};
 /// What `forget --json` prints: the counts by place, and whether nothing
 /// was changed (`--dry-run`).
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub(super) struct Report<'a> {
+pub(super) struct ForgetReport<'a> {
     #[serde(flatten)]
     forgotten: &'a Forgotten,
     dry_run: bool,
@@ -56,7 +56,7 @@ pub(super) fn run(location: &Location, args: &ForgetArgs) -> Result<()> {
     };
     let mut out = std::io::stdout().lock();
     if args.json {
-        let shown = Report {
+        let shown = ForgetReport {
             forgotten: &report,
             dry_run: args.dry_run,
         };

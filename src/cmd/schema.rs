@@ -111,9 +111,9 @@ pub fn schema(name: SchemaName) -> Schema {
         SchemaName::Prompt => root::<prompt::Plan<'static>>(),
         SchemaName::History => root::<Vec<sessions::HistoryTurn<'static>>>(),
         SchemaName::PinHistory => root::<Vec<pin::Revision<'static>>>(),
-        SchemaName::Doctor => root::<doctor::Report>(),
+        SchemaName::Doctor => root::<doctor::DoctorReport>(),
         SchemaName::StoreCopy => root::<store::copy::CopyReport>(),
-        SchemaName::Forget => root::<forget::Report>(),
+        SchemaName::Forget => root::<forget::ForgetReport>(),
     };
     schema.insert(
         "title".into(),

@@ -137,14 +137,15 @@ pub(super) struct SessionView<'a> {
     turns: i64,
     /// The live context's size, as compaction counts it.
     estimated_tokens: usize,
-    jobs: Vec<JobView>,
+    jobs: Vec<SessionJob>,
     created_at: i64,
     updated_at: i64,
 }
 
 /// One of a session's side-call jobs.
 #[derive(Debug, Serialize, JsonSchema)]
-struct JobView {
+#[schemars(rename = "JobView")]
+struct SessionJob {
     id: i64,
     kind: JobKind,
     status: JobStatus,
@@ -165,7 +166,7 @@ fn session_view<'a, S: Sessions + Jobs + ?Sized>(
     let jobs = store
         .jobs(&filter)?
         .into_iter()
-        .map(|j| JobView {
+        .map(|j| SessionJob {
             id: j.id,
             kind: j.kind,
             status: j.status,

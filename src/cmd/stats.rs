@@ -18,7 +18,8 @@ use crate::store::{self, CacheUse, CallFilter, CallKind, CallRow, Location};
 
 /// Input tokens split the way the API bills them.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Serialize, JsonSchema)]
-pub(super) struct Input {
+#[schemars(rename = "Input")]
+pub(super) struct InputTokens {
     pub fresh: u64,
     pub cache_written: u64,
     pub cache_read: u64,
@@ -29,7 +30,7 @@ pub(super) struct Input {
 #[derive(Debug, Default, Clone, PartialEq, Serialize, JsonSchema)]
 pub(super) struct Figures {
     pub calls: u64,
-    pub input_tokens: Input,
+    pub input_tokens: InputTokens,
     /// Of all input, the part read from the prompt cache.
     pub cache_read_share: Option<f64>,
     pub output_tokens: u64,
@@ -84,7 +85,8 @@ pub(super) struct Side {
 
 /// The memory injected into the turns.
 #[derive(Debug, Default, Clone, PartialEq, Serialize, JsonSchema)]
-pub(super) struct Memory {
+#[schemars(rename = "Memory")]
+pub(super) struct InjectedMemory {
     /// Estimated tokens of pin, recap and facts, summed over the turns.
     pub injected_tokens: u64,
     /// Of the turns' input.
@@ -115,7 +117,7 @@ pub(super) struct Stats {
     pub turns: u64,
     pub main: Figures,
     pub side_calls: Side,
-    pub memory: Memory,
+    pub memory: InjectedMemory,
     pub memory_bill: Bill,
     pub cost_usd: f64,
     pub by_path: BTreeMap<String, Figures>,

@@ -19,7 +19,7 @@ use crate::memory::recall;
 use crate::session::SessionKey;
 
 /// Opens the case's store (again).
-pub(crate) type Open<'a> = &'a dyn Fn() -> Box<dyn Store>;
+pub(crate) type Opener<'a> = &'a dyn Fn() -> Box<dyn Store>;
 
 const KEY: SessionKey<'static> = SessionKey {
     agent: "a",
@@ -71,7 +71,7 @@ fn reply<'a>(content: &'a str, handle: &'a str) -> Reply<'a> {
     }
 }
 
-pub(crate) fn sessions_and_turns(open: Open) {
+pub(crate) fn sessions_and_turns(open: Opener) {
     let mut s = open();
     assert!(s.session("sid").unwrap().is_none());
     let created = s.ensure_session("sid", &KEY, "/w").unwrap();
@@ -140,7 +140,7 @@ pub(crate) fn sessions_and_turns(open: Open) {
 
 /// A message and its reply share one number, counted per session; a failed
 /// message counts (it was sent), and an id not stored has none.
-pub(crate) fn turns_are_numbered_by_exchange(open: Open) {
+pub(crate) fn turns_are_numbered_by_exchange(open: Opener) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/w").unwrap();
     let other = SessionKey {
@@ -164,7 +164,7 @@ pub(crate) fn turns_are_numbered_by_exchange(open: Open) {
     assert!(s.turn_numbers(&[]).unwrap().is_empty());
 }
 
-pub(crate) fn handles_and_pins(open: Open) {
+pub(crate) fn handles_and_pins(open: Opener) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let u = s.add_user_turn("sid", "q", None).unwrap();
@@ -264,7 +264,7 @@ pub(crate) fn handles_and_pins(open: Open) {
 
 /// Pin-family jobs of one session run one at a time, in turn order; other
 /// kinds and other sessions are not held back.
-pub(crate) fn pin_jobs_apply_in_turn_order(open: Open) {
+pub(crate) fn pin_jobs_apply_in_turn_order(open: Opener) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let other_key = SessionKey {
@@ -316,7 +316,7 @@ pub(crate) fn pin_jobs_apply_in_turn_order(open: Open) {
 
 /// A bounded claim takes the oldest jobs, each session's oldest before any
 /// session's second: a busy session cannot starve the others.
-pub(crate) fn bounded_claims_are_fair_between_sessions(open: Open) {
+pub(crate) fn bounded_claims_are_fair_between_sessions(open: Opener) {
     let mut s = open();
     let keys = ["one", "two", "three"];
     for (i, channel) in keys.iter().enumerate() {
@@ -340,7 +340,7 @@ pub(crate) fn bounded_claims_are_fair_between_sessions(open: Open) {
 }
 
 /// What a turn reports of its session's side calls.
-pub(crate) fn job_health_counts_open_and_failed(open: Open) {
+pub(crate) fn job_health_counts_open_and_failed(open: Opener) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let none = s.job_health("sid", 0).unwrap();
@@ -372,7 +372,7 @@ pub(crate) fn job_health_counts_open_and_failed(open: Open) {
     assert_eq!(s.job_health("nobody", 0).unwrap().failed, 0);
 }
 
-pub(crate) fn facts_are_deduplicated_scoped_and_keyworded(open: Open) {
+pub(crate) fn facts_are_deduplicated_scoped_and_keyworded(open: Opener) {
     let mut s = open();
     let ids = s
         .add_facts(&[
@@ -440,7 +440,7 @@ pub(crate) fn facts_are_deduplicated_scoped_and_keyworded(open: Open) {
     assert!(top(&*s, "a", "hosting").is_empty());
 }
 
-pub(crate) fn english_stemming_and_chinese_bigrams(open: Open) {
+pub(crate) fn english_stemming_and_chinese_bigrams(open: Opener) {
     let mut s = open();
     add(
         &mut *s,
@@ -458,7 +458,7 @@ pub(crate) fn english_stemming_and_chinese_bigrams(open: Open) {
     assert_eq!(top(&*s, "a", "請用繁體中文")[0], "使用者偏好繁體中文回覆");
 }
 
-pub(crate) fn query_syntax_in_a_message_is_inert(open: Open) {
+pub(crate) fn query_syntax_in_a_message_is_inert(open: Opener) {
     let mut s = open();
     add(&mut *s, "a", &["likes NEAR queries", "x y z"]);
     for q in [
@@ -479,7 +479,7 @@ pub(crate) fn query_syntax_in_a_message_is_inert(open: Open) {
     assert_eq!(s.list_facts(scope("a"), None).unwrap().len(), 2);
 }
 
-pub(crate) fn use_breaks_ties(open: Open) {
+pub(crate) fn use_breaks_ties(open: Opener) {
     let mut s = open();
     let ids = add(&mut *s, "a", &["deploy target alpha", "deploy target beta"]);
     let beta = ids[1].unwrap();
@@ -490,7 +490,7 @@ pub(crate) fn use_breaks_ties(open: Open) {
 
 /// The right fact surfaces among a few hundred unrelated ones, in English
 /// (with stemming) and in Traditional Chinese (bigrams).
-pub(crate) fn retrieval_among_hundreds_of_unrelated_facts(open: Open) {
+pub(crate) fn retrieval_among_hundreds_of_unrelated_facts(open: Opener) {
     let mut s = open();
     let topics = [
         "garden",
@@ -542,7 +542,7 @@ pub(crate) fn retrieval_among_hundreds_of_unrelated_facts(open: Open) {
 
 /// Past the match budget only the rarest terms are ranked, so a common word
 /// cannot drown the one that matters; a query of common terms still answers.
-pub(crate) fn common_terms_are_dropped_past_the_budget(open: Open) {
+pub(crate) fn common_terms_are_dropped_past_the_budget(open: Opener) {
     let mut s = open();
     let texts: Vec<String> = (0..1500)
         .map(|i| format!("deploy note number {i}"))
@@ -559,7 +559,7 @@ pub(crate) fn common_terms_are_dropped_past_the_budget(open: Open) {
 
 /// When other agents' facts fill the fast window, the scope's own matches
 /// are still found.
-pub(crate) fn other_agents_cannot_crowd_out_the_scope(open: Open) {
+pub(crate) fn other_agents_cannot_crowd_out_the_scope(open: Opener) {
     let mut s = open();
     let theirs: Vec<String> = (0..400).map(|i| format!("alpha {i}")).collect();
     let refs: Vec<&str> = theirs.iter().map(String::as_str).collect();
@@ -575,7 +575,7 @@ pub(crate) fn other_agents_cannot_crowd_out_the_scope(open: Open) {
 }
 
 /// When every term is common, facts holding the rarest terms together win.
-pub(crate) fn all_common_terms_are_required_together(open: Open) {
+pub(crate) fn all_common_terms_are_required_together(open: Opener) {
     let mut s = open();
     let mut texts: Vec<String> = (0..1200).map(|i| format!("deploy job {i}")).collect();
     texts.extend((0..1200).map(|i| format!("billing report {i}")));
@@ -592,7 +592,7 @@ pub(crate) fn all_common_terms_are_required_together(open: Open) {
 }
 
 /// A fact that says the words outranks one only tagged with them.
-pub(crate) fn text_outranks_keywords(open: Open) {
+pub(crate) fn text_outranks_keywords(open: Opener) {
     let mut s = open();
     let kw = vec!["deploy".to_string(), "hosting".to_string()];
     s.add_facts(&[
@@ -612,7 +612,7 @@ pub(crate) fn text_outranks_keywords(open: Open) {
     );
 }
 
-pub(crate) fn jobs_lease_retry_and_list(open: Open) {
+pub(crate) fn jobs_lease_retry_and_list(open: Opener) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let session = JobSelect::session("sid");
@@ -714,7 +714,7 @@ pub(crate) fn jobs_lease_retry_and_list(open: Open) {
 
 /// An expired lease (its runner died) lets the job be claimed again;
 /// after the last attempt a failure gives it up, with its error kept.
-pub(crate) fn a_job_is_given_up_after_its_last_attempt(open: Open) {
+pub(crate) fn a_job_is_given_up_after_its_last_attempt(open: Opener) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let session = JobSelect::session("sid");
@@ -745,7 +745,7 @@ pub(crate) fn a_job_is_given_up_after_its_last_attempt(open: Open) {
     assert!(!s.has_open_job(mine).unwrap());
 }
 
-pub(crate) fn calls_are_recorded(open: Open) {
+pub(crate) fn calls_are_recorded(open: Opener) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let usage = Usage {
@@ -811,7 +811,7 @@ pub(crate) fn calls_are_recorded(open: Open) {
 /// What a reply's main call sent (its system prompt, its facts, whether
 /// memory calls may read it) reads back with the turn, and the memory
 /// calls' watermark is the newest turn one covers.
-pub(crate) fn replies_record_their_system_prompt_and_facts(open: Open) {
+pub(crate) fn replies_record_their_system_prompt_and_facts(open: Opener) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     assert_eq!(s.memory_watermark("sid").unwrap(), None);
@@ -869,7 +869,7 @@ pub(crate) fn replies_record_their_system_prompt_and_facts(open: Open) {
     assert_eq!(s.memory_watermark("sid").unwrap(), Some(u2));
 }
 
-pub(crate) fn meta_health_and_locks(open: Open) {
+pub(crate) fn meta_health_and_locks(open: Opener) {
     let mut s = open();
     assert_eq!(s.meta("k").unwrap(), None);
     s.set_meta("k", "v1").unwrap();
@@ -901,7 +901,7 @@ pub(crate) fn meta_health_and_locks(open: Open) {
 /// `store copy`: a session arrives with its turns as they were, under new
 /// turn ids, its summary's bound moved with them; a second copy of it
 /// writes nothing. The agents listed are those with sessions or facts.
-pub(crate) fn sessions_are_copied_with_their_turns(open: Open) {
+pub(crate) fn sessions_are_copied_with_their_turns(open: Opener) {
     let mut s = open();
     // The turns to copy, as a store holds them: a message from u1, its
     // reply, a failed message.
@@ -969,7 +969,7 @@ pub(crate) fn sessions_are_copied_with_their_turns(open: Open) {
 
 /// What `forget --user` reads: a person's messages, in every agent or
 /// one, and a session's jobs with their inputs.
-pub(crate) fn a_persons_turns_and_a_sessions_jobs_are_found(open: Open) {
+pub(crate) fn a_persons_turns_and_a_sessions_jobs_are_found(open: Opener) {
     let mut s = open();
     let other = SessionKey { agent: "b", ..KEY };
     s.ensure_session("sa", &KEY, "/").unwrap();
@@ -1014,7 +1014,7 @@ pub(crate) fn a_persons_turns_and_a_sessions_jobs_are_found(open: Open) {
 /// An erasure rewrites the turns it names, deletes the pin revisions from
 /// one on and the jobs it names, drops the summaries; the handles it
 /// leaves are read back after an id or since a time.
-pub(crate) fn an_erasure_rewrites_its_rows_and_records_handles(open: Open) {
+pub(crate) fn an_erasure_rewrites_its_rows_and_records_handles(open: Opener) {
     let mut s = open();
     s.ensure_session("sa", &KEY, "/").unwrap();
     let a1 = s.add_user_turn("sa", "mine", Some("u1")).unwrap();
@@ -1079,7 +1079,7 @@ pub(crate) fn an_erasure_rewrites_its_rows_and_records_handles(open: Open) {
 /// Pins last written whole before the clarify gate: the `earlier`
 /// revision a migration made, lines added to it, an erasure back to it
 /// and a restore of it keep a pin counted; a whole new pin does not.
-pub(crate) fn pins_before_the_gate_are_counted(open: Open) {
+pub(crate) fn pins_before_the_gate_are_counted(open: Opener) {
     let mut s = open();
     let other = SessionKey {
         channel: "other",
@@ -1177,7 +1177,7 @@ fn no_event(store: &dyn Store, last: i64) {
 /// Every change a consumer cares about appends exactly one event of its
 /// kind, saying whom it concerns; a change that changes nothing appends
 /// none.
-pub(crate) fn every_change_writes_its_event(open: Open) {
+pub(crate) fn every_change_writes_its_event(open: Opener) {
     let mut s = open();
     let (u1, r1, last) = turns_and_pins_write_events(&mut *s);
     let (fact, last) = facts_write_events(&mut *s, u1, last);
@@ -1435,7 +1435,7 @@ fn forgetting_and_removing_write_events(s: &mut dyn Store, fact: i64, mut last: 
 
 /// What a reading asks for: after an id, since a time, of an agent, a
 /// session or some kinds, the oldest or the newest few.
-pub(crate) fn events_are_filtered(open: Open) {
+pub(crate) fn events_are_filtered(open: Opener) {
     let mut s = open();
     let (e, mid) = four_events(&mut *s);
     let read = |f: EventFilter| event_ids(&s.events(&f).unwrap());
@@ -1504,7 +1504,7 @@ fn four_events(s: &mut dyn Store) -> (Vec<i64>, i64) {
 }
 
 /// Of some kinds; the oldest or the newest few.
-pub(crate) fn events_are_filtered_by_kind_and_count(open: Open) {
+pub(crate) fn events_are_filtered_by_kind_and_count(open: Opener) {
     let mut s = open();
     let (e, _) = four_events(&mut *s);
     let read = |f: EventFilter| event_ids(&s.events(&f).unwrap());
@@ -1568,7 +1568,7 @@ pub(crate) fn events_are_filtered_by_kind_and_count(open: Open) {
 }
 
 /// Forgetting takes what an event said with it, never that it happened.
-pub(crate) fn forgetting_redacts_events(open: Open) {
+pub(crate) fn forgetting_redacts_events(open: Opener) {
     let mut s = open();
     let redacted = json!({ "redacted": true });
     let ids = s
@@ -1610,7 +1610,7 @@ fn session_events(s: &dyn Store, sid: &str) -> Vec<Event> {
 /// A removed session's events say nothing any more; its removal is said.
 /// A person's events within an agent lose what they said and who they
 /// are; another agent's stay.
-pub(crate) fn removing_a_session_or_a_person_redacts_events(open: Open) {
+pub(crate) fn removing_a_session_or_a_person_redacts_events(open: Opener) {
     let mut s = open();
     let redacted = json!({ "redacted": true });
     for sid in ["gone", "stays"] {
@@ -1678,7 +1678,7 @@ pub(crate) fn removing_a_session_or_a_person_redacts_events(open: Open) {
 
 /// An erasure's rows take with them what their events said: the turns',
 /// and the summaries' and pins' of the sessions named.
-pub(crate) fn an_erasure_redacts_its_rows_events(open: Open) {
+pub(crate) fn an_erasure_redacts_its_rows_events(open: Opener) {
     let mut s = open();
     let key = SessionKey {
         channel: "erased",
@@ -1723,7 +1723,7 @@ pub(crate) fn an_erasure_redacts_its_rows_events(open: Open) {
 }
 
 /// Pruning drops old events; an id is never handed out again.
-pub(crate) fn prune_keeps_ids_increasing(open: Open) {
+pub(crate) fn prune_keeps_ids_increasing(open: Opener) {
     let mut s = open();
     add(&mut *s, "a", &["one"]);
     add(&mut *s, "a", &["two"]);
@@ -1747,7 +1747,7 @@ pub(crate) fn prune_keeps_ids_increasing(open: Open) {
 /// A follower's watch wakes soon after another connection appends an
 /// event, also one appended before it began to wait, and otherwise waits
 /// its time.
-pub(crate) fn a_watch_wakes_when_events_are_appended(open: Open) {
+pub(crate) fn a_watch_wakes_when_events_are_appended(open: Opener) {
     use std::time::{Duration, Instant};
     let reader = open();
     let mut writer = open();
@@ -1789,7 +1789,7 @@ pub(crate) fn a_watch_wakes_when_events_are_appended(open: Open) {
 /// the agent's own facts), taken on by a repeat said as standing; the
 /// profile's reads keep to the scope, most used first, standing ones first
 /// when every fact is asked for; facts read back by id in the order asked.
-pub(crate) fn standing_facts_are_marked_scoped_and_read_for_the_profile(open: Open) {
+pub(crate) fn standing_facts_are_marked_scoped_and_read_for_the_profile(open: Opener) {
     let mut s = open();
     let standing = |agent, user, content| NewFact {
         standing: true,
@@ -1860,7 +1860,7 @@ pub(crate) fn standing_facts_are_marked_scoped_and_read_for_the_profile(open: Op
 /// extended by the next turn (pushed out, covering more), made due now when
 /// enough waits; once due it is left as it is, and the next schedule queues
 /// a new job after it. A worker finds what its host waits for.
-pub(crate) fn a_memory_call_is_scheduled_once_and_extended(open: Open) {
+pub(crate) fn a_memory_call_is_scheduled_once_and_extended(open: Opener) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let input = |after: i64| JobInputText::from(json!({ "after": after }));

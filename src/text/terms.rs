@@ -67,14 +67,14 @@ pub(crate) fn index_text(s: &str) -> String {
 
 /// A stretch of text as the index splits it: a lower-cased word, or the
 /// bigrams of a run of CJK letters.
-enum Piece {
+enum TextPiece {
     Word(String),
     Bigrams(Vec<String>),
 }
 
 /// The pieces of a text, in order; everything between them (spaces,
 /// punctuation, symbols) separates them and is dropped.
-fn pieces(s: &str) -> Vec<Piece> {
+fn pieces(s: &str) -> Vec<TextPiece> {
     let mut out = Vec::new();
     let chars: Vec<char> = s.chars().collect();
     let mut i = 0;
@@ -87,12 +87,12 @@ fn pieces(s: &str) -> Vec<Piece> {
             }
             let mut grams = Vec::new();
             push_bigrams(&chars[start..i], &mut grams);
-            out.push(Piece::Bigrams(grams));
+            out.push(TextPiece::Bigrams(grams));
         } else if c.is_alphanumeric() {
             while i < chars.len() && chars[i].is_alphanumeric() && !is_cjk_letter(chars[i]) {
                 i += 1;
             }
-            out.push(Piece::Word(
+            out.push(TextPiece::Word(
                 chars[start..i].iter().collect::<String>().to_lowercase(),
             ));
         } else {
@@ -108,8 +108,8 @@ fn tokens(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     for piece in pieces(s) {
         match piece {
-            Piece::Word(w) => out.push(w),
-            Piece::Bigrams(grams) => out.extend(grams),
+            TextPiece::Word(w) => out.push(w),
+            TextPiece::Bigrams(grams) => out.extend(grams),
         }
     }
     out
@@ -127,8 +127,8 @@ pub fn stemmed_terms(s: &str) -> Vec<String> {
         let mut out = Vec::new();
         for piece in pieces(s) {
             match piece {
-                Piece::Word(w) => out.push(stemmer.stem(&w).into_owned()),
-                Piece::Bigrams(grams) => out.extend(grams),
+                TextPiece::Word(w) => out.push(stemmer.stem(&w).into_owned()),
+                TextPiece::Bigrams(grams) => out.extend(grams),
             }
         }
         out
@@ -370,13 +370,13 @@ pub fn query_terms(message: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
     for piece in pieces(message) {
         match piece {
-            Piece::Bigrams(grams) => {
+            TextPiece::Bigrams(grams) => {
                 // A lone character stays (it may be the whole word); bigrams
                 // of glue are dropped.
                 let lone = grams.len() == 1 && grams[0].chars().count() == 1;
                 terms.extend(grams.into_iter().filter(|g| lone || is_topical_bigram(g)));
             }
-            Piece::Word(word) => {
+            TextPiece::Word(word) => {
                 if word.chars().count() >= 2 && !STOPWORDS.contains(&word.as_str()) {
                     terms.push(word);
                 }

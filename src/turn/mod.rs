@@ -563,7 +563,7 @@ async fn attempt_until_answered(
             }
             Err(e) => e,
         };
-        let failed = Failed {
+        let failed = FailedAttempt {
             attempt: &attempt,
             session: &session,
             err,
@@ -602,7 +602,7 @@ fn say_start(
 }
 
 /// An attempt that failed, on the session as it stood.
-struct Failed<'a> {
+struct FailedAttempt<'a> {
     attempt: &'a Attempt,
     session: &'a Session,
     err: CallError,
@@ -613,11 +613,11 @@ struct Failed<'a> {
 async fn recover(
     store: &mut dyn Store,
     cx: &TurnContext<'_>,
-    failed: Failed<'_>,
+    failed: FailedAttempt<'_>,
     recovered: &mut Vec<Recovered>,
     backend: Backend,
 ) -> Result<Backend> {
-    let Failed {
+    let FailedAttempt {
         attempt,
         session,
         err,

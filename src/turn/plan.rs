@@ -19,7 +19,7 @@ use crate::store::{
 use crate::text;
 use crate::turn::TurnSettings;
 use crate::turn::cache::{self, ProfileReport, Verdict};
-use crate::turn::prompt::{self, HistoryTurn, Memory};
+use crate::turn::prompt::{self, Memory, ReplayTurn};
 use crate::turn::recovery::Step;
 
 /// What the store holds for this turn, gathered before planning. Never
@@ -93,14 +93,14 @@ pub(crate) enum Attempt {
     Replay {
         handle: String,
         roll_from: Option<u32>,
-        history: Vec<HistoryTurn>,
+        history: Vec<ReplayTurn>,
     },
     /// The Messages API, with the live history as real messages.
     /// `roll_after` when the session has a claude handle in use: its
     /// transcript will not have seen this exchange, so the session moves to
     /// a new handle once the reply is stored (the next claude turn replays).
     Api {
-        history: Vec<HistoryTurn>,
+        history: Vec<ReplayTurn>,
         roll_after: bool,
     },
 }
@@ -256,9 +256,9 @@ fn idle(state: &State, settings: &TurnSettings) -> bool {
 /// The attempt the stored session calls for.
 pub(crate) fn attempt(state: &State, target: Target) -> Attempt {
     let session = state.session;
-    let history = |live: &[Turn]| -> Vec<HistoryTurn> {
+    let history = |live: &[Turn]| -> Vec<ReplayTurn> {
         live.iter()
-            .map(|t| HistoryTurn::new(t.role == Role::User, t.content.clone()))
+            .map(|t| ReplayTurn::new(t.role == Role::User, t.content.clone()))
             .collect()
     };
     if let Target::Api { .. } = target {

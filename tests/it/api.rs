@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use duduclaw_session::internals::backend::HistoryTurn;
+use duduclaw_session::internals::backend::ReplayTurn;
 use duduclaw_session::internals::backend::api::{self, ApiConfig, ApiTurn};
 use duduclaw_session::internals::backend::{CallError, Outcome, SideRequest};
 use duduclaw_session::internals::error::Kind;
@@ -45,7 +45,7 @@ async fn side_call(c: &Cfg, model: &str, system: &str, input: &str) -> Result<Ou
     api::side_call(&c.0, &request, c.1).await
 }
 
-fn turn<'a>(history: &'a [HistoryTurn], system: Option<&'a str>, user: &'a str) -> ApiTurn<'a> {
+fn turn<'a>(history: &'a [ReplayTurn], system: Option<&'a str>, user: &'a str) -> ApiTurn<'a> {
     ApiTurn {
         model: "claude-sonnet-4-6",
         system,
@@ -108,11 +108,11 @@ async fn streamed_turn_returns_text_in_pieces() {
 async fn request_carries_history_system_and_breakpoints() {
     let standin = StandIn::start();
     let c = cfg(&standin, Duration::from_secs(10));
-    let history: Vec<HistoryTurn> = (0..4)
+    let history: Vec<ReplayTurn> = (0..4)
         .flat_map(|i| {
             [
-                HistoryTurn::new(true, format!("q{i}")),
-                HistoryTurn::new(false, format!("a{i}")),
+                ReplayTurn::new(true, format!("q{i}")),
+                ReplayTurn::new(false, format!("a{i}")),
             ]
         })
         .collect();
@@ -319,7 +319,7 @@ async fn long_conversation_reads_most_input_from_cache() {
          <pinned_task source=\"user\">\n{pin}\n</pinned_task>",
         "Earlier we looked at the config, the plugins and the dev server. ".repeat(8)
     );
-    let mut history: Vec<HistoryTurn> = Vec::new();
+    let mut history: Vec<ReplayTurn> = Vec::new();
     for i in 1..=20 {
         let message = format!(
             "Step {i}: what should I change next in the build, and why? {}",
@@ -329,8 +329,8 @@ async fn long_conversation_reads_most_input_from_cache() {
         let out = send(&c, &turn(&history, Some(&system), &user), |_| {})
             .await
             .unwrap();
-        history.push(HistoryTurn::new(true, message));
-        history.push(HistoryTurn::new(false, out.text));
+        history.push(ReplayTurn::new(true, message));
+        history.push(ReplayTurn::new(false, out.text));
     }
     let (read, created, total) = standin.cache_stats();
     let share = read as f64 / total as f64;

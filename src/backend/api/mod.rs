@@ -125,8 +125,8 @@ pub(crate) async fn list_models(
     };
     let list = match tokio::time::timeout(timeout, attempt).await {
         Err(_) => return Err(timed_out(timeout, false)),
-        Ok(Err(Failed::Fatal(e))) => return Err(e),
-        Ok(Err(Failed::Transient {
+        Ok(Err(AttemptFailure::Fatal(e))) => return Err(e),
+        Ok(Err(AttemptFailure::Transient {
             problem, message, ..
         })) => {
             return Err(CallError::new(problem, message));
@@ -231,7 +231,7 @@ fn outcome(
 
 /// Why one attempt failed.
 #[derive(Debug)]
-enum Failed {
+enum AttemptFailure {
     /// Worth another attempt (overload, rate limit, a server error, a
     /// stream cut before any text); `problem` and `message` if none is left.
     Transient {
@@ -242,17 +242,17 @@ enum Failed {
     Fatal(CallError),
 }
 
-impl Failed {
-    fn transient(problem: Problem, message: String) -> Failed {
-        Failed::Transient {
+impl AttemptFailure {
+    fn transient(problem: Problem, message: String) -> AttemptFailure {
+        AttemptFailure::Transient {
             problem,
             message,
             retry_after: None,
         }
     }
 
-    fn fatal(problem: Problem, message: String) -> Failed {
-        Failed::Fatal(CallError::new(problem, message))
+    fn fatal(problem: Problem, message: String) -> AttemptFailure {
+        AttemptFailure::Fatal(CallError::new(problem, message))
     }
 }
 
@@ -294,23 +294,23 @@ fn client() -> Result<&'static reqwest::Client, CallError> {
     })
 }
 
-/// POST `body` to the Messages API; a non-2xx answer is turned into its [`Failed`].
+/// POST `body` to the Messages API; a non-2xx answer is turned into its [`AttemptFailure`].
 async fn post(
     client: &reqwest::Client,
     cfg: &ApiConfig,
     body: &Value,
-) -> Result<reqwest::Response, Failed> {
+) -> Result<reqwest::Response, AttemptFailure> {
     let url = cfg.messages_url();
     let request = client.post(&url).json(body);
     send_checked(request, cfg, &url).await
 }
 
-/// Send with the key and version headers; a non-2xx answer is its [`Failed`].
+/// Send with the key and version headers; a non-2xx answer is its [`AttemptFailure`].
 async fn send_checked(
     request: reqwest::RequestBuilder,
     cfg: &ApiConfig,
     url: &str,
-) -> Result<reqwest::Response, Failed> {
+) -> Result<reqwest::Response, AttemptFailure> {
     let resp = request
         .header("x-api-key", &cfg.api_key)
         .header("anthropic-version", API_VERSION)
@@ -322,7 +322,7 @@ async fn send_checked(
             } else {
                 "the request to the API failed at"
             };
-            Failed::fatal(Problem::Other, format!("{what} {url}: {}", chain(&e)))
+            AttemptFailure::fatal(Problem::Other, format!("{what} {url}: {}", chain(&e)))
         })?;
     let status = resp.status();
     if status.is_success() {
@@ -379,10 +379,10 @@ fn http_failure(
     body: &str,
     retry_after: Option<Duration>,
     should_retry: Option<bool>,
-) -> Failed {
+) -> AttemptFailure {
     let (kind, detail) = error_detail(body);
     let failed = match status {
-        401 | 403 => Failed::fatal(
+        401 | 403 => AttemptFailure::fatal(
             Problem::NotLoggedIn,
             format!("the API rejected the key ({status}): {detail}; check ANTHROPIC_API_KEY"),
         ),
@@ -392,42 +392,44 @@ fn http_failure(
             || kind == "overloaded_error"
             || kind == "rate_limit_error" =>
         {
-            Failed::Transient {
+            AttemptFailure::Transient {
                 problem: Problem::RateLimited,
                 message: format!("the API is rate limited or overloaded ({status}): {detail}"),
                 retry_after,
             }
         }
-        500 | 502 | 504 => Failed::Transient {
+        500 | 502 | 504 => AttemptFailure::Transient {
             problem: Problem::Other,
             message: format!("the API failed ({status}): {detail}"),
             retry_after,
         },
-        400..=499 if detail.to_lowercase().contains("credit balance") => Failed::fatal(
+        400..=499 if detail.to_lowercase().contains("credit balance") => AttemptFailure::fatal(
             Problem::NotLoggedIn,
             format!("the API refused the key's account ({status}): {detail}"),
         ),
-        400..=499 => Failed::fatal(
+        400..=499 => AttemptFailure::fatal(
             Problem::Other,
             format!("the API refused the request ({status}): {detail}"),
         ),
-        _ => Failed::fatal(
+        _ => AttemptFailure::fatal(
             Problem::Other,
             format!("the API answered with status {status}: {detail}"),
         ),
     };
     match failed {
-        Failed::Transient {
+        AttemptFailure::Transient {
             problem, message, ..
-        } if should_retry == Some(false) => Failed::fatal(problem, message),
+        } if should_retry == Some(false) => AttemptFailure::fatal(problem, message),
         other => other,
     }
 }
 
 /// Read a whole JSON answer.
-async fn read_json<T: serde::de::DeserializeOwned>(resp: reqwest::Response) -> Result<T, Failed> {
+async fn read_json<T: serde::de::DeserializeOwned>(
+    resp: reqwest::Response,
+) -> Result<T, AttemptFailure> {
     let bytes = resp.bytes().await.map_err(|e| {
-        Failed::transient(
+        AttemptFailure::transient(
             Problem::Other,
             format!("the API answer broke off: {}", chain(&e)),
         )
@@ -435,14 +437,14 @@ async fn read_json<T: serde::de::DeserializeOwned>(resp: reqwest::Response) -> R
     parse_answer(&bytes)
 }
 
-fn parse_answer<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Failed> {
+fn parse_answer<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, AttemptFailure> {
     serde_json::from_slice(bytes).map_err(|e| {
         let what = if e.is_syntax() || e.is_eof() {
             "something that is not JSON".to_string()
         } else {
             format!("JSON this program cannot read ({e})")
         };
-        Failed::fatal(
+        AttemptFailure::fatal(
             Problem::Other,
             format!(
                 "the API answered with {what}: {}",
@@ -458,7 +460,7 @@ async fn stream_once(
     cfg: &ApiConfig,
     body: &Value,
     on_text: &impl Fn(&str),
-) -> Result<Streamed, Failed> {
+) -> Result<Streamed, AttemptFailure> {
     let resp = post(client, cfg, body).await?;
     let is_sse = resp
         .headers()
@@ -507,12 +509,12 @@ mod tests {
         assert!(!format!("{c:?}").contains("\"k\""));
     }
 
-    fn kind_of(f: Failed) -> (Problem, String, bool) {
+    fn kind_of(f: AttemptFailure) -> (Problem, String, bool) {
         match f {
-            Failed::Transient {
+            AttemptFailure::Transient {
                 problem, message, ..
             } => (problem, message, true),
-            Failed::Fatal(e) => (e.problem, e.message, false),
+            AttemptFailure::Fatal(e) => (e.problem, e.message, false),
         }
     }
 

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::{BASE_SYSTEM, SIDE_MAX_TOKENS};
-use crate::backend::HistoryTurn;
+use crate::backend::ReplayTurn;
 
 /// One main call.
 #[derive(Debug, Clone, Copy)]
@@ -14,7 +14,7 @@ pub struct ApiTurn<'a> {
     /// Our text for the system prompt (summary, pin), after [`BASE_SYSTEM`].
     pub system: Option<&'a str>,
     /// Earlier turns, oldest first: (is_user, text).
-    pub history: &'a [HistoryTurn],
+    pub history: &'a [ReplayTurn],
     /// The assembled last user message (recap, facts, the message).
     pub user: &'a str,
     /// The user message carries no memory (no recap, no facts), so the next
@@ -62,7 +62,7 @@ pub fn request_body(turn: &ApiTurn, stream: bool) -> Value {
     }
 
     let mut messages: Vec<(bool, Vec<Value>)> = Vec::new();
-    for HistoryTurn { from_user, text } in turn.history {
+    for ReplayTurn { from_user, text } in turn.history {
         if text.trim().is_empty() || (messages.is_empty() && !from_user) {
             continue;
         }
@@ -120,18 +120,18 @@ pub(crate) fn side_body(model: &str, system: &str, input: &str) -> Value {
 mod tests {
     use super::*;
 
-    fn history(assistant_turns: usize) -> Vec<HistoryTurn> {
+    fn history(assistant_turns: usize) -> Vec<ReplayTurn> {
         (0..assistant_turns)
             .flat_map(|i| {
                 [
-                    HistoryTurn::new(true, format!("question {i}")),
-                    HistoryTurn::new(false, format!("answer {i}")),
+                    ReplayTurn::new(true, format!("question {i}")),
+                    ReplayTurn::new(false, format!("answer {i}")),
                 ]
             })
             .collect()
     }
 
-    fn turn<'a>(history: &'a [HistoryTurn], system: Option<&'a str>) -> ApiTurn<'a> {
+    fn turn<'a>(history: &'a [ReplayTurn], system: Option<&'a str>) -> ApiTurn<'a> {
         ApiTurn {
             model: "claude-sonnet-5-5",
             system,
@@ -213,14 +213,14 @@ mod tests {
 
     #[test]
     fn roles_alternate() {
-        let h: Vec<HistoryTurn> = vec![
-            HistoryTurn::new(false, "stray greeting"),
-            HistoryTurn::new(true, "a"),
-            HistoryTurn::new(true, "b"),
-            HistoryTurn::new(false, ""),
-            HistoryTurn::new(false, "c"),
-            HistoryTurn::new(false, "d"),
-            HistoryTurn::new(true, "e"),
+        let h: Vec<ReplayTurn> = vec![
+            ReplayTurn::new(false, "stray greeting"),
+            ReplayTurn::new(true, "a"),
+            ReplayTurn::new(true, "b"),
+            ReplayTurn::new(false, ""),
+            ReplayTurn::new(false, "c"),
+            ReplayTurn::new(false, "d"),
+            ReplayTurn::new(true, "e"),
         ];
         let body = request_body(&turn(&h, None), true);
         let roles: Vec<&str> = body["messages"]

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 use backon::{ExponentialBuilder, Retryable};
 use tokio::time::Instant;
 
-use super::Failed;
+use super::AttemptFailure;
 use crate::backend::CallError;
 
 /// First pause between retries; doubled each time up to [`BACKOFF_MAX`].
@@ -41,17 +41,17 @@ pub(super) async fn retrying<T, Fut>(
     attempt: impl FnMut() -> Fut,
 ) -> Option<Result<T, CallError>>
 where
-    Fut: Future<Output = Result<T, Failed>>,
+    Fut: Future<Output = Result<T, AttemptFailure>>,
 {
     let mut attempts = 0u32;
     let counted = &mut attempts;
     let retried = attempt
         .retry(backoff())
         .sleep(tokio::time::sleep)
-        .when(|failed| matches!(failed, Failed::Transient { .. }))
+        .when(|failed| matches!(failed, AttemptFailure::Transient { .. }))
         .adjust(|failed, next| {
             *counted += 1;
-            let Failed::Transient { retry_after, .. } = failed else {
+            let AttemptFailure::Transient { retry_after, .. } = failed else {
                 return None;
             };
             let pause = next?.max(retry_after.unwrap_or_default());
@@ -61,7 +61,7 @@ where
                 .then_some(pause)
         })
         .notify(|failed, pause| {
-            if let Failed::Transient { message, .. } = failed {
+            if let AttemptFailure::Transient { message, .. } = failed {
                 tracing::info!(
                     "{message}; retrying in {}",
                     humantime::format_duration(pause)
@@ -70,8 +70,8 @@ where
         });
     let result = tokio::time::timeout_at(deadline, retried).await.ok()?;
     Some(result.map_err(|failed| match failed {
-        Failed::Fatal(e) => e,
-        Failed::Transient {
+        AttemptFailure::Fatal(e) => e,
+        AttemptFailure::Transient {
             problem, message, ..
         } => {
             let tries = match attempts {
@@ -135,7 +135,7 @@ mod tests {
         let calls = Cell::new(0);
         let attempt = || async {
             calls.set(calls.get() + 1);
-            Err::<(), _>(Failed::Transient {
+            Err::<(), _>(AttemptFailure::Transient {
                 problem: Problem::RateLimited,
                 message: "the API is rate limited or overloaded (429): slow down".into(),
                 retry_after: Some(Duration::from_secs(3600)),
@@ -156,7 +156,7 @@ mod tests {
         let calls = Cell::new(0);
         let attempt = || async {
             calls.set(calls.get() + 1);
-            Err::<(), _>(Failed::fatal(Problem::NotLoggedIn, "no".into()))
+            Err::<(), _>(AttemptFailure::fatal(Problem::NotLoggedIn, "no".into()))
         };
         let r = retrying(deadline(Duration::from_secs(60)), attempt).await;
         assert!(matches!(r, Some(Err(ref e)) if e.message == "no"), "{r:?}");

@@ -8,7 +8,7 @@ use futures_util::{Stream, StreamExt, stream};
 use serde_json::{Map, Value};
 
 use super::wire::{self, Message, StreamEvent, UsageMap};
-use super::{DETAIL_MAX, Failed, chain, describe};
+use super::{AttemptFailure, DETAIL_MAX, chain, describe};
 use crate::backend::Problem;
 
 /// Read a streamed reply from the response's bytes until `message_stop`
@@ -16,7 +16,7 @@ use crate::backend::Problem;
 pub(super) async fn read<S, B, E>(
     bytes: S,
     on_text: &mut impl FnMut(&str),
-) -> Result<Streamed, Failed>
+) -> Result<Streamed, AttemptFailure>
 where
     S: Stream<Item = Result<B, E>>,
     B: AsRef<[u8]> + From<&'static str>,
@@ -80,12 +80,12 @@ impl Streamed {
         name: &str,
         data: &str,
         on_text: &mut impl FnMut(&str),
-    ) -> Result<(), Failed> {
+    ) -> Result<(), AttemptFailure> {
         let event = match parse_event(name, data) {
             Ok(event) => event,
             Err(e) if e.is_syntax() || e.is_eof() => {
                 if name == "error" {
-                    return Err(Failed::fatal(
+                    return Err(AttemptFailure::fatal(
                         Problem::Other,
                         format!(
                             "the API stream failed: {}",
@@ -98,7 +98,7 @@ impl Streamed {
             }
             // A known event of the wrong shape would lose text silently.
             Err(e) => {
-                return Err(Failed::fatal(
+                return Err(AttemptFailure::fatal(
                     Problem::Other,
                     format!("the API sent a {name} event this program cannot read: {e}"),
                 ));
@@ -132,9 +132,9 @@ impl Streamed {
                 };
                 // Before any text a retry is invisible to the reader.
                 return Err(if self.text.is_empty() {
-                    Failed::transient(kind, message)
+                    AttemptFailure::transient(kind, message)
                 } else {
-                    Failed::fatal(kind, message)
+                    AttemptFailure::fatal(kind, message)
                 });
             }
             StreamEvent::ContentBlockStart { .. }
@@ -147,7 +147,7 @@ impl Streamed {
     }
 
     /// The stream ended (or broke off with `broke`).
-    pub(super) fn finish(self, broke: Option<String>) -> Result<Streamed, Failed> {
+    pub(super) fn finish(self, broke: Option<String>) -> Result<Streamed, AttemptFailure> {
         if self.complete {
             return Ok(self);
         }
@@ -156,9 +156,9 @@ impl Streamed {
             None => "the API stream ended before the reply was complete".to_string(),
         };
         Err(if self.text.is_empty() {
-            Failed::transient(Problem::Other, message)
+            AttemptFailure::transient(Problem::Other, message)
         } else {
-            Failed::fatal(Problem::Other, message)
+            AttemptFailure::fatal(Problem::Other, message)
         })
     }
 }
@@ -184,7 +184,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn run_events(events: &[(&str, Value)]) -> (Result<Streamed, Failed>, Vec<String>) {
+    fn run_events(events: &[(&str, Value)]) -> (Result<Streamed, AttemptFailure>, Vec<String>) {
         let mut seen = Vec::new();
         let mut reply = Streamed::default();
         for (name, data) in events {
@@ -236,7 +236,7 @@ mod tests {
         );
         let (r, _) = run_events(std::slice::from_ref(&overloaded));
         match r {
-            Err(Failed::Transient {
+            Err(AttemptFailure::Transient {
                 problem, message, ..
             }) => {
                 assert_eq!(problem, Problem::RateLimited);
@@ -249,10 +249,10 @@ mod tests {
         }
         // After text was shown a retry would repeat it: fatal.
         let (r, _) = run_events(&[delta("partial"), overloaded]);
-        assert!(matches!(r, Err(Failed::Fatal(_))), "{r:?}");
+        assert!(matches!(r, Err(AttemptFailure::Fatal(_))), "{r:?}");
         // A stream that just stops is incomplete.
         let (r, _) = run_events(&[delta("partial")]);
-        let Err(Failed::Fatal(e)) = r else {
+        let Err(AttemptFailure::Fatal(e)) = r else {
             panic!("{r:?}")
         };
         assert!(e.to_string().contains("before the reply was complete"));
@@ -286,7 +286,7 @@ mod tests {
             "content_block_delta",
             json!({"type": "content_block_delta", "delta": {"type": "text_delta", "text": ["a"]}}),
         )]);
-        let Err(Failed::Fatal(e)) = r else {
+        let Err(AttemptFailure::Fatal(e)) = r else {
             panic!("{r:?}")
         };
         assert!(
@@ -300,7 +300,7 @@ mod tests {
         assert!(reply.event("ping", "not json", &mut |_| {}).is_ok());
         let r = reply.event("error", "<html>bad gateway</html>", &mut |_| {});
         assert!(
-            matches!(r, Err(Failed::Fatal(ref e)) if e.message.contains("bad gateway")),
+            matches!(r, Err(AttemptFailure::Fatal(ref e)) if e.message.contains("bad gateway")),
             "{r:?}"
         );
     }
@@ -318,7 +318,7 @@ mod tests {
 
     async fn read_chunks(
         chunks: Vec<Result<Vec<u8>, Cut>>,
-    ) -> (Result<Streamed, Failed>, Vec<String>) {
+    ) -> (Result<Streamed, AttemptFailure>, Vec<String>) {
         let mut seen = Vec::new();
         let r = read(stream::iter(chunks), &mut |t: &str| {
             seen.push(t.to_string())
@@ -356,12 +356,12 @@ mod tests {
         let delta = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"par\"}}\n\n";
         let (r, seen) = read_chunks(vec![Ok(delta.as_bytes().to_vec()), Err(Cut)]).await;
         assert_eq!(seen, ["par"]);
-        let Err(Failed::Fatal(e)) = r else {
+        let Err(AttemptFailure::Fatal(e)) = r else {
             panic!("{r:?}")
         };
         assert_eq!(e.message, "the API stream broke off: connection reset");
         // Before any text the cut is worth another attempt.
         let (r, _) = read_chunks(vec![Err(Cut)]).await;
-        assert!(matches!(r, Err(Failed::Transient { .. })), "{r:?}");
+        assert!(matches!(r, Err(AttemptFailure::Transient { .. })), "{r:?}");
     }
 }

@@ -55,7 +55,7 @@ impl Warm {
     }
 }
 
-struct State {
+struct HostState {
     /// Idle warm claudes, by handle.
     pool: Mutex<HashMap<String, Warm>>,
     /// Warm claudes in a turn now (out of the pool).
@@ -65,7 +65,7 @@ struct State {
     last_activity: std::sync::Mutex<Instant>,
 }
 
-impl State {
+impl HostState {
     fn touch(&self) {
         *self.last_activity.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
     }
@@ -101,7 +101,7 @@ pub(crate) async fn serve() -> Result<()> {
         .with_context(|| format!("could not listen at {}", path.display()))?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
     tracing::info!("host listening at {}", path.display());
-    let state = Arc::new(State {
+    let state = Arc::new(HostState {
         pool: Mutex::new(HashMap::new()),
         busy: AtomicUsize::new(0),
         serving: AtomicUsize::new(0),
@@ -145,7 +145,7 @@ pub(crate) async fn serve() -> Result<()> {
 
 /// End the warm claudes idle past their lifetime (or dead); whether the
 /// host has nothing left to do.
-async fn reap(state: &State) -> bool {
+async fn reap(state: &HostState) -> bool {
     let mut pool = state.pool.lock().await;
     let stale: Vec<String> = pool
         .iter_mut()
@@ -169,7 +169,7 @@ async fn reap(state: &State) -> bool {
         && quiet
 }
 
-async fn serve_one(state: &State, conn: UnixStream) -> Result<()> {
+async fn serve_one(state: &HostState, conn: UnixStream) -> Result<()> {
     let (read, mut write) = conn.into_split();
     let mut reader = BufReader::new(read);
     let mut first = String::new();
@@ -214,7 +214,7 @@ async fn send(write: &mut OwnedWriteHalf, reply: &FromHost) -> Result<()> {
 /// One turn: the session's warm claude if it is the one this turn needs,
 /// else a new one; the message to it, its lines back to the turn.
 async fn turn(
-    state: &State,
+    state: &HostState,
     req: &TurnRequest,
     mut from_turn: BufReader<tokio::net::unix::OwnedReadHalf>,
     mut write: OwnedWriteHalf,
@@ -313,7 +313,7 @@ fn this_turns(w: &mut Warm, line: String) -> (String, Option<bool>) {
 /// session's, when it is still running with everything this turn needs
 /// and has seen every turn of the handle; else a new one (within the
 /// bound, ending the least recently used idle one).
-async fn checkout(state: &State, req: &TurnRequest, fresh: bool) -> Result<(Warm, WarmUse)> {
+async fn checkout(state: &HostState, req: &TurnRequest, fresh: bool) -> Result<(Warm, WarmUse)> {
     let key = warm::key(req);
     let line = warm::message_line(&req.message);
     let found = if fresh {
@@ -345,7 +345,7 @@ async fn checkout(state: &State, req: &TurnRequest, fresh: bool) -> Result<(Warm
 
 /// Back into the pool after a good turn; ended after a failed one (the
 /// turn's recovery may move the session to another handle).
-async fn checkin(state: &State, req: &TurnRequest, mut w: Warm, ok: bool) {
+async fn checkin(state: &HostState, req: &TurnRequest, mut w: Warm, ok: bool) {
     state.busy.fetch_sub(1, Ordering::SeqCst);
     if !ok {
         w.end();
@@ -362,7 +362,7 @@ async fn checkin(state: &State, req: &TurnRequest, mut w: Warm, ok: bool) {
 
 /// Room for one more warm claude within `max`: idle ones end, least
 /// recently used first; when every one is in a turn, none is started.
-async fn make_room(state: &State, max: usize) -> Result<()> {
+async fn make_room(state: &HostState, max: usize) -> Result<()> {
     let max = max.clamp(1, warm::MAX_MAX);
     let mut pool = state.pool.lock().await;
     while pool.len() + state.busy.load(Ordering::SeqCst) >= max {

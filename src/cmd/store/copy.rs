@@ -15,7 +15,7 @@ use crate::progress::Bars;
 use crate::store::{self, Location, NewFact};
 
 #[derive(Debug, Default, Serialize, schemars::JsonSchema)]
-struct Counts {
+struct CopyCounts {
     sessions: u64,
     turns: u64,
     facts: u64,
@@ -28,7 +28,7 @@ struct Counts {
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub(in crate::cmd) struct CopyReport {
     #[serde(flatten)]
-    counts: Counts,
+    counts: CopyCounts,
     from: String,
     to: String,
 }
@@ -76,12 +76,12 @@ pub(super) fn run(db: Option<&OsStr>, args: &CopyArgs, bars: Bars) -> Result<()>
     Ok(())
 }
 
-fn copy(source: &Location, target: &Location, bars: Bars) -> Result<Counts> {
+fn copy(source: &Location, target: &Location, bars: Bars) -> Result<CopyCounts> {
     let Some(from) = store::open_existing(source)? else {
         return Err(fail(Kind::Store, format!("no session store at {source}")));
     };
     let mut into = store::open(target)?;
-    let mut n = Counts::default();
+    let mut n = CopyCounts::default();
     // Listed up front for the bar's length: a listing is small beside the
     // turns copied for it. Each agent's facts go in one write after its
     // sessions; the bar names the agent meanwhile.

@@ -73,19 +73,19 @@ pub(super) fn append(tx: &impl Queries, events: &[NewEvent]) -> Result<()> {
 /// of its own listening on [`CHANNEL`], so the store's connection (and
 /// the turn locks it holds) stays as it is, and dropping the watch ends
 /// the listening with the connection.
-pub(super) struct Watch {
+pub(super) struct NotifyWatch {
     _conn: Conn,
     woken: mpsc::Receiver<()>,
 }
 
-impl Watch {
-    pub(super) fn new(url: &ServerUrl, wait: Duration) -> Result<Watch> {
+impl NotifyWatch {
+    pub(super) fn new(url: &ServerUrl, wait: Duration) -> Result<NotifyWatch> {
         let (conn, woken) = conn::listen(url, wait, CHANNEL)?;
-        Ok(Watch { _conn: conn, woken })
+        Ok(NotifyWatch { _conn: conn, woken })
     }
 }
 
-impl EventWatch for Watch {
+impl EventWatch for NotifyWatch {
     fn wait(&mut self, max: Duration) -> Result<bool> {
         match self.woken.recv_timeout(max) {
             Ok(()) => Ok(true),

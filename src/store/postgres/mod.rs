@@ -417,7 +417,7 @@ impl Jobs for PgStore {
 
 impl EventLog for PgStore {
     fn watch_events(&self) -> Result<Box<dyn EventWatch + '_>> {
-        Ok(Box::new(events::Watch::new(&self.url, DEFAULT_WAIT)?))
+        Ok(Box::new(events::NotifyWatch::new(&self.url, DEFAULT_WAIT)?))
     }
 }
 

@@ -40,15 +40,15 @@ pub(super) fn append(conn: &Connection, events: &[NewEvent]) -> rusqlite::Result
 const CHECK_EVERY: Duration = Duration::from_millis(50);
 
 /// Wakes when another connection committed to the file.
-pub(super) struct Watch<'a> {
+pub(super) struct VersionWatch<'a> {
     conn: &'a Connection,
     seen: i64,
 }
 
-impl<'a> Watch<'a> {
-    pub(super) fn new(conn: &'a Connection) -> Result<Watch<'a>> {
+impl<'a> VersionWatch<'a> {
+    pub(super) fn new(conn: &'a Connection) -> Result<VersionWatch<'a>> {
         let seen = data_version(conn)?;
-        Ok(Watch { conn, seen })
+        Ok(VersionWatch { conn, seen })
     }
 }
 
@@ -57,7 +57,7 @@ fn data_version(conn: &Connection) -> rusqlite::Result<i64> {
         .query_row([], |r| r.get(0))
 }
 
-impl EventWatch for Watch<'_> {
+impl EventWatch for VersionWatch<'_> {
     fn wait(&mut self, max: Duration) -> Result<bool> {
         let until = Instant::now() + max;
         loop {

@@ -280,7 +280,7 @@ pub(super) struct SqliteStore {
 
 /// How a store is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Open {
+enum OpenMode {
     /// Created when missing, migrated: commands that write.
     Create,
     /// Must exist; migrated when behind and writable: commands that read.
@@ -292,7 +292,7 @@ enum Open {
 impl SqliteStore {
     /// Open (creating if needed) the store at `path` and bring its schema up to date.
     pub(super) fn open(path: &Path) -> anyhow::Result<SqliteStore> {
-        Self::open_inner(path, Open::Create)
+        Self::open_inner(path, OpenMode::Create)
             .map(|s| s.expect("a created store is always opened"))
             .map_err(|e| super::StoreError::from(full_disk(e, path)).into())
     }
@@ -303,14 +303,14 @@ impl SqliteStore {
     ///
     /// [`open`]: SqliteStore::open
     pub(super) fn open_existing(path: &Path) -> anyhow::Result<Option<SqliteStore>> {
-        Self::open_inner(path, Open::Existing)
+        Self::open_inner(path, OpenMode::Existing)
             .map_err(|e| super::StoreError::from(full_disk(e, path)).into())
     }
 
     /// Open an existing store read-only, changing nothing, not even its
     /// schema (`doctor`): [`found`](SqliteStore::found) says where it is.
     pub(super) fn inspect(path: &Path) -> anyhow::Result<SqliteStore> {
-        Self::open_inner(path, Open::Inspect)
+        Self::open_inner(path, OpenMode::Inspect)
             .map(|s| s.expect("an inspected store is always opened"))
             .map_err(|e| super::StoreError::from(e).into())
     }
@@ -332,7 +332,7 @@ impl SqliteStore {
         access(&self.path, Access::WRITE_OK).is_ok() && access(folder, Access::WRITE_OK).is_ok()
     }
 
-    fn open_inner(path: &Path, how: Open) -> anyhow::Result<Option<SqliteStore>> {
+    fn open_inner(path: &Path, how: OpenMode) -> anyhow::Result<Option<SqliteStore>> {
         let context = || format!("could not open session store: {}", path.display());
         if path.is_dir() {
             anyhow::bail!(
@@ -340,13 +340,13 @@ impl SqliteStore {
                 path.display()
             );
         }
-        if how == Open::Create {
+        if how == OpenMode::Create {
             prepare_file(path)
                 .with_context(|| format!("could not create session store {}", path.display()))?;
         } else if !path.exists() {
             anyhow::bail!("no session store at {}", path.display());
         }
-        let mut store = match Self::connect(path, how == Open::Inspect, false) {
+        let mut store = match Self::connect(path, how == OpenMode::Inspect, false) {
             Ok(store) => store,
             // A WAL database in a folder we cannot write cannot even be read
             // normally (SQLite needs its -shm file): it cannot open it on a
@@ -356,18 +356,18 @@ impl SqliteStore {
             // A command that writes cannot use it, but when the store is
             // behind, saying so is the more useful answer.
             Err(e) if is_read_only(&e) => match Self::connect(path, true, true) {
-                Ok(store) if how != Open::Create || store.found < SCHEMA_VERSION => store,
+                Ok(store) if how != OpenMode::Create || store.found < SCHEMA_VERSION => store,
                 _ => return Err(e.context(context())),
             },
             Err(e) => return Err(e.context(context())),
         };
         store.check_version().with_context(context)?;
-        if how == Open::Inspect {
+        if how == OpenMode::Inspect {
             return Ok(Some(store));
         }
         let writable = !store.conn.is_readonly("main").with_context(context)?;
         if store.found < SCHEMA_VERSION && !writable {
-            if store.found == 0 && how == Open::Existing {
+            if store.found == 0 && how == OpenMode::Existing {
                 return Ok(None);
             }
             return Err(store.cannot_migrate());
@@ -666,7 +666,7 @@ impl Jobs for SqliteStore {
 
 impl EventLog for SqliteStore {
     fn watch_events(&self) -> Result<Box<dyn EventWatch + '_>> {
-        Ok(Box::new(events::Watch::new(&self.conn)?))
+        Ok(Box::new(events::VersionWatch::new(&self.conn)?))
     }
 }
 
