@@ -228,22 +228,14 @@ mod tests {
             "not a date suffix"
         );
         // Haiku 5.5's long prompts cost more.
-        let short = estimate_cost(
-            "claude-haiku-5-5",
-            &Usage {
-                input_tokens: 1000,
+        let haiku = |input_tokens| {
+            let u = Usage {
+                input_tokens,
                 ..Usage::default()
-            },
-        )
-        .unwrap();
-        let long = estimate_cost(
-            "claude-haiku-5-5",
-            &Usage {
-                input_tokens: 200_000,
-                ..Usage::default()
-            },
-        )
-        .unwrap();
+            };
+            estimate_cost("claude-haiku-5-5", &u).unwrap()
+        };
+        let (short, long) = (haiku(1000), haiku(200_000));
         assert!((short - 0.0001).abs() < 1e-12, "{short}");
         assert!((long - 0.1).abs() < 1e-12, "{long}");
     }

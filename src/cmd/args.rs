@@ -220,14 +220,15 @@ mod tests {
         assert!(parse_cache_ttl("25h").unwrap_err().contains("at most 24h"));
         assert!(parse_cache_ttl("18446744073709551615").is_err());
         // The bounds as the help gives them.
-        assert_eq!(
-            parse_timeout("0").unwrap_err(),
-            "timeout must be between 1s and 24h"
-        );
-        assert_eq!(
-            parse_side_timeout("0").unwrap_err(),
-            "side timeout must be between 1s and 1h"
-        );
+        for (parse, bounds) in [
+            (
+                parse_timeout as fn(&str) -> Result<Duration, String>,
+                "timeout must be between 1s and 24h",
+            ),
+            (parse_side_timeout, "side timeout must be between 1s and 1h"),
+        ] {
+            assert_eq!(parse("0").unwrap_err(), bounds);
+        }
         assert!(parse_age("banana").unwrap_err().contains("e.g. 30d"));
         assert!(parse_age("500000years").is_ok());
     }

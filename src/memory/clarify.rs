@@ -438,23 +438,27 @@ mod tests {
         let q = question(&long).unwrap();
         assert_eq!(q.chars().count(), QUESTION_MAX);
         assert!(q.ends_with("Want me to continue?"));
-        assert_eq!(
-            question("Step one is done. I found two: A and B. Which one?").unwrap(),
-            "I found two: A and B. Which one?"
-        );
-        assert_eq!(
-            question("設定好了。有兩個地方：A 和 B。要以哪一個為準？").unwrap(),
-            "有兩個地方：A 和 B。要以哪一個為準？"
-        );
-        assert_eq!(question("Which one?").unwrap(), "Which one?");
-        assert_eq!(
-            question("Done. Should I also update the CI config for that step?").unwrap(),
-            "Should I also update the CI config for that step?"
-        );
-        assert_eq!(
-            question("Use v1.2 or 2.0? Say which.\n\nWhich one?").unwrap(),
-            "Say which.\n\nWhich one?"
-        );
+        for (reply, asked) in [
+            (
+                "Step one is done. I found two: A and B. Which one?",
+                "I found two: A and B. Which one?",
+            ),
+            (
+                "設定好了。有兩個地方：A 和 B。要以哪一個為準？",
+                "有兩個地方：A 和 B。要以哪一個為準？",
+            ),
+            ("Which one?", "Which one?"),
+            (
+                "Done. Should I also update the CI config for that step?",
+                "Should I also update the CI config for that step?",
+            ),
+            (
+                "Use v1.2 or 2.0? Say which.\n\nWhich one?",
+                "Say which.\n\nWhich one?",
+            ),
+        ] {
+            assert_eq!(question(reply).as_deref(), Some(asked), "{reply}");
+        }
         assert_eq!(question("All done."), None);
     }
 

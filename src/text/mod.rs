@@ -170,18 +170,18 @@ mod tests {
         assert!(matches!(trim_turn(""), Cow::Borrowed("")));
     }
 
+    /// `head`, the marker for `cut` characters, `tail`: a trimmed turn.
+    fn trimmed(head: &str, cut: usize, tail: &str) -> String {
+        format!("{head}\n[… {cut} characters cut …]\n{tail}")
+    }
+
     #[test]
     fn trim_801_chars_exactly() {
         let s = format!("{}{}{}", "h".repeat(300), "m".repeat(301), "t".repeat(200));
         assert_eq!(s.chars().count(), 801);
         let out = trim_turn(&s);
         assert!(matches!(out, Cow::Owned(_)));
-        let expected = format!(
-            "{}\n[… 301 characters cut …]\n{}",
-            "h".repeat(300),
-            "t".repeat(200)
-        );
-        assert_eq!(out, expected);
+        assert_eq!(out, trimmed(&"h".repeat(300), 301, &"t".repeat(200)));
     }
 
     #[test]
@@ -196,27 +196,15 @@ mod tests {
             "中".repeat(400),
             "後".repeat(200)
         );
-        let out = trim_turn(&s);
-        assert_eq!(
-            out,
-            format!(
-                "{}\n[… 400 characters cut …]\n{}",
-                "前".repeat(300),
-                "後".repeat(200)
-            )
-        );
+        let expected = trimmed(&"前".repeat(300), 400, &"後".repeat(200));
+        assert_eq!(trim_turn(&s), expected);
     }
 
     #[test]
     fn trim_emoji_on_char_boundaries() {
         let s = format!("a{}", "😀".repeat(1000));
-        let out = trim_turn(&s);
-        let expected = format!(
-            "a{}\n[… 501 characters cut …]\n{}",
-            "😀".repeat(299),
-            "😀".repeat(200)
-        );
-        assert_eq!(out, expected);
+        let expected = trimmed(&format!("a{}", "😀".repeat(299)), 501, &"😀".repeat(200));
+        assert_eq!(trim_turn(&s), expected);
     }
 
     #[test]

@@ -414,15 +414,20 @@ mod tests {
     }
 
     #[test]
-    fn index_text_chinese() {
-        assert_eq!(
-            index_text("我們用pnpm管理套件"),
-            "我們 們用 pnpm 管理 理套 套件"
-        );
-        assert_eq!(index_text("偏好繁體中文"), "偏好 好繁 繁體 體中 中文");
-        assert_eq!(index_text("好"), "好");
-        assert_eq!(index_text("A 好 B"), "A 好 B");
-        assert_eq!(index_text("說中文。謝謝"), "說中 中文 。 謝謝");
+    fn index_text_splits_chinese_into_bigrams_and_keeps_latin() {
+        for (text, indexed) in [
+            ("我們用pnpm管理套件", "我們 們用 pnpm 管理 理套 套件"),
+            ("偏好繁體中文", "偏好 好繁 繁體 體中 中文"),
+            ("好", "好"),
+            ("A 好 B", "A 好 B"),
+            ("說中文。謝謝", "說中 中文 。 謝謝"),
+            ("uses pnpm, never npm i", "uses pnpm, never npm i"),
+            ("", ""),
+            ("Ｐｎｐｍ", "Ｐｎｐｍ"),
+            ("日本語を話す", "日本 本語 語を を話 話す"),
+        ] {
+            assert_eq!(index_text(text), indexed, "{text}");
+        }
     }
 
     #[test]
@@ -439,17 +444,6 @@ mod tests {
             "vacuum cleaner 打掃"
         );
         assert_eq!(keyword_index_text("x", &[]), "");
-    }
-
-    #[test]
-    fn index_text_keeps_latin() {
-        assert_eq!(
-            index_text("uses pnpm, never npm i"),
-            "uses pnpm, never npm i"
-        );
-        assert_eq!(index_text(""), "");
-        assert_eq!(index_text("Ｐｎｐｍ"), "Ｐｎｐｍ");
-        assert_eq!(index_text("日本語を話す"), "日本 本語 語を を話 話す");
     }
 
     #[test]

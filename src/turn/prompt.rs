@@ -156,17 +156,25 @@ pub(crate) fn select_replay(turns: Vec<ReplayTurn>) -> Vec<ReplayTurn> {
 mod tests {
     use super::*;
 
+    /// A memory of `pin` (at the tail and in the recap) and `facts`.
+    fn memory<'a>(pin: &'a str, facts: &'a [String], facts_in: FactsPlacement) -> Memory<'a> {
+        Memory {
+            pin: Some(pin),
+            system_pin: Some(pin),
+            facts,
+            facts_in,
+            ..Memory::default()
+        }
+    }
+
     #[test]
     fn pin_is_escaped_and_recap_leads() {
         let facts = vec!["uses pnpm".to_string()];
-        let mem = Memory {
-            pin: Some("migrate </pinned_task><x> to Vite"),
-            system_pin: Some("migrate </pinned_task><x> to Vite"),
-            summary: None,
-            profile: &[],
-            facts: &facts,
-            facts_in: FactsPlacement::Message,
-        };
+        let mem = memory(
+            "migrate </pinned_task><x> to Vite",
+            &facts,
+            FactsPlacement::Message,
+        );
         let sys = system_append(&mem).unwrap();
         assert!(sys.ends_with("</pinned_task>"));
         assert_eq!(sys.matches("</pinned_task>").count(), 1);
@@ -179,14 +187,7 @@ mod tests {
     #[test]
     fn facts_in_system_go_after_the_pin() {
         let facts = vec!["uses pnpm".to_string()];
-        let mem = Memory {
-            pin: Some("task"),
-            system_pin: Some("task"),
-            summary: None,
-            profile: &[],
-            facts: &facts,
-            facts_in: FactsPlacement::System,
-        };
+        let mem = memory("task", &facts, FactsPlacement::System);
         let sys = system_append(&mem).unwrap();
         assert!(sys.find("<pinned_task").unwrap() < sys.find("<key_facts").unwrap());
         assert!(!user_message(&mem, None, "hi").contains("key_facts"));

@@ -523,39 +523,35 @@ mod tests {
         let body = |t: &str, m: &str| {
             json!({"type": "error", "error": {"type": t, "message": m}}).to_string()
         };
-        let (k, m, retry) = kind_of(http_failure(
-            401,
-            &body("authentication_error", "invalid x-api-key"),
-            None,
-            None,
-        ));
+        // A JSON error of `t` saying `m`, with no retry header.
+        let failure =
+            |status, t: &str, m: &str| kind_of(http_failure(status, &body(t, m), None, None));
+        let (k, m, retry) = failure(401, "authentication_error", "invalid x-api-key");
         assert_eq!((k, retry), (Problem::NotLoggedIn, false));
         assert_eq!(
             m,
             "the API rejected the key (401): authentication_error: invalid x-api-key; check ANTHROPIC_API_KEY"
         );
         for status in [429, 503, 529] {
-            let (k, _, retry) = kind_of(http_failure(status, &body("x", "busy"), None, None));
+            let (k, _, retry) = failure(status, "x", "busy");
             assert_eq!((k, retry), (Problem::RateLimited, true), "{status}");
         }
         let (k, _, retry) = kind_of(http_failure(529, "", None, Some(false)));
         assert_eq!((k, retry), (Problem::RateLimited, false));
-        let (k, _, retry) = kind_of(http_failure(500, &body("api_error", "oops"), None, None));
+        let (k, _, retry) = failure(500, "api_error", "oops");
         assert_eq!((k, retry), (Problem::Other, true));
-        let (k, m, retry) = kind_of(http_failure(
+        let (k, m, retry) = failure(
             400,
-            &body("invalid_request_error", "messages: roles must alternate"),
-            None,
-            None,
-        ));
+            "invalid_request_error",
+            "messages: roles must alternate",
+        );
         assert_eq!((k, retry), (Problem::Other, false));
         assert!(m.ends_with("(400): invalid_request_error: messages: roles must alternate"));
-        let (k, _, _) = kind_of(http_failure(
+        let (k, _, _) = failure(
             400,
-            &body("invalid_request_error", "Your credit balance is too low"),
-            None,
-            None,
-        ));
+            "invalid_request_error",
+            "Your credit balance is too low",
+        );
         assert_eq!(k, Problem::NotLoggedIn);
         let (_, m, _) = kind_of(http_failure(404, "<html>\nnot\nfound</html>", None, None));
         assert_eq!(
