@@ -226,16 +226,8 @@ fn erase_session<S: Sessions + Pins + Erase + ?Sized>(
             PinChange::by(PinSource::Erased),
         )?;
     }
-    let (to, handle) = p.session.next_handle();
-    store.roll_handle(
-        &p.session.id,
-        &Roll {
-            from: p.session.generation,
-            to,
-            handle: &handle,
-            summary: None,
-        },
-    )?;
+    let handle = p.session.next_handle();
+    store.roll_handle(&p.session.id, &Roll::next(p.session.generation, &handle))?;
     Ok(true)
 }
 

@@ -560,6 +560,28 @@ pub struct Reply<'a> {
     pub extract: bool,
 }
 
+#[cfg(test)]
+impl<'a> Reply<'a> {
+    /// A reply as a unit test needs one: claude's, new, on host `host-1`,
+    /// a cent, no system prompt recorded, no facts, readable by memory.
+    pub fn sample(content: &'a str, handle: &'a str) -> Reply<'a> {
+        static UNRECORDED: SystemSent = SystemSent::UNRECORDED;
+        Reply {
+            content,
+            mode: Mode::New,
+            path: CallPath::Cli,
+            handle,
+            host: Some("host-1"),
+            usage: None,
+            cost_usd: Some(0.01),
+            duration_ms: 5,
+            system: &UNRECORDED,
+            facts: &[],
+            extract: true,
+        }
+    }
+}
+
 /// The next handle of a session: where a roll moves it.
 #[derive(Debug, Clone)]
 pub struct Roll<'a> {
@@ -569,6 +591,26 @@ pub struct Roll<'a> {
     pub handle: &'a str,
     /// A compaction summary and the last turn it covers, stored in the same step.
     pub summary: Option<(&'a str, i64)>,
+}
+
+impl<'a> Roll<'a> {
+    /// From generation `from` to the next, onto `handle`.
+    pub fn next(from: u32, handle: &'a str) -> Roll<'a> {
+        Roll {
+            from,
+            to: from.saturating_add(1),
+            handle,
+            summary: None,
+        }
+    }
+
+    /// This roll, storing a compaction summary of the turns up to `upto`.
+    pub fn summarized(self, summary: &'a str, upto: i64) -> Roll<'a> {
+        Roll {
+            summary: Some((summary, upto)),
+            ..self
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -833,12 +875,11 @@ pub struct Counts {
 }
 
 impl Session {
-    /// The generation and handle the session moves to when its handle is
+    /// The handle the session moves to when its handle is
     /// lost, when a turn went around claude, or when it is compacted: the
     /// one place a next handle is made.
-    pub fn next_handle(&self) -> (u32, String) {
-        let next = self.generation.saturating_add(1);
-        (next, handle_id(&self.key(), next).to_string())
+    pub fn next_handle(&self) -> String {
+        handle_id(&self.key(), self.generation.saturating_add(1)).to_string()
     }
 
     /// Every handle the session has had, generation 0 to the current one:
@@ -866,7 +907,7 @@ mod tests {
             },
             "/",
         );
-        let (_, first_rollover) = s.next_handle();
+        let first_rollover = s.next_handle();
         s.generation = 2;
         let handles = s.handles();
         assert_eq!(handles.len(), 3);

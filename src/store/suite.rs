@@ -11,9 +11,8 @@ use serde_json::json;
 
 use super::{
     CallFilter, CallKind, CallPath, CallRecord, Event, EventFilter, EventKind, FactScope,
-    JobFilter, JobInputText, JobKind, JobSelect, JobStatus, Mode, NewEvent, NewFact,
-    PIN_REVISIONS_KEPT, PinChange, PinSource, Reply, Role, Roll, Session, Store, Turn, TurnStatus,
-    Usage,
+    JobFilter, JobInputText, JobKind, JobSelect, JobStatus, NewEvent, NewFact, PIN_REVISIONS_KEPT,
+    PinChange, PinSource, Reply, Role, Roll, Session, Store, Turn, TurnStatus, Usage,
 };
 use crate::memory::recall;
 use crate::session::SessionKey;
@@ -53,24 +52,6 @@ fn fact_by_id(store: &dyn Store, agent: &str, id: i64) -> crate::store::Fact {
         .unwrap()
 }
 
-static NO_SYSTEM: crate::store::SystemSent = crate::store::SystemSent::UNRECORDED;
-
-fn reply<'a>(content: &'a str, handle: &'a str) -> Reply<'a> {
-    Reply {
-        content,
-        mode: Mode::New,
-        path: CallPath::Cli,
-        handle,
-        host: Some("host-1"),
-        usage: None,
-        cost_usd: Some(0.01),
-        duration_ms: 5,
-        system: &NO_SYSTEM,
-        facts: &[],
-        extract: true,
-    }
-}
-
 pub(crate) fn sessions_and_turns(open: Opener) {
     let mut s = open();
     assert!(s.session("sid").unwrap().is_none());
@@ -81,7 +62,8 @@ pub(crate) fn sessions_and_turns(open: Opener) {
     assert_eq!(s.ensure_session("sid", &KEY, "/other").unwrap().cwd, "/w");
 
     let u1 = s.add_user_turn("sid", "hello", None).unwrap();
-    s.add_reply("sid", u1, &reply("hi there", "sid")).unwrap();
+    s.add_reply("sid", u1, &Reply::sample("hi there", "sid"))
+        .unwrap();
     let u2 = s.add_user_turn("sid", "second", None).unwrap();
     s.fail_user_turn(u2, "claude failed").unwrap();
     let turns = s.turns("sid", None).unwrap();
@@ -149,13 +131,17 @@ pub(crate) fn turns_are_numbered_by_exchange(open: Opener) {
     };
     s.ensure_session("other", &other, "/w").unwrap();
     let u1 = s.add_user_turn("sid", "one", None).unwrap();
-    let r1 = s.add_reply("sid", u1, &reply("re one", "sid")).unwrap();
+    let r1 = s
+        .add_reply("sid", u1, &Reply::sample("re one", "sid"))
+        .unwrap();
     // Another session's turns in between do not count.
     let o1 = s.add_user_turn("other", "elsewhere", None).unwrap();
     let u2 = s.add_user_turn("sid", "two", None).unwrap();
     s.fail_user_turn(u2, "claude failed").unwrap();
     let u3 = s.add_user_turn("sid", "three", None).unwrap();
-    let r3 = s.add_reply("sid", u3, &reply("re three", "sid")).unwrap();
+    let r3 = s
+        .add_reply("sid", u3, &Reply::sample("re three", "sid"))
+        .unwrap();
     let n = s.turn_numbers(&[u1, r1, o1, u2, u3, r3, 999_999]).unwrap();
     let expected: HashMap<i64, i64> = [(u1, 1), (r1, 1), (o1, 1), (u2, 2), (u3, 3), (r3, 3)]
         .into_iter()
@@ -168,21 +154,11 @@ pub(crate) fn handles_and_pins(open: Opener) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
     let u = s.add_user_turn("sid", "q", None).unwrap();
-    s.add_reply("sid", u, &reply("a", "sid")).unwrap();
+    s.add_reply("sid", u, &Reply::sample("a", "sid")).unwrap();
     // A roll from a generation the session is no longer on changes nothing.
-    let stale = Roll {
-        from: 5,
-        to: 6,
-        handle: "h6",
-        summary: None,
-    };
+    let stale = Roll::next(5, "h6");
     assert!(!s.roll_handle("sid", &stale).unwrap());
-    let roll = Roll {
-        from: 0,
-        to: 1,
-        handle: "h1",
-        summary: Some(("the summary", u)),
-    };
+    let roll = Roll::next(0, "h1").summarized("the summary", u);
     assert!(s.roll_handle("sid", &roll).unwrap());
     assert!(!s.roll_handle("sid", &roll).unwrap(), "compare-and-swap");
     let session = s.session("sid").unwrap().unwrap();
@@ -824,7 +800,7 @@ pub(crate) fn replies_record_their_system_prompt_and_facts(open: Opener) {
     let r = Reply {
         system: &sent,
         facts: &[7, 9],
-        ..reply("hi", "sid")
+        ..Reply::sample("hi", "sid")
     };
     s.add_reply("sid", u, &r).unwrap();
     let u2 = s.add_user_turn("sid", "again", None).unwrap();
@@ -839,7 +815,7 @@ pub(crate) fn replies_record_their_system_prompt_and_facts(open: Opener) {
         &Reply {
             system: &none,
             extract: false,
-            ..reply("hello", "sid")
+            ..Reply::sample("hello", "sid")
         },
     )
     .unwrap();
@@ -913,7 +889,7 @@ pub(crate) fn sessions_are_copied_with_their_turns(open: Opener) {
     };
     let answer = Reply {
         usage: Some(usage),
-        ..reply("answer", "orig")
+        ..Reply::sample("answer", "orig")
     };
     let r = s.add_reply("orig", u, &answer).unwrap();
     let failed = s.add_user_turn("orig", "again", None).unwrap();
@@ -975,7 +951,8 @@ pub(crate) fn a_persons_turns_and_a_sessions_jobs_are_found(open: Opener) {
     s.ensure_session("sa", &KEY, "/").unwrap();
     s.ensure_session("sb", &other, "/").unwrap();
     let a1 = s.add_user_turn("sa", "mine", Some("u1")).unwrap();
-    s.add_reply("sa", a1, &reply("reply", "sa")).unwrap();
+    s.add_reply("sa", a1, &Reply::sample("reply", "sa"))
+        .unwrap();
     s.add_user_turn("sa", "theirs", Some("u2")).unwrap();
     let b1 = s.add_user_turn("sb", "mine too", Some("u1")).unwrap();
     let (sa, sb) = ("sa".to_string(), "sb".to_string());
@@ -1018,7 +995,9 @@ pub(crate) fn an_erasure_rewrites_its_rows_and_records_handles(open: Opener) {
     let mut s = open();
     s.ensure_session("sa", &KEY, "/").unwrap();
     let a1 = s.add_user_turn("sa", "mine", Some("u1")).unwrap();
-    let r1 = s.add_reply("sa", a1, &reply("reply", "sa")).unwrap();
+    let r1 = s
+        .add_reply("sa", a1, &Reply::sample("reply", "sa"))
+        .unwrap();
     let a2 = s.add_user_turn("sa", "theirs", Some("u2")).unwrap();
     let job = |s: &mut dyn Store| {
         s.enqueue_job(JobKind::Facts, "a", Some("sa"), None, &json!({}).into())
@@ -1029,12 +1008,7 @@ pub(crate) fn an_erasure_rewrites_its_rows_and_records_handles(open: Opener) {
         s.set_pin("sa", Some(pin), PinChange::by(PinSource::Set))
             .unwrap();
     }
-    let roll = Roll {
-        from: 0,
-        to: 1,
-        handle: "sa1",
-        summary: Some(("what u1 said", r1)),
-    };
+    let roll = Roll::next(0, "sa1").summarized("what u1 said", r1);
     assert!(s.roll_handle("sa", &roll).unwrap());
     s.erase_rows(&crate::store::Erasure {
         turns: &[a1, r1],
@@ -1217,7 +1191,9 @@ fn turns_and_pins_write_events(s: &mut dyn Store) -> (i64, i64, i64) {
     );
     let mut last = 0;
 
-    let r1 = s.add_reply("sid", u1, &reply("hi there", "sid")).unwrap();
+    let r1 = s
+        .add_reply("sid", u1, &Reply::sample("hi there", "sid"))
+        .unwrap();
     let e = one_event(&*s, &mut last, EventKind::TurnDone);
     assert_eq!(
         (e.session_id.as_deref(), e.user.as_deref()),
@@ -1344,20 +1320,10 @@ fn facts_write_events(s: &mut dyn Store, u1: i64, mut last: i64) -> (i64, i64) {
 /// Rolls of the handle (one with a summary), a job retried, one given
 /// up, one finished with events: the last event's id.
 fn rolls_and_jobs_write_events(s: &mut dyn Store, u1: i64, r1: i64, mut last: i64) -> i64 {
-    let plain = Roll {
-        from: 0,
-        to: 1,
-        handle: "h1",
-        summary: None,
-    };
+    let plain = Roll::next(0, "h1");
     assert!(s.roll_handle("sid", &plain).unwrap());
     no_event(&*s, last);
-    let compact = Roll {
-        from: 1,
-        to: 2,
-        handle: "h2",
-        summary: Some(("the summary", r1)),
-    };
+    let compact = Roll::next(1, "h2").summarized("the summary", r1);
     assert!(s.roll_handle("sid", &compact).unwrap());
     let e = one_event(&*s, &mut last, EventKind::SessionCompacted);
     assert_eq!(e.session_id.as_deref(), Some("sid"));
@@ -1620,7 +1586,7 @@ pub(crate) fn removing_a_session_or_a_person_redacts_events(open: Opener) {
         };
         s.ensure_session(sid, &key, "/").unwrap();
         let u = s.add_user_turn(sid, "hi", Some("u2")).unwrap();
-        s.add_reply(sid, u, &reply("hello", sid)).unwrap();
+        s.add_reply(sid, u, &Reply::sample("hello", sid)).unwrap();
         s.set_pin(sid, Some("task"), PinChange::by(PinSource::Set))
             .unwrap();
     }
@@ -1686,17 +1652,13 @@ pub(crate) fn an_erasure_redacts_its_rows_events(open: Opener) {
     };
     s.ensure_session("e", &key, "/").unwrap();
     let u = s.add_user_turn("e", "private", Some("u3")).unwrap();
-    s.add_reply("e", u, &reply("answer", "e")).unwrap();
+    s.add_reply("e", u, &Reply::sample("answer", "e")).unwrap();
     let u2 = s.add_user_turn("e", "other", Some("u4")).unwrap();
-    s.add_reply("e", u2, &reply("answer 2", "e")).unwrap();
+    s.add_reply("e", u2, &Reply::sample("answer 2", "e"))
+        .unwrap();
     s.set_pin("e", Some("pin"), PinChange::by(PinSource::Set))
         .unwrap();
-    let roll = Roll {
-        from: 0,
-        to: 1,
-        handle: "e1",
-        summary: Some(("summary", u)),
-    };
+    let roll = Roll::next(0, "e1").summarized("summary", u);
     s.roll_handle("e", &roll).unwrap();
     s.erase_rows(&crate::store::Erasure {
         turns: &[u],

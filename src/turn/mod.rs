@@ -407,7 +407,7 @@ async fn after_stored_reply(
     } = answered.attempt
     {
         let session = &answered.session;
-        let (_, handle) = session.next_handle();
+        let handle = session.next_handle();
         roll(store, session, session.generation, &handle)?;
     }
     queue_review(store, cx, memory);
@@ -643,7 +643,7 @@ async fn recover(
                 error: err.message,
                 then: "a new handle with the stored history",
             });
-            let (_, handle) = session.next_handle();
+            let handle = session.next_handle();
             roll(store, session, session.generation, &handle)?;
             Ok(backend)
         }
@@ -658,7 +658,7 @@ async fn recover(
             })
         }
         Next::RollAndFail => {
-            let (_, handle) = session.next_handle();
+            let handle = session.next_handle();
             if let Err(e) = roll(store, session, session.generation, &handle) {
                 tracing::warn!("could not move past the failed turn's handle: {e:#}");
             }
@@ -703,12 +703,7 @@ fn reload(store: &dyn Sessions, sid: &str) -> Result<Session> {
 /// Move the session from generation `from` to the handle given, unless it
 /// moved already (then whatever moved it stands; the next plan reads it).
 fn roll(store: &mut dyn Sessions, session: &Session, from: u32, handle: &str) -> Result<()> {
-    let roll = Roll {
-        from,
-        to: from.saturating_add(1),
-        handle,
-        summary: None,
-    };
+    let roll = Roll::next(from, handle);
     if !store.roll_handle(&session.id, &roll)? {
         tracing::info!("session {} moved to another handle meanwhile", session.id);
     }

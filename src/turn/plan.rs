@@ -282,7 +282,7 @@ pub(crate) fn attempt(state: &State, target: Target) -> Attempt {
     let replay = prompt::select_replay(history(state.live));
     if session.handle_turns > 0 {
         // Written on another host: this host's copy (if any) misses turns.
-        let (_, handle) = session.next_handle();
+        let handle = session.next_handle();
         return Attempt::Replay {
             handle,
             roll_from: Some(session.generation),

@@ -309,12 +309,7 @@ fn every_event_kind_validates_as_written_and_redacted() {
         .unwrap();
     st.fail_job(given_up, "the answer was empty").unwrap();
 
-    let roll = Roll {
-        from: 0,
-        to: 1,
-        handle: "next-handle",
-        summary: Some(("They are migrating to Vite.", t1)),
-    };
+    let roll = Roll::next(0, "next-handle").summarized("They are migrating to Vite.", t1);
     assert!(st.roll_handle(&sid, &roll).unwrap());
     assert_eq!(st.forget_facts("a", &[correction]).unwrap(), 1);
     let sid2 = two.session_id();

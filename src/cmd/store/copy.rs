@@ -137,9 +137,11 @@ fn copy(source: &Location, target: &Location, bars: Bars) -> Result<CopyCounts> 
 mod tests {
     use super::*;
     use crate::session::SessionKey;
-    use crate::store::{CallPath, Mode, Reply, Roll, postgres::testing::fresh_database};
+    use crate::store::{Reply, Roll, postgres::testing::fresh_database};
 
-    static NO_SYSTEM: crate::store::SystemSent = crate::store::SystemSent::UNRECORDED;
+    crate::store::postgres::testing::server_tests!(
+        a_file_goes_to_a_server_and_back_the_same_and_again_is_a_no_op
+    );
 
     /// A file store with two sessions (one summarized), a pin and facts.
     fn filled(path: &std::path::Path) -> Location {
@@ -156,19 +158,8 @@ mod tests {
                 let u = s
                     .add_user_turn(id, &format!("question {i} of {id}"), None)
                     .unwrap();
-                let reply = Reply {
-                    content: &format!("answer {i}"),
-                    mode: Mode::New,
-                    path: CallPath::Cli,
-                    handle: id,
-                    host: Some("h"),
-                    usage: None,
-                    cost_usd: Some(0.01),
-                    duration_ms: 5,
-                    system: &NO_SYSTEM,
-                    facts: &[],
-                    extract: true,
-                };
+                let answer = format!("answer {i}");
+                let reply = Reply::sample(&answer, id);
                 s.add_reply(id, u, &reply).unwrap();
             }
         }
@@ -179,12 +170,7 @@ mod tests {
         )
         .unwrap();
         let upto = s.turns("s2", None).unwrap()[3].id;
-        let roll = Roll {
-            from: 0,
-            to: 1,
-            handle: "h2",
-            summary: Some(("the first two exchanges", upto)),
-        };
+        let roll = Roll::next(0, "h2").summarized("the first two exchanges", upto);
         assert!(s.roll_handle("s2", &roll).unwrap());
         let kw = vec!["部署".to_string()];
         s.add_facts(&[
@@ -199,11 +185,6 @@ mod tests {
         loc
     }
 
-    #[test]
-    #[cfg_attr(
-        not(test_pg),
-        ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-    )]
     fn a_file_goes_to_a_server_and_back_the_same_and_again_is_a_no_op() {
         let dir = tempfile::tempdir().unwrap();
         let file = filled(&dir.path().join("a.db"));

@@ -73,16 +73,15 @@ impl SideJob for SummaryInput {
         if session.generation != generation {
             return dropped();
         }
-        let (next, handle) = session.next_handle();
-        let roll = Roll {
-            from: generation,
-            to: next,
-            handle: &handle,
-            summary: Some((summary, upto)),
-        };
+        let handle = session.next_handle();
+        let roll = Roll::next(generation, &handle).summarized(summary, upto);
         if !store.roll_handle(&session.id, &roll)? {
             return dropped();
         }
-        Ok(format!("summary of {n} characters; handle rolled to generation {next}").into())
+        let note = format!(
+            "summary of {n} characters; handle rolled to generation {}",
+            roll.to
+        );
+        Ok(note.into())
     }
 }

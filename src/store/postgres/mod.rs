@@ -543,6 +543,23 @@ pub(crate) mod testing {
         let (server, _) = base.rsplit_once('/').unwrap_or((base, ""));
         ServerUrl::parse(&format!("{server}/{name}")).unwrap()
     }
+
+    /// `server_tests!(case, …)`: each `fn case()` of the calling module as
+    /// a test, ignored with the reason where there is no test server.
+    macro_rules! server_tests {
+        ($($case:ident),+ $(,)?) => {
+            mod server {
+                $(
+                    #[test]
+                    #[cfg_attr(not(test_pg), ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL")]
+                    fn $case() {
+                        super::$case()
+                    }
+                )+
+            }
+        };
+    }
+    pub(crate) use server_tests;
 }
 
 #[cfg(test)]
@@ -566,6 +583,14 @@ mod tests {
     use crate::store::db::count;
     use crate::store::{JobKind, PinChange};
 
+    testing::server_tests!(
+        opening_twice_migrates_once_and_reads_existing,
+        a_newer_schema_is_refused,
+        a_nul_from_the_model_is_kept_as_a_replacement_character,
+        event_ids_follow_commit_order_under_concurrent_writers,
+        store_calls_work_inside_the_runtime,
+    );
+
     #[test]
     fn a_server_that_is_down_is_a_store_error_without_the_password() {
         // A loopback port nobody listens on: refused at once.
@@ -582,11 +607,6 @@ mod tests {
         assert_eq!(crate::error::exit_code_of(&err), Kind::Store.exit_code());
     }
 
-    #[test]
-    #[cfg_attr(
-        not(test_pg),
-        ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-    )]
     fn opening_twice_migrates_once_and_reads_existing() {
         let url = testing::fresh_database();
         assert!(
@@ -605,11 +625,6 @@ mod tests {
         );
     }
 
-    #[test]
-    #[cfg_attr(
-        not(test_pg),
-        ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-    )]
     fn a_newer_schema_is_refused() {
         let url = testing::fresh_database();
         let s = PgStore::open(&url, DEFAULT_WAIT).unwrap();
@@ -622,17 +637,10 @@ mod tests {
         assert!(format!("{err:#}").contains("newer"), "{err:#}");
     }
 
-    static NO_SYSTEM: crate::store::SystemSent = crate::store::SystemSent::UNRECORDED;
-
     /// What the model or claude wrote is kept even with a NUL in it, which
     /// a PostgreSQL text value cannot hold.
-    #[test]
-    #[cfg_attr(
-        not(test_pg),
-        ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-    )]
     fn a_nul_from_the_model_is_kept_as_a_replacement_character() {
-        use crate::store::{CallPath, Mode, NewFact, Reply};
+        use crate::store::{NewFact, Reply};
         let url = testing::fresh_database();
         let mut s = PgStore::open(&url, DEFAULT_WAIT).unwrap();
         let key = SessionKey {
@@ -642,19 +650,7 @@ mod tests {
         };
         s.ensure_session("sid", &key, "/").unwrap();
         let u = s.add_user_turn("sid", "hi", None).unwrap();
-        let reply = Reply {
-            content: "before\0after",
-            mode: Mode::New,
-            path: CallPath::Cli,
-            handle: "sid",
-            host: None,
-            usage: None,
-            cost_usd: None,
-            duration_ms: 1,
-            system: &NO_SYSTEM,
-            facts: &[],
-            extract: true,
-        };
+        let reply = Reply::sample("before\0after", "sid");
         s.add_reply("sid", u, &reply).unwrap();
         let u2 = s.add_user_turn("sid", "again", None).unwrap();
         s.fail_user_turn(u2, "claude said \0 and died").unwrap();
@@ -703,11 +699,6 @@ mod tests {
     /// once and in increasing ids: ids follow commit order, so none
     /// commits behind the follower's back with an id it has passed. (With
     /// ids taken from a sequence instead, it failed on each of 4 runs.)
-    #[test]
-    #[cfg_attr(
-        not(test_pg),
-        ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-    )]
     fn event_ids_follow_commit_order_under_concurrent_writers() {
         use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -821,11 +812,6 @@ mod tests {
 
     /// Queries, transactions and the turn lock, from inside a runtime of
     /// either kind (where tokio would refuse a nested one), and outside.
-    #[test]
-    #[cfg_attr(
-        not(test_pg),
-        ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-    )]
     fn store_calls_work_inside_the_runtime() {
         let url = testing::fresh_database();
         let calls = |url: &ServerUrl, session: &str| {
