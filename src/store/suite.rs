@@ -26,6 +26,12 @@ const KEY: SessionKey<'static> = SessionKey {
     thread: None,
 };
 
+/// Session `id` of agent `a` in `channel`: the suite's other sessions.
+fn session_in(s: &mut dyn Store, id: &str, channel: &str) {
+    let key = SessionKey { channel, ..KEY };
+    s.ensure_session(id, &key, "/").unwrap();
+}
+
 fn scope(agent: &str) -> FactScope<'_> {
     FactScope { agent, user: None }
 }
@@ -92,15 +98,7 @@ pub(crate) fn sessions_and_turns(open: Opener) {
     assert_eq!(session.handle_turns, 1);
     assert_eq!(session.handle_host.as_deref(), Some("host-1"));
 
-    s.ensure_session(
-        "other",
-        &SessionKey {
-            channel: "d",
-            ..KEY
-        },
-        "/",
-    )
-    .unwrap();
+    session_in(&mut *s, "other", "d");
     let listed = s.sessions(Some("a")).unwrap();
     assert_eq!(listed.len(), 2);
     let counts: HashMap<String, i64> = listed
@@ -125,11 +123,7 @@ pub(crate) fn sessions_and_turns(open: Opener) {
 pub(crate) fn turns_are_numbered_by_exchange(open: Opener) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/w").unwrap();
-    let other = SessionKey {
-        channel: "d",
-        ..KEY
-    };
-    s.ensure_session("other", &other, "/w").unwrap();
+    session_in(&mut *s, "other", "d");
     let u1 = s.add_user_turn("sid", "one", None).unwrap();
     let r1 = s
         .add_reply("sid", u1, &Reply::sample("re one", "sid"))
@@ -243,11 +237,7 @@ pub(crate) fn handles_and_pins(open: Opener) {
 pub(crate) fn pin_jobs_apply_in_turn_order(open: Opener) {
     let mut s = open();
     s.ensure_session("sid", &KEY, "/").unwrap();
-    let other_key = SessionKey {
-        channel: "other",
-        ..KEY
-    };
-    s.ensure_session("sid2", &other_key, "/").unwrap();
+    session_in(&mut *s, "sid2", "other");
     let q = |s: &mut Box<dyn Store>, kind, sid, turn| {
         s.enqueue_job(kind, "a", Some(sid), Some(turn), &json!({}).into())
             .unwrap()
@@ -296,8 +286,7 @@ pub(crate) fn bounded_claims_are_fair_between_sessions(open: Opener) {
     let mut s = open();
     let keys = ["one", "two", "three"];
     for (i, channel) in keys.iter().enumerate() {
-        let key = SessionKey { channel, ..KEY };
-        s.ensure_session(&format!("s{i}"), &key, "/").unwrap();
+        session_in(&mut *s, &format!("s{i}"), channel);
     }
     let q = |s: &mut Box<dyn Store>, sid: &str| {
         s.enqueue_job(JobKind::Facts, "a", Some(sid), Some(1), &json!({}).into())
@@ -1055,12 +1044,8 @@ pub(crate) fn an_erasure_rewrites_its_rows_and_records_handles(open: Opener) {
 /// and a restore of it keep a pin counted; a whole new pin does not.
 pub(crate) fn pins_before_the_gate_are_counted(open: Opener) {
     let mut s = open();
-    let other = SessionKey {
-        channel: "other",
-        ..KEY
-    };
     s.ensure_session("old", &KEY, "/w").unwrap();
-    s.ensure_session("new", &other, "/w").unwrap();
+    session_in(&mut *s, "new", "other");
     assert_eq!(s.pins_before_gate().unwrap(), 0);
     s.set_pin(
         "old",
@@ -1580,11 +1565,7 @@ pub(crate) fn removing_a_session_or_a_person_redacts_events(open: Opener) {
     let mut s = open();
     let redacted = json!({ "redacted": true });
     for sid in ["gone", "stays"] {
-        let key = SessionKey {
-            channel: sid,
-            ..KEY
-        };
-        s.ensure_session(sid, &key, "/").unwrap();
+        session_in(&mut *s, sid, sid);
         let u = s.add_user_turn(sid, "hi", Some("u2")).unwrap();
         s.add_reply(sid, u, &Reply::sample("hello", sid)).unwrap();
         s.set_pin(sid, Some("task"), PinChange::by(PinSource::Set))
@@ -1646,11 +1627,7 @@ pub(crate) fn removing_a_session_or_a_person_redacts_events(open: Opener) {
 /// and the summaries' and pins' of the sessions named.
 pub(crate) fn an_erasure_redacts_its_rows_events(open: Opener) {
     let mut s = open();
-    let key = SessionKey {
-        channel: "erased",
-        ..KEY
-    };
-    s.ensure_session("e", &key, "/").unwrap();
+    session_in(&mut *s, "e", "erased");
     let u = s.add_user_turn("e", "private", Some("u3")).unwrap();
     s.add_reply("e", u, &Reply::sample("answer", "e")).unwrap();
     let u2 = s.add_user_turn("e", "other", Some("u4")).unwrap();
