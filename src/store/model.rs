@@ -613,7 +613,7 @@ impl<'a> Roll<'a> {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Fact {
     pub id: i64,
     pub agent: String,
@@ -629,12 +629,10 @@ pub struct Fact {
     pub source_turn: Option<i64>,
     /// The user corrected the assistant or stated a preference (from the
     /// facts side call's `CORRECTION:` lines).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub correction: bool,
     /// It matters whatever the conversation is about (health, family,
     /// hard rules, fixed schedules, names and roles): the profile carries
     /// it in every handle's system prompt.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub standing: bool,
 }
 
@@ -694,9 +692,8 @@ impl<'a> NewFact<'a> {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ScoredFact {
-    #[serde(flatten)]
     pub fact: Fact,
     /// Higher is more relevant (BM25 relevance, nudged by use).
     pub score: f64,
