@@ -619,11 +619,7 @@ impl SystemFile {
         let dir = system_file_dir();
         crate::store::lock::private_dir(&dir)?;
         sweep_system_files(&dir);
-        let mut file = tempfile::Builder::new()
-            .prefix("system-")
-            .suffix(".txt")
-            .tempfile_in(&dir)?;
-        file.as_file().lock()?;
+        let mut file = locked_system_file(&dir)?;
         file.write_all(text.as_bytes())?;
         file.flush()?;
         Ok(SystemFile { file })
@@ -632,6 +628,30 @@ impl SystemFile {
     fn path(&self) -> &Path {
         self.file.path()
     }
+}
+
+/// A new system file in `dir`, locked. A file is unlocked from its
+/// creation to its lock, so another turn's sweep may remove it then, and
+/// claude would find no file: once locked, it is ours only if its name
+/// still leads to it; if not, make another.
+fn locked_system_file(dir: &Path) -> Result<tempfile::NamedTempFile> {
+    use std::os::unix::fs::MetadataExt;
+    for _ in 0..8 {
+        let file = tempfile::Builder::new()
+            .prefix("system-")
+            .suffix(".txt")
+            .tempfile_in(dir)?;
+        file.as_file().lock()?;
+        let held = file.as_file().metadata()?;
+        let named = std::fs::metadata(file.path()).ok();
+        if named.is_some_and(|n| (n.dev(), n.ino()) == (held.dev(), held.ino())) {
+            return Ok(file);
+        }
+    }
+    Err(anyhow::anyhow!(
+        "another turn kept removing the system prompt file made in {}",
+        dir.display()
+    ))
 }
 
 /// `$TMPDIR/duduclaw-<uid>/`: private to the user, shared by their turns.
@@ -650,12 +670,12 @@ fn sweep_system_files(dir: &Path) {
             .file_name()
             .and_then(OsStr::to_str)
             .is_some_and(|n| n.starts_with("system-") && n.ends_with(".txt"));
-        if ours
-            && matches!(
-                crate::store::lock::try_lock(&path, false),
-                Ok(Some(Some(_)))
-            )
-        {
+        if !ours {
+            continue;
+        }
+        // Removed while the lock is held: a turn that opened the file meanwhile
+        // waits for the lock, then finds it gone (`locked_system_file`).
+        if let Ok(Some(Some(_held))) = crate::store::lock::try_lock(&path, false) {
             let _ = std::fs::remove_file(&path);
         }
     }
@@ -711,5 +731,40 @@ fn kill_group(pid: Option<u32>) {
     });
     if let Some(group) = group {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Turns that make their system files while others sweep never lose
+    /// one: each file is there, under its name, for as long as it is held.
+    #[test]
+    fn a_sweep_never_removes_a_file_a_turn_is_making() {
+        let dir = tempfile::tempdir().unwrap();
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..200 {
+                        sweep_system_files(dir.path());
+                        let file = locked_system_file(dir.path()).unwrap();
+                        assert!(file.path().exists(), "{}", file.path().display());
+                        sweep_system_files(dir.path());
+                        assert!(file.path().exists(), "{}", file.path().display());
+                    }
+                });
+            }
+        });
+    }
+
+    /// A file whose turn is gone (its lock released) is swept.
+    #[test]
+    fn a_file_no_turn_holds_is_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = locked_system_file(dir.path()).unwrap();
+        let (_, path) = file.keep().unwrap();
+        sweep_system_files(dir.path());
+        assert!(!path.exists());
     }
 }
