@@ -14,7 +14,7 @@ use crate::error::{Kind, ResultExt, fail};
 use crate::memory::facts::{clean_keywords, looks_like_secret};
 use crate::memory::recall;
 use crate::progress::Bars;
-use crate::store::{self, Fact, FactScope, Location, NewFact, ScoredFact};
+use crate::store::{self, Fact, FactScope, Location, NewFact};
 use crate::text::terms::normalize;
 
 /// Facts are one line of prose; longer "facts" are documents.
@@ -22,68 +22,6 @@ const FACT_MAX_CHARS: usize = 1000;
 
 /// How many facts `facts search` shows unless `--limit` says.
 const SEARCH_LIMIT: usize = 10;
-
-/// A fact as `facts list --json` and `facts export` print it (and as
-/// `facts import` reads it back).
-#[derive(Debug, Serialize, JsonSchema)]
-pub(super) struct FactLine<'a> {
-    pub id: i64,
-    pub agent: &'a str,
-    /// The person it belongs to; null for the whole agent.
-    pub user: Option<&'a str>,
-    pub content: &'a str,
-    /// Words people may use to ask for it: indexed beside the content.
-    pub keywords: &'a [String],
-    /// Times it was injected into a turn.
-    pub access_count: i64,
-    /// Epoch seconds.
-    pub created_at: i64,
-    pub last_used_at: Option<i64>,
-    /// The turn it came from (its stored id).
-    pub source_turn: Option<i64>,
-    /// The user corrected the assistant or stated a preference.
-    pub correction: bool,
-    /// It matters whatever the conversation is about: the profile carries
-    /// it in every handle's system prompt.
-    pub standing: bool,
-}
-
-impl<'a> From<&'a Fact> for FactLine<'a> {
-    fn from(f: &'a Fact) -> FactLine<'a> {
-        FactLine {
-            id: f.id,
-            agent: &f.agent,
-            user: f.user.as_deref(),
-            content: &f.content,
-            keywords: &f.keywords,
-            access_count: f.access_count,
-            created_at: f.created_at,
-            last_used_at: f.last_used_at,
-            source_turn: f.source_turn,
-            correction: f.correction,
-            standing: f.standing,
-        }
-    }
-}
-
-/// A fact found by `facts search --json` (or chosen by `prompt --json`),
-/// with its relevance.
-#[derive(Debug, Serialize, JsonSchema)]
-pub(super) struct ScoredLine<'a> {
-    #[serde(flatten)]
-    pub fact: FactLine<'a>,
-    /// Higher is more relevant (BM25, nudged by use).
-    pub score: f64,
-}
-
-impl<'a> From<&'a ScoredFact> for ScoredLine<'a> {
-    fn from(h: &'a ScoredFact) -> ScoredLine<'a> {
-        ScoredLine {
-            fact: FactLine::from(&h.fact),
-            score: h.score,
-        }
-    }
-}
 
 /// What `facts enrich --json` prints.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -367,8 +305,7 @@ fn list(location: &Location, scope: FactScope, json: bool, limit: Option<usize>)
     }
     let mut out = std::io::stdout().lock();
     if json {
-        let lines: Vec<FactLine> = facts.iter().map(FactLine::from).collect();
-        writeln!(out, "{}", serde_json::to_string(&lines)?)?;
+        writeln!(out, "{}", serde_json::to_string(&facts)?)?;
     } else {
         write_facts(&mut out, &facts)?;
     }
@@ -388,8 +325,7 @@ fn search(
     };
     let mut out = std::io::stdout().lock();
     if json {
-        let lines: Vec<ScoredLine> = hits.iter().map(ScoredLine::from).collect();
-        writeln!(out, "{}", serde_json::to_string(&lines)?)?;
+        writeln!(out, "{}", serde_json::to_string(&hits)?)?;
     } else {
         let facts: Vec<Fact> = hits.into_iter().map(|h| h.fact).collect();
         write_facts(&mut out, &facts)?;
@@ -448,7 +384,7 @@ fn export(location: &Location, scope: FactScope) -> Result<()> {
     };
     let mut out = std::io::stdout().lock();
     for f in &facts {
-        writeln!(out, "{}", serde_json::to_string(&FactLine::from(f))?)?;
+        writeln!(out, "{}", serde_json::to_string(f)?)?;
     }
     Ok(())
 }

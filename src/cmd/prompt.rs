@@ -10,14 +10,13 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::facts::ScoredLine;
 use super::open_for_reading;
 use super::turn::TurnArgs;
 use crate::backend::{self, Arg, ProbeCache, Request, claude};
 use crate::error::{Kind, fail};
 use crate::memory::review::MemoryTrigger;
 use crate::session::transcript_host;
-use crate::store::{CallPath, JobKind, Location, Mode, Session};
+use crate::store::{CallPath, JobKind, Location, Mode, ScoredFact, Session};
 use crate::turn::cache::{ProfileReport, Verdict};
 use crate::turn::plan::Attempt;
 use crate::turn::{self, Gathered, Input, plan};
@@ -105,7 +104,7 @@ pub(super) struct Plan<'a> {
     /// The user message: recap, facts, a replay, the message.
     user_message: &'a str,
     /// The facts sent with the message.
-    facts: Vec<ScoredLine<'a>>,
+    facts: &'a [ScoredFact],
     /// The side calls queued before the call.
     jobs: Vec<JobKind>,
     cache: &'a Verdict,
@@ -192,7 +191,7 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
         body,
         system_append: r.system.as_deref(),
         user_message: &r.user,
-        facts: r.facts.iter().map(ScoredLine::from).collect(),
+        facts: &r.facts,
         jobs: plan.memory.jobs.iter().map(|j| j.kind).collect(),
         cache: &r.cache,
         profile: &r.profile,
@@ -275,7 +274,7 @@ fn print_text(o: &mut impl Write, p: &Plan, plan: &plan::TurnPlan) -> Result<()>
     if p.facts.is_empty() {
         writeln!(o, "(none)")?;
     }
-    for f in &p.facts {
+    for f in p.facts {
         writeln!(
             o,
             "[{}] {} (score {:.3}, used {}x)",

@@ -613,26 +613,35 @@ impl<'a> Roll<'a> {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// A stored fact; also what `facts list --json` and `facts export` print,
+/// so its doc comments are the schema's descriptions.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(
+    rename = "FactLine",
+    description = "A fact as `facts list --json` and `facts export` print it (and as\n`facts import` reads it back)."
+)]
 pub struct Fact {
     pub id: i64,
     pub agent: String,
-    /// `None` for agent-wide facts.
+    /// The person it belongs to; null for the whole agent.
     pub user: Option<String>,
     pub content: String,
-    /// Words people may use to ask for it (synonyms, the other language's
-    /// terms): indexed beside the content, never shown as it.
+    /// Words people may use to ask for it: indexed beside the content.
+    // Synonyms, the other language's terms: never shown as the fact.
     pub keywords: Vec<String>,
+    /// Times it was injected into a turn.
     pub access_count: i64,
+    /// Epoch seconds.
     pub created_at: i64,
     pub last_used_at: Option<i64>,
+    /// The turn it came from (its stored id).
     pub source_turn: Option<i64>,
-    /// The user corrected the assistant or stated a preference (from the
-    /// facts side call's `CORRECTION:` lines).
+    /// The user corrected the assistant or stated a preference.
+    // From the memory call's correction lines.
     pub correction: bool,
-    /// It matters whatever the conversation is about (health, family,
-    /// hard rules, fixed schedules, names and roles): the profile carries
+    /// It matters whatever the conversation is about: the profile carries
     /// it in every handle's system prompt.
+    // Health, family, hard rules, fixed schedules, names and roles.
     pub standing: bool,
 }
 
@@ -692,10 +701,17 @@ impl<'a> NewFact<'a> {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// A fact found by a search; also what `facts search --json` and `prompt
+/// --json` print.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(
+    rename = "ScoredLine",
+    description = "A fact found by `facts search --json` (or chosen by `prompt --json`),\nwith its relevance."
+)]
 pub struct ScoredFact {
+    #[serde(flatten)]
     pub fact: Fact,
-    /// Higher is more relevant (BM25 relevance, nudged by use).
+    /// Higher is more relevant (BM25, nudged by use).
     pub score: f64,
 }
 
