@@ -1389,44 +1389,52 @@ fn forgetting_and_removing_write_events(s: &mut dyn Store, fact: i64, mut last: 
 pub(crate) fn events_are_filtered(open: Opener) {
     let mut s = open();
     let (e, mid) = four_events(&mut *s);
-    let read = |f: EventFilter| event_ids(&s.events(&f).unwrap());
     let none = EventFilter::default;
+    let cases = [
+        (
+            EventFilter {
+                after: Some(e[0]),
+                ..none()
+            },
+            e[1..].to_vec(),
+        ),
+        (
+            EventFilter {
+                after: Some(e[3]),
+                ..none()
+            },
+            vec![],
+        ),
+        (
+            EventFilter {
+                since_us: Some(mid),
+                ..none()
+            },
+            vec![e[3]],
+        ),
+        (
+            EventFilter {
+                agent: Some("b"),
+                ..none()
+            },
+            vec![e[1]],
+        ),
+        (
+            EventFilter {
+                session_id: Some("s1"),
+                ..none()
+            },
+            vec![e[0], e[3]],
+        ),
+    ];
+    events_read(&*s, &cases);
+}
 
-    assert_eq!(
-        read(EventFilter {
-            after: Some(e[0]),
-            ..none()
-        }),
-        e[1..]
-    );
-    assert!(
-        read(EventFilter {
-            after: Some(e[3]),
-            ..none()
-        })
-        .is_empty()
-    );
-    assert_eq!(
-        read(EventFilter {
-            since_us: Some(mid),
-            ..none()
-        }),
-        [e[3]]
-    );
-    assert_eq!(
-        read(EventFilter {
-            agent: Some("b"),
-            ..none()
-        }),
-        [e[1]]
-    );
-    assert_eq!(
-        read(EventFilter {
-            session_id: Some("s1"),
-            ..none()
-        }),
-        [e[0], e[3]]
-    );
+/// Each filter reads the events of those ids.
+fn events_read(s: &dyn Store, cases: &[(EventFilter, Vec<i64>)]) {
+    for (filter, ids) in cases {
+        assert_eq!(event_ids(&s.events(filter).unwrap()), *ids, "{filter:?}");
+    }
 }
 
 /// Four facts' events: of agent a in session s1, b in s2, a correction of
@@ -1454,68 +1462,70 @@ fn four_events(s: &mut dyn Store) -> (Vec<i64>, i64) {
     (e, mid)
 }
 
-/// Of some kinds; the oldest or the newest few.
+/// Of some kinds; the oldest or the newest few (still oldest first).
 pub(crate) fn events_are_filtered_by_kind_and_count(open: Opener) {
     let mut s = open();
     let (e, _) = four_events(&mut *s);
-    let read = |f: EventFilter| event_ids(&s.events(&f).unwrap());
     let none = EventFilter::default;
-    assert_eq!(
-        read(EventFilter {
-            kinds: &[EventKind::Correction],
-            ..none()
-        }),
-        [e[2]]
-    );
-    assert_eq!(
-        read(EventFilter {
-            kinds: &[EventKind::FactAdded, EventKind::Correction],
-            ..none()
-        }),
-        e
-    );
-    assert!(
-        read(EventFilter {
-            kinds: &[EventKind::Drift],
-            ..none()
-        })
-        .is_empty()
-    );
-    assert_eq!(
-        read(EventFilter {
-            limit: Some(2),
-            ..none()
-        }),
-        e[..2]
-    );
-    // The newest few, still oldest first.
-    assert_eq!(
-        read(EventFilter {
-            limit: Some(2),
-            newest: true,
-            ..none()
-        }),
-        e[2..]
-    );
-    assert_eq!(
-        read(EventFilter {
-            agent: Some("a"),
-            after: Some(e[0]),
-            limit: Some(1),
-            newest: true,
-            ..none()
-        }),
-        [e[3]]
-    );
-    assert_eq!(
-        read(EventFilter {
-            agent: Some("a"),
-            after: Some(e[0]),
-            limit: Some(1),
-            ..none()
-        }),
-        [e[2]]
-    );
+    let (a, after) = (Some("a"), Some(e[0]));
+    let cases = [
+        (
+            EventFilter {
+                kinds: &[EventKind::Correction],
+                ..none()
+            },
+            vec![e[2]],
+        ),
+        (
+            EventFilter {
+                kinds: &[EventKind::FactAdded, EventKind::Correction],
+                ..none()
+            },
+            e.clone(),
+        ),
+        (
+            EventFilter {
+                kinds: &[EventKind::Drift],
+                ..none()
+            },
+            vec![],
+        ),
+        (
+            EventFilter {
+                limit: Some(2),
+                ..none()
+            },
+            e[..2].to_vec(),
+        ),
+        (
+            EventFilter {
+                limit: Some(2),
+                newest: true,
+                ..none()
+            },
+            e[2..].to_vec(),
+        ),
+        (
+            EventFilter {
+                agent: a,
+                after,
+                limit: Some(1),
+                newest: true,
+                ..none()
+            },
+            vec![e[3]],
+        ),
+        (
+            EventFilter {
+                agent: a,
+                after,
+                limit: Some(1),
+                ..none()
+            },
+            vec![e[2]],
+        ),
+    ];
+    events_read(&*s, &cases);
 }
 
 /// Forgetting takes what an event said with it, never that it happened.
