@@ -498,8 +498,7 @@ mod tests {
         assert_eq!((c.pin, c.kept, v.system), (None, true, CacheUse::Kept));
         assert!(
             v.reason.contains("no pin kept, rev 1 in the recap"),
-            "{}",
-            v.reason
+            "{v:?}"
         );
     }
 

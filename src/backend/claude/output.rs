@@ -419,8 +419,7 @@ mod tests {
         assert_eq!(err.problem, Problem::ConversationNotFound);
         assert!(
             err.message.starts_with("claude has no conversation"),
-            "{}",
-            err.message
+            "{err:?}"
         );
     }
 
