@@ -322,23 +322,10 @@ impl EventData {
         }
     }
 
+    /// What it said went with what a person forgot or removed. Read from
+    /// the data as written, so a new kind needs no case here.
     pub fn is_redacted(&self) -> bool {
-        matches!(
-            self,
-            EventData::TurnDone(Redactable::Redacted(_))
-                | EventData::TurnFailed(Redactable::Redacted(_))
-                | EventData::PinSet(Redactable::Redacted(_))
-                | EventData::PinClarified(Redactable::Redacted(_))
-                | EventData::PinConsolidated(Redactable::Redacted(_))
-                | EventData::FactAdded(Redactable::Redacted(_))
-                | EventData::FactForgotten(Redactable::Redacted(_))
-                | EventData::FactEnriched(Redactable::Redacted(_))
-                | EventData::SessionCompacted(Redactable::Redacted(_))
-                | EventData::SessionRemoved(Redactable::Redacted(_))
-                | EventData::JobFailed(Redactable::Redacted(_))
-                | EventData::Drift(Redactable::Redacted(_))
-                | EventData::Correction(Redactable::Redacted(_))
-        )
+        Redacted::is(&self.json())
     }
 }
 
