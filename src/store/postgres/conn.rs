@@ -74,18 +74,6 @@ pub trait Queries {
             .map(|r| r.try_get(0))
             .transpose()
     }
-
-    /// The first column of every row `sql` returns.
-    fn values<T: FromSqlOwned>(
-        &self,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<T>, Error> {
-        self.query(sql, params)?
-            .iter()
-            .map(|r| r.try_get(0))
-            .collect()
-    }
 }
 
 /// One open connection. Dropping it closes the connection and waits for

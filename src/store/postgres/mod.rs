@@ -429,13 +429,18 @@ impl Erase for PgStore {
         // only an owner of a table may vacuum it.
         let tables = ERASED_TABLES.map(str::to_string).to_vec();
         let foreign: Vec<String> = self.with(|c| {
-            Ok(c.values(
+            let rows = Queries::query(
+                c,
                 "SELECT c.relname FROM pg_class c
                  WHERE c.relname = ANY($1) AND c.relkind = 'r'
                    AND c.relnamespace = current_schema()::regnamespace
                    AND NOT pg_has_role(c.relowner, 'MEMBER')",
                 &[&tables],
-            )?)
+            )?;
+            Ok(rows
+                .iter()
+                .map(|r| r.try_get(0))
+                .collect::<Result<_, _>>()?)
         })?;
         if !foreign.is_empty() {
             return Ok(format!(
