@@ -716,7 +716,7 @@ async fn enrich(
             }
         ));
     }
-    super::failed_calls(total.failed, "enrichment calls")
+    super::failed_calls(total.unresolved(), "enrichment calls")
 }
 
 /// The enrichment jobs of an agent (`None`: of every agent).
@@ -756,7 +756,7 @@ async fn run_enrichment(
     if open {
         let w = watch(0);
         let d = jobs::drain_watched(store, runner, select, None, WhenBusy::Wait, &w).await?;
-        add_drained(&mut total, d);
+        total.add(d);
     }
     let todo = store.facts_without_keywords(asked.agent, asked.limit)?;
     let mut by_agent: std::collections::BTreeMap<&str, Vec<Fact>> = Default::default();
@@ -772,17 +772,9 @@ async fn run_enrichment(
     }
     let w = watch(total.done + total.failed);
     let d = jobs::drain_watched(store, runner, select, None, WhenBusy::Wait, &w).await?;
-    add_drained(&mut total, d);
+    total.add(d);
     bar.finish();
     Ok(total)
-}
-
-fn add_drained(total: &mut crate::memory::jobs::Drained, d: crate::memory::jobs::Drained) {
-    total.done += d.done;
-    total.failed += d.failed;
-    total.cut_off += d.cut_off;
-    total.cost_usd += d.cost_usd;
-    total.unpriced += d.unpriced;
 }
 
 #[cfg(test)]

@@ -46,6 +46,8 @@ pub enum JobsAction {
         concurrency: ConcurrencyArgs,
     },
     /// Run the runnable jobs now, in the foreground (e.g. from cron), and print a summary
+    ///
+    /// A failed call is retried within the run while its job has attempts left. Exits 6 when a job is still failed at the end; one done on a retry is no failure.
     Run {
         #[command(flatten)]
         scope: Scope,
@@ -326,11 +328,15 @@ async fn run_now(
     })
     .await?;
     bar.finish();
+    let retried = match d.retried() {
+        0 => String::new(),
+        n => format!(" ({n} of them done on a retry)"),
+    };
     summary(format!(
-        "ran {} jobs: {} done, {} failed",
+        "ran {} jobs: {} done, {} failed{retried}",
         d.done + d.failed,
         d.done,
         d.failed
     ));
-    super::failed_calls(d.failed, "side calls")
+    super::failed_calls(d.unresolved(), "side calls")
 }

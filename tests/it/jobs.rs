@@ -93,13 +93,14 @@ fn compaction_runs_under_no_extract_and_stops_with_no_compact() {
     }
 }
 
-/// A fake whose side calls fail until `$HOME/side-ok` exists.
+/// A fake whose side calls fail until `$HOME/side-ok` exists, and once
+/// more (taking it away) while `$HOME/side-fails-once` does.
 fn failing_sides() -> Env {
     Env::fake(&format!(
         r#"for a in "$@"; do
   if [ "$a" = "json" ]; then
     cat >/dev/null
-    if [ -f "$HOME/side-ok" ]; then echo '{{"type":"result","subtype":"success","is_error":false,"result":"Deploys with Docker Compose"}}'; exit 0; fi
+    if [ -f "$HOME/side-ok" ] && ! rm "$HOME/side-fails-once" 2>/dev/null; then echo '{{"type":"result","subtype":"success","is_error":false,"result":"Deploys with Docker Compose"}}'; exit 0; fi
     echo '{{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["API Error: 500 side call exploded"]}}'; exit 1
   fi
 done
@@ -187,6 +188,52 @@ fn jobs_list_retry_and_run() {
             .len(),
         2
     );
+}
+
+/// A job whose call fails and is done on its retry within one `jobs run`
+/// is no failure of the run: it succeeds and says what happened.
+#[test]
+fn a_job_done_on_a_retry_within_jobs_run_fails_nothing() {
+    let env = failing_sides();
+    assert_ok(&env.turn(
+        "a",
+        "c",
+        &[],
+        "We deploy the whole stack with Docker Compose on one VPS.",
+    ));
+    env.settle();
+    let memory = env
+        .jobs()
+        .into_iter()
+        .find(|j| j["kind"] == "memory")
+        .unwrap();
+    assert_eq!(memory["status"], "failed", "{memory}");
+    std::fs::write(env.home.join("side-ok"), "").unwrap();
+    std::fs::write(env.home.join("side-fails-once"), "").unwrap();
+    assert_ok(&env.run(&["jobs", "retry", &memory["id"].to_string()]));
+    let out = env.run(&["jobs", "run"]);
+    assert_ok(&out);
+    assert_eq!(
+        stderr(&out),
+        "ran 2 jobs: 1 done, 1 failed (1 of them done on a retry)\n"
+    );
+    let memory = env
+        .jobs()
+        .into_iter()
+        .find(|j| j["kind"] == "memory")
+        .unwrap();
+    assert_eq!(
+        (memory["status"].as_str(), memory["attempts"].as_i64()),
+        (Some("done"), Some(2))
+    );
+    // A job still failed when the run ends fails it.
+    let jobs = env.jobs();
+    let pin = jobs.iter().find(|j| j["kind"] == "pin").unwrap();
+    std::fs::remove_file(env.home.join("side-ok")).unwrap();
+    assert_ok(&env.run(&["jobs", "retry", &pin["id"].to_string()]));
+    let out = env.run(&["jobs", "run"]);
+    assert_eq!(code(&out), Some(6), "{}", stderr(&out));
+    assert_has(&stderr(&out), "ran 3 jobs: 0 done, 3 failed\n");
 }
 
 fn code(out: &std::process::Output) -> Option<i32> {

@@ -1,6 +1,7 @@
 //! Running the queue: claiming jobs under the host's side-call slots,
 //! calling the model, and storing each answer or the retry it earns.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -48,10 +49,19 @@ impl Runner {
 }
 
 /// What a drain did.
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct Drained {
     pub done: usize,
+    /// Attempts that failed, counting those whose job a later attempt of
+    /// this drain did.
     pub failed: usize,
+    /// The jobs whose last attempt here failed, with their failed attempts.
+    failing: BTreeMap<i64, usize>,
+    /// Failed attempts whose job a later attempt of this drain did.
+    retried: usize,
+    /// Attempts whose task ended without a result (it panicked): their
+    /// jobs wait for their lease.
+    lost: usize,
     /// Still running when the drain had to stop: retried after their lease.
     pub cut_off: usize,
     /// What the calls that answered cost, where known.
@@ -61,6 +71,35 @@ pub(crate) struct Drained {
     /// Jobs were left queued because every side-call slot of the host was
     /// taken: a slot holder runs them.
     pub left_to_others: bool,
+}
+
+impl Drained {
+    /// Jobs still failed when the drain ended: failed attempts less those
+    /// whose job a later attempt did.
+    pub(crate) fn unresolved(&self) -> usize {
+        self.failing.len() + self.lost
+    }
+
+    /// Failed attempts whose job a later attempt of this drain did.
+    pub(crate) fn retried(&self) -> usize {
+        self.retried
+    }
+
+    /// Count a later drain's jobs in with these (of other jobs: a job that
+    /// failed here stays failed).
+    pub(crate) fn add(&mut self, d: Drained) {
+        self.done += d.done;
+        self.failed += d.failed;
+        for (id, n) in d.failing {
+            *self.failing.entry(id).or_default() += n;
+        }
+        self.retried += d.retried;
+        self.lost += d.lost;
+        self.cut_off += d.cut_off;
+        self.cost_usd += d.cost_usd;
+        self.unpriced += d.unpriced;
+        self.left_to_others |= d.left_to_others;
+    }
 }
 
 /// What a drain does when every side-call slot of the host is taken.
@@ -149,6 +188,7 @@ pub(crate) async fn drain_watched(
                 Err(e) => {
                     let _ = store.fail_job(id, &format!("could not read its input: {e:#}"));
                     report.failed += 1;
+                    *report.failing.entry(id).or_default() += 1;
                     watch(&report);
                     continue;
                 }
@@ -198,7 +238,10 @@ pub(crate) async fn drain_watched(
         };
         match finished {
             None => {}
-            Some(Err(_)) => report.failed += 1,
+            Some(Err(_)) => {
+                report.failed += 1;
+                report.lost += 1;
+            }
             Some(Ok((job, result))) => {
                 if let Ok(o) = &result {
                     match o.cost_usd {
@@ -208,8 +251,10 @@ pub(crate) async fn drain_watched(
                 }
                 if store_result(store, runner, &job, result) {
                     report.done += 1;
+                    report.retried += report.failing.remove(&job.job.id).unwrap_or(0);
                 } else {
                     report.failed += 1;
+                    *report.failing.entry(job.job.id).or_default() += 1;
                 }
             }
         }
