@@ -114,14 +114,7 @@ done
 /// `jobs retry` puts a job back; `jobs run` drains in the foreground.
 #[test]
 fn jobs_list_retry_and_run() {
-    let env = failing_sides();
-    assert_ok(&env.turn(
-        "a",
-        "c",
-        &[],
-        "We deploy the whole stack with Docker Compose on one VPS.",
-    ));
-    env.settle();
+    let env = jobs_failed_by_a_turn();
     let jobs = env.jobs();
     assert_eq!(jobs.len(), 2, "{jobs:?}");
     for j in &jobs {
@@ -194,14 +187,7 @@ fn jobs_list_retry_and_run() {
 /// is no failure of the run: it succeeds and says what happened.
 #[test]
 fn a_job_done_on_a_retry_within_jobs_run_fails_nothing() {
-    let env = failing_sides();
-    assert_ok(&env.turn(
-        "a",
-        "c",
-        &[],
-        "We deploy the whole stack with Docker Compose on one VPS.",
-    ));
-    env.settle();
+    let env = jobs_failed_by_a_turn();
     let memory = env
         .jobs()
         .into_iter()
@@ -234,6 +220,20 @@ fn a_job_done_on_a_retry_within_jobs_run_fails_nothing() {
     let out = env.run(&["jobs", "run"]);
     assert_eq!(code(&out), Some(6), "{}", stderr(&out));
     assert_has(&stderr(&out), "ran 3 jobs: 0 done, 3 failed\n");
+}
+
+/// [`failing_sides`] after a turn whose side calls (a pin and a memory
+/// call) have failed all their attempts.
+fn jobs_failed_by_a_turn() -> Env {
+    let env = failing_sides();
+    assert_ok(&env.turn(
+        "a",
+        "c",
+        &[],
+        "We deploy the whole stack with Docker Compose on one VPS.",
+    ));
+    env.settle();
+    env
 }
 
 fn code(out: &std::process::Output) -> Option<i32> {
