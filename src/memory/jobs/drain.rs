@@ -74,8 +74,8 @@ pub(crate) struct Drained {
 }
 
 impl Drained {
-    /// Jobs still failed when the drain ended: failed attempts less those
-    /// whose job a later attempt did.
+    /// Jobs still failed when the drain ended: those whose last attempt
+    /// here failed, and attempts that ended without a result.
     pub(crate) fn unresolved(&self) -> usize {
         self.failing.len() + self.lost
     }
