@@ -967,33 +967,31 @@ fn warm_turns_print_as_cold_ones_and_survive_a_kill_a_timeout_and_a_removal() {
 fn six_sessions_keep_at_most_four_warm_claudes_and_nothing_outlives_the_cache() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url()).warm();
+    let turn = |chat: &str, ttl: &str, text: &str| {
+        env.turn_json("a", chat, &["--no-extract", "--cache-ttl", ttl], text)
+    };
+    // A lifetime no turn outlasts on a loaded machine, so that only
+    // `--warm-max` ends a claude while the six start (with 3 s, a slow
+    // turn let the first end idle before the fourth started).
+    let long = "60s";
     let mut peak = 0;
     for i in 0..6 {
-        let v = env.turn_json(
-            "a",
-            &format!("chat-{i}"),
-            &["--no-extract", "--cache-ttl", "3s"],
-            "hi",
-        );
+        let v = turn(&format!("chat-{i}"), long, "hi");
         assert_eq!(v["warm"], "started", "{v}");
         peak = peak.max(warm_claudes(&env).len());
     }
     assert_eq!(peak, 4, "at most four at once");
     // The newest four are kept: the fifth session's next turn finds its claude.
-    let v = env.turn_json(
-        "a",
-        "chat-5",
-        &["--no-extract", "--cache-ttl", "3s"],
-        "again",
-    );
+    let v = turn("chat-5", long, "again");
     assert_eq!(v["warm"], "kept", "{v}");
-    let v = env.turn_json(
-        "a",
-        "chat-0",
-        &["--no-extract", "--cache-ttl", "3s"],
-        "again",
-    );
+    let v = turn("chat-0", long, "again");
     assert_eq!(v["warm"], "started", "the oldest went first: {v}");
+    // A turn sets its claude's lifetime: with a short one, each of the four
+    // ends once idle past it, and the host with the last.
+    for chat in ["chat-3", "chat-4", "chat-5", "chat-0"] {
+        let v = turn(chat, "1s", "bye");
+        assert_eq!(v["warm"], "kept", "{v}");
+    }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !env.processes().is_empty() {
         assert!(
