@@ -233,21 +233,16 @@ impl dyn Db + '_ {
         Ok(out)
     }
 
-    /// The first row, if there is one, read by `map`.
+    /// The first row, if there is one, read by `map`. Every statement run
+    /// this way returns one row at most (a key, an aggregate), so reading
+    /// them all reads just that.
     pub fn row<T>(
         &self,
         statement: &Statement,
         args: &[Param],
         map: impl Fn(&dyn Row) -> Result<T>,
     ) -> Result<Option<T>> {
-        let mut out = None;
-        self.query(statement, args, &mut |r| {
-            if out.is_none() {
-                out = Some(map(r)?);
-            }
-            Ok(())
-        })?;
-        Ok(out)
+        Ok(self.rows(statement, args, map)?.into_iter().next())
     }
 
     /// The first column of the first row, if there is a row.
