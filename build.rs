@@ -1,8 +1,12 @@
 //! Which tests may run here: the end-to-end tests need the pinned Claude
 //! Code (`DUDUCLAW_TEST_CLAUDE`), the server-store tests a PostgreSQL
-//! server (`DUDUCLAW_TEST_PG_URL`); `scripts/test.sh` provides both. Where
-//! one is not given, plain `cargo test` lists its tests as ignored with the
-//! reason (cargo's own `requires_git` convention) instead of failing them.
+//! server (`DUDUCLAW_TEST_PG_URL`), the completion scripts' syntax check
+//! zsh and fish; `scripts/test.sh` provides all of them. Where one is not
+//! given, plain `cargo test` lists its tests as ignored with the reason
+//! (cargo's own `requires_git` convention) instead of failing them.
+
+use std::env;
+use std::path::Path;
 
 fn main() {
     for (var, cfg) in [
@@ -11,8 +15,24 @@ fn main() {
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
         println!("cargo::rerun-if-env-changed={var}");
-        if std::env::var_os(var).is_some_and(|v| !v.is_empty()) {
+        if env::var_os(var).is_some_and(|v| !v.is_empty()) {
             println!("cargo::rustc-cfg={cfg}");
         }
     }
+
+    println!("cargo::rustc-check-cfg=cfg(test_shells)");
+    println!("cargo::rerun-if-env-changed=PATH");
+    // A shell installed later (scripts/test.sh installs them) changes its
+    // folder on PATH, which runs this again.
+    let path = env::var_os("PATH").unwrap_or_default();
+    for dir in env::split_paths(&path).filter(|d| d.is_absolute() && d.is_dir()) {
+        println!("cargo::rerun-if-changed={}", dir.display());
+    }
+    if ["zsh", "fish"].iter().all(|shell| on_path(shell, &path)) {
+        println!("cargo::rustc-cfg=test_shells");
+    }
+}
+
+fn on_path(name: &str, path: &std::ffi::OsStr) -> bool {
+    which::which_in(name, Some(path), Path::new("/")).is_ok()
 }
