@@ -391,18 +391,9 @@ impl Env {
     /// up). Fails after 60 s, saying which jobs are still open.
     pub(crate) fn settle(&self) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        let at_pause = |j: &serde_json::Value| {
-            j["waiting"]
-                .as_str()
-                .is_some_and(|w| w.starts_with("the session's pause"))
-        };
         loop {
             let jobs = self.jobs();
-            let open: Vec<&serde_json::Value> = jobs
-                .iter()
-                .filter(|j| j["status"] == "pending" || j["status"] == "running")
-                .filter(|j| !at_pause(j))
-                .collect();
+            let open = open_jobs(&jobs);
             if open.is_empty() {
                 return;
             }
@@ -634,10 +625,49 @@ impl Drop for Env {
             return;
         }
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut polls = 0;
         while !self.processes().is_empty() && std::time::Instant::now() < deadline {
+            // A worker whose only job waits for the session's pause (the
+            // cache lifetime, minutes) has nothing left to write: end it
+            // rather than wait out the bound. Asked every half second.
+            polls += 1;
+            if polls % 10 == 0 && self.only_pauses_open() {
+                self.end_processes();
+                return;
+            }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
     }
+}
+
+impl Env {
+    /// Whether no side-call job is waiting or running but for memory calls
+    /// at their session's pause; false where the store cannot be read.
+    fn only_pauses_open(&self) -> bool {
+        let Ok(out) = self.cmd().args(["jobs", "list", "--json"]).output() else {
+            return false;
+        };
+        match serde_json::from_slice::<serde_json::Value>(&out.stdout) {
+            Ok(serde_json::Value::Array(jobs)) if out.status.success() => {
+                open_jobs(&jobs).is_empty()
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The jobs still to run or running, but for the memory calls that wait
+/// for their session's pause.
+fn open_jobs(jobs: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    let at_pause = |j: &serde_json::Value| {
+        j["waiting"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("the session's pause"))
+    };
+    jobs.iter()
+        .filter(|j| j["status"] == "pending" || j["status"] == "running")
+        .filter(|j| !at_pause(j))
+        .collect()
 }
 
 /// A fake claude that hangs with a grandchild (`sleep 300`) in its process
