@@ -9,13 +9,9 @@
 # CLAUDE_VERSION=latest (or a version): after the whole suite on the pinned
 # Claude Code, the whole suite runs again on that version, installed beside
 # the pinned one (scripts/claude.sh), to catch drift in the CLI.
-# JOBS=N: how many test executables (or shards of one) run at once
-# (default 2).
+# JOBS=N: how many test jobs (an executable, or a module of the
+# integration tests) run at once (default 2).
 # TEST_THREADS=N: tests at once within each (default 2, as many as cores).
-# The integration tests are one executable, run as two shards by module
-# (IT_SHARD below), so that four tests run at once on 2 cores, as 0.6's
-# separate executables did: most of their time is spent waiting on claude,
-# the stand-in and timers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -76,24 +72,45 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --all-targets --no-run --message-format=json-render-diagnostics >"$artifacts"
 
 # The test executables (not the benches): name, path, package folder, one
-# per line, the slowest first (the order jobs start in). `cargo test` runs
-# them one after another; most of their time is spent waiting on claude, the
-# stand-in and timers, so they run JOBS at a time here (default 2).
-tests=$(sed -n 's/.*"manifest_path":"\([^"]*\)\/Cargo.toml".*"target":{"kind":\["\([a-z]*\)"\].*"name":"\([^"]*\)".*"profile":{[^}]*"test":true}.*"executable":"\([^"]*\)".*/\3\t\2\t\4\t\1/p' "$artifacts" |
-  awk -F'\t' '$2 != "bench"' |
-  awk -F'\t' 'BEGIN { n = split("it lib", slow, " "); for (i = 1; i <= n; i++) rank[slow[i]] = i }
-    { r = ($1 in rank) ? rank[$1] : 99; if ($2 == "lib") r = rank["lib"]; print r "\t" $1 "/" $2 "\t" $3 "\t" $4 }' |
-  sort -n -k1,1 | cut -f2-)
-# The integration executable's two shards: the tests of these modules, and
-# all the others (the same list, skipped), so each test runs exactly once
-# whatever the list holds. Chosen to take about as long as each other,
-# the second with the library's tests after it: with --report-time (run an
-# executable with RUSTC_BOOTSTRAP=1 ... -Zunstable-options --report-time),
-# the first held 713 s of tests and the second 662 s.
-IT_SHARD="e2e:: side_load:: jobs:: feed:: bill:: keywords::"
-tests=$(awk -F'\t' -v OFS='\t' '$1 == "it/test" { print "it/test[1/2]", $2, $3, "only"; print "it/test[2/2]", $2, $3, "skip"; next } { print }' <<<"$tests")
-if [ -z "$tests" ]; then
+# per line. The integration executable holds most of the tests; it runs as
+# one job per module (its tests named exactly), so that the jobs, JOBS at a
+# time, balance as 0.6's separate executables did: most of their time is
+# spent waiting on claude, the stand-in and timers.
+executables=$(sed -n 's/.*"manifest_path":"\([^"]*\)\/Cargo.toml".*"target":{"kind":\["\([a-z]*\)"\].*"name":"\([^"]*\)".*"profile":{[^}]*"test":true}.*"executable":"\([^"]*\)".*/\3\t\2\t\4\t\1/p' "$artifacts" |
+  awk -F'\t' -v OFS='\t' '$2 != "bench" { print $1 "/" $2, $3, $4 }')
+if [ -z "$executables" ]; then
   echo "scripts/test.sh: found no test executables in cargo's output" >&2
+  exit 1
+fi
+# The jobs: name, path, folder, the tests it runs (none: all of them), the
+# slowest first, the order they start in. SLOWEST lists the modules (and
+# the library's unit tests) that took longest in a run of this script (the
+# "it/recall: ok in 108 s" lines), the slowest first; the rest follow in any
+# order, so a module missing here still runs.
+SLOWEST="recall hosts e2e side_load jobs pin robust forget upgrade parity feed bill lib events stream_json server cli"
+jobs_list() {
+  local name exe dir
+  while IFS=$'\t' read -r name exe dir; do
+    if [ "$name" = it/test ]; then
+      "$exe" --list --format terse |
+        sed -n 's/: test$//p' |
+        awk -F'::' -v OFS='\t' -v exe="$exe" -v dir="$dir" '
+          { tests[$1] = tests[$1] " " $0 }
+          END { for (m in tests) print "it/" m, exe, dir, substr(tests[m], 2) }'
+    else
+      printf '%s\t%s\t%s\t\n' "$name" "$exe" "$dir"
+    fi
+  done <<<"$executables" |
+    awk -F'\t' -v slowest="$SLOWEST" '
+      BEGIN { n = split(slowest, s, " "); for (i = 1; i <= n; i++) rank[s[i]] = i }
+      { m = $1; sub(/^it\//, "", m); sub(/\/(test|lib)$/, "", m)
+        if ($1 ~ /\/lib$/) m = "lib"
+        print ((m in rank) ? rank[m] : 99) "\t" $0 }' |
+    sort -n -k1,1 -s | cut -f2-
+}
+tests=$(jobs_list)
+if ! grep -q '^it/' <<<"$tests"; then
+  echo "scripts/test.sh: the integration executable listed no tests" >&2
   exit 1
 fi
 
@@ -104,21 +121,19 @@ run_suite() {
   local claude=$1 out=$scratch/$2 jobs=${JOBS:-2} running=0 i=0 failed=0
   mkdir -p "$out"
   export DUDUCLAW_TEST_CLAUDE=$claude RUST_TEST_THREADS=${TEST_THREADS:-2}
-  echo "running the tests against $("$claude" --version), $jobs test executables at a time" >&2
-  while IFS=$'\t' read -r name exe dir shard; do
+  echo "running the tests against $("$claude" --version), $jobs test jobs at a time" >&2
+  while IFS=$'\t' read -r name exe dir names; do
     i=$((i + 1))
     if [ "$running" -ge "$jobs" ]; then
       wait -n || true
       running=$((running - 1))
     fi
     echo "$name" >"$out/$i.name"
-    local filters=() m
-    for m in $IT_SHARD; do
-      case $shard in
-        only) filters+=("$m") ;;
-        skip) filters+=(--skip "$m") ;;
-      esac
-    done
+    local filters=()
+    # A module's tests, each by its whole name.
+    if [ -n "$names" ]; then
+      read -r -a filters <<<"--exact $names"
+    fi
     (
       rc=0 start=$SECONDS
       cd "$dir" && "$exe" "${filters[@]}" >"$out/$i.log" 2>&1 || rc=$?
