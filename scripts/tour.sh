@@ -39,6 +39,21 @@ stop() {
     kill "$standin_pid" 2>/dev/null || true
     wait "$standin_pid" 2>/dev/null || true
   fi
+  # What a turn started detached (the warm host and its claudes, a side-call
+  # worker) has the tour's HOME: it ends with the tour, not minutes later in
+  # a folder gone. (The list may name this grep, gone by then.)
+  local pids alive p
+  pids=$(grep -lzxsF "HOME=$tour/home" /proc/[0-9]*/environ | cut -d/ -f3 | grep -vx -e "$$" -e "$BASHPID" || true)
+  if [ -n "$pids" ]; then
+    # shellcheck disable=SC2086 # one word per pid
+    kill $pids 2>/dev/null || true
+    for _ in $(seq 100); do
+      alive=
+      for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
+      [ -z "$alive" ] && break
+      sleep 0.05
+    done
+  fi
   rm -rf "$tour"
   echo "tour: stand-in stopped, $tour deleted" >&2
 }

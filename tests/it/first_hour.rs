@@ -203,6 +203,13 @@ fn the_tour_pins_the_task_and_leaves_nothing_behind() {
         .map(|e| e.path())
         .collect();
     assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+    // Nor does anything a turn started detached (the warm host and its
+    // claude, a side-call worker) outlive the tour.
+    let running = common::processes_with_home(|home| home.starts_with(tmp.path()));
+    assert!(
+        running.is_empty(),
+        "still running from the tour: {running:?}"
+    );
 
     // The lines for another terminal, pasted into one where the user's
     // own settings are exported, leave only the tour's in force.

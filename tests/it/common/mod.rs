@@ -434,25 +434,7 @@ impl Env {
     /// Processes started for this test (ours, their workers, the claude
     /// children): every one of them has this test's HOME in its environment.
     pub(crate) fn processes(&self) -> Vec<u32> {
-        let needle = format!("HOME={}", self.home.display());
-        let mut pids = Vec::new();
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return pids;
-        };
-        for e in entries.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-                continue;
-            };
-            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|s| s.contains(") Z "));
-            if !zombie && environ.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
-                pids.push(pid);
-            }
-        }
-        pids
+        processes_with_home(|home| home == self.home.as_path())
     }
 
     /// Run the program as a user permission bits hold for: as it is when the
@@ -654,6 +636,34 @@ impl Env {
             _ => false,
         }
     }
+}
+
+/// The live processes whose HOME passes `home`: how a test finds what it
+/// started, detached ones included, since each test has a HOME of its own.
+pub(crate) fn processes_with_home(home: impl Fn(&Path) -> bool) -> Vec<u32> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut pids = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return pids;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let zombie =
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "));
+        let ours = environ.split(|&b| b == 0).any(|v| {
+            v.strip_prefix(b"HOME=")
+                .is_some_and(|h| home(Path::new(std::ffi::OsStr::from_bytes(h))))
+        });
+        if !zombie && ours {
+            pids.push(pid);
+        }
+    }
+    pids
 }
 
 /// The jobs still to run or running, but for the memory calls that wait
