@@ -1003,6 +1003,61 @@ fn six_sessions_keep_at_most_four_warm_claudes_and_nothing_outlives_the_cache() 
     }
 }
 
+/// A host whose socket is gone (its temporary folder deleted, as a script
+/// cleaning up does) can be reached by no turn again: it ends its warm
+/// claude and exits at once, not at the end of the cache lifetime, and the
+/// host the next turn starts at the same path serves on.
+#[test]
+#[cfg_attr(
+    not(test_claude),
+    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
+)]
+fn a_host_whose_socket_is_gone_ends_its_claudes_and_exits() {
+    use std::time::{Duration, Instant};
+    let s = StandIn::start_with(model);
+    let env = Env::real(&s.base_url()).warm();
+    let hosts = |env: &Env| -> Vec<u32> {
+        env.processes()
+            .into_iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.ends_with("\0host\0"))
+            })
+            .collect()
+    };
+    let turn = |text: &str| env.turn_json("a", "c", &["--no-extract", "--cache-ttl", "60s"], text);
+    assert_eq!(turn("hello")["warm"], "started");
+    let (first_host, first_claude) = (hosts(&env), warm_claudes(&env));
+    assert_eq!((first_host.len(), first_claude.len()), (1, 1));
+    // The runtime folder (under the test's TMPDIR) goes, socket and all.
+    let uid = rustix::process::getuid().as_raw();
+    let runtime = env.dir.path().join(format!("duduclaw-{uid}"));
+    assert!(
+        runtime
+            .join(format!("host-{}.sock", env!("CARGO_PKG_VERSION")))
+            .exists()
+    );
+    std::fs::remove_dir_all(&runtime).unwrap();
+    // The next turn starts a host of its own there.
+    assert_eq!(turn("again")["warm"], "started");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let alive = env.processes();
+        if !alive.contains(&first_host[0]) && !alive.contains(&first_claude[0]) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the first host ({first_host:?}) or its claude ({first_claude:?}) still runs"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The new host was not taken down with it.
+    assert_eq!(hosts(&env).len(), 1);
+    assert_eq!(turn("and again")["warm"], "kept");
+    env.end_processes();
+}
+
 /// The warm host is the user's alone: its socket lies in a folder only they
 /// may enter (0700; the socket 0600), and where that is opened up anyway,
 /// the host checks the peer's uid and serves no one else. Another uid is

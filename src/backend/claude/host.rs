@@ -100,6 +100,7 @@ pub(crate) async fn serve() -> Result<()> {
     let listener = UnixListener::bind(&path)
         .with_context(|| format!("could not listen at {}", path.display()))?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    let ours = file_identity(&path);
     tracing::info!("host listening at {}", path.display());
     let state = Arc::new(HostState {
         pool: Mutex::new(HashMap::new()),
@@ -130,7 +131,16 @@ pub(crate) async fn serve() -> Result<()> {
                 });
             }
             _ = tick.tick() => {
-                if reap(&state).await {
+                if file_identity(&path) != ours {
+                    // Its folder was deleted (a temporary HOME or TMPDIR
+                    // removed), or the socket was: no turn can reach this
+                    // host again, and a new host may serve at the path.
+                    if state.busy.load(Ordering::SeqCst) == 0 && state.serving.load(Ordering::SeqCst) == 0 {
+                        end_all(&state).await;
+                        tracing::info!("host exiting: its socket {} is gone", path.display());
+                        return Ok(());
+                    }
+                } else if reap(&state).await {
                     break;
                 }
             }
@@ -141,6 +151,23 @@ pub(crate) async fn serve() -> Result<()> {
     let _ = std::fs::remove_file(&path);
     tracing::info!("host exiting: no warm claude left");
     Ok(())
+}
+
+/// A file as the file system knows it (device and inode): the socket this
+/// host bound, told from one bound later at the same path.
+fn file_identity(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
+
+/// End every warm claude the host holds.
+async fn end_all(state: &HostState) {
+    let mut pool = state.pool.lock().await;
+    for (_, w) in pool.drain() {
+        w.end();
+    }
 }
 
 /// End the warm claudes idle past their lifetime (or dead); whether the
