@@ -127,6 +127,11 @@ pub fn run(
         &["facts", "import", "--agent", "r", "-"],
         &lines,
     );
+    // `doctor` leaves claude's probe (its `--version` and `--help`) cached
+    // in the store, and so in every copy: each question then starts claude
+    // once, as on a user's store that has met this claude before, instead
+    // of three times.
+    pipe(&mut ours(&base), &["doctor"], "");
     let next = Mutex::new(0usize);
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
