@@ -286,6 +286,8 @@ fn failing_side_calls_show_in_json_on_a_terminal_and_in_doctor() {
         r#"for a in "$@"; do
   if [ "$a" = "json" ]; then
     cat >/dev/null
+    # Held until the test has read the first turn's counts (at most 30 s).
+    for _ in $(seq 600); do [ -e "$HOME/fail-now" ] && break; sleep 0.05; done
     echo '{{"type":"result","subtype":"error_during_execution","is_error":true,"result":"","errors":["model overloaded"],"session_id":"side"}}'
     exit 1
   fi
@@ -300,8 +302,11 @@ done
         &[],
         "Please migrate our large React application from CRA to Vite, keeping every test.",
     );
+    // The turn reports its side calls queued, none failed yet: the worker
+    // may run as the turn ends, so the fake holds their failure until now.
     assert_eq!(first["memory"]["failed"], 0, "{first}");
     assert!(first["memory"]["pending"].as_i64().unwrap() >= 1, "{first}");
+    std::fs::write(env.home.join("fail-now"), "").unwrap();
     env.settle();
 
     let second = env.turn_json("a", "c", &["--no-extract"], "React 18 with Jest");
