@@ -829,12 +829,8 @@ fn a_warm_claude_answers_the_later_turns_with_the_same_requests() {
 /// fork helpers of its own: one group is one claude).
 fn warm_claudes(env: &Env) -> Vec<u32> {
     let mut groups: Vec<u32> = env
-        .processes()
+        .processes_running("--input-format\0stream-json")
         .into_iter()
-        .filter(|p| {
-            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
-                .is_ok_and(|c| c.contains("--input-format\0stream-json"))
-        })
         .filter_map(|p| {
             let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
             stat[stat.rfind(')')? + 2..]
@@ -1016,15 +1012,7 @@ fn a_host_whose_socket_is_gone_ends_its_claudes_and_exits() {
     use std::time::{Duration, Instant};
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url()).warm();
-    let hosts = |env: &Env| -> Vec<u32> {
-        env.processes()
-            .into_iter()
-            .filter(|p| {
-                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
-                    .is_ok_and(|c| c.ends_with("\0host\0"))
-            })
-            .collect()
-    };
+    let hosts = |env: &Env| env.processes_running("\0host\0");
     let turn = |text: &str| env.turn_json("a", "c", &["--no-extract", "--cache-ttl", "60s"], text);
     assert_eq!(turn("hello")["warm"], "started");
     let (first_host, first_claude) = (hosts(&env), warm_claudes(&env));

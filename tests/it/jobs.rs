@@ -444,15 +444,7 @@ fn later_turns_move_the_pause_and_a_killed_waiter_loses_nothing() {
     assert!(due(&memory) >= due(&first), "pushed out, never earlier");
     // One worker waits for the host's pauses: the second turn's may still
     // be on its way out when it finds the first waiting (it exits then).
-    let workers = || -> Vec<u32> {
-        env.processes()
-            .into_iter()
-            .filter(|pid| {
-                std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|c| c.contains("jobs\0work"))
-            })
-            .collect()
-    };
+    let workers = || env.processes_running("jobs\0work");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while workers().len() != 1 {
         assert!(

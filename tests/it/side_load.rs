@@ -192,10 +192,7 @@ fn a_worker_killed_holding_a_slot_frees_it_at_once_and_its_job_runs_after_its_le
     let deadline = Instant::now() + Duration::from_secs(30);
     let worker = loop {
         let running = env.jobs().iter().any(|j| j["status"] == "running");
-        let worker = env.processes().into_iter().find(|p| {
-            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
-                .is_ok_and(|c| c.contains("jobs\0work"))
-        });
+        let worker = env.processes_running("jobs\0work").first().copied();
         let asked = s.requests().iter().any(is_side);
         if let (true, true, Some(w), 1) = (running, asked, worker, calls(&side_processes(&env))) {
             break w;

@@ -437,6 +437,18 @@ impl Env {
         processes_with_home(|home| home == self.home.as_path())
     }
 
+    /// This test's processes whose command line holds `args` (its words
+    /// joined by NUL, as `/proc/PID/cmdline` has them: `"jobs\0work"`).
+    pub(crate) fn processes_running(&self, args: &str) -> Vec<u32> {
+        self.processes()
+            .into_iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.contains(args))
+            })
+            .collect()
+    }
+
     /// Run the program as a user permission bits hold for: as it is when the
     /// tests are not root, else as nobody (`setpriv`), from a copy of the
     /// binary and with the test's folders opened to others.
