@@ -110,6 +110,8 @@ fn erased_text_is_in_no_file_and_no_row_and_the_rest_goes_on(server: bool) {
         &["--wait-side"],
         &format!("My office is at 7 {KEPT} Lane, send the invoices there."),
     );
+    // A side call that failed on a loaded machine is retried: let it land.
+    env.settle();
     let sessions = env.json(&["sessions", "list", "--json"]);
     let alice = sessions
         .as_array()
@@ -218,6 +220,8 @@ fn a_person_forgotten_in_a_group_channel_leaves_tombstones_and_the_others_words(
         !his.unwrap().system_text().contains(&standing),
         "another person's profile"
     );
+    // A side call that failed on a loaded machine is retried: let it land.
+    env.settle();
     assert!(!places(&env, GONE).is_empty());
     let history =
         |env: &Env| env.json(&["history", "--json", "--agent", "bot", "--channel", "group"]);
