@@ -53,7 +53,12 @@ pgdir=$(mktemp -d)
 # DUDUCLAW_TEST_PG_URL and DUDUCLAW_TEST_CLAUDE which tests plain `cargo
 # test` must ignore (build.rs). The server is stopped and removed on exit,
 # whatever happens.
-trap 'scripts/pg.sh stop "$pgdir/data" || true; rm -rf "$pgdir" "$scratch"; rm -f "$artifacts"' EXIT
+stop_clippy() {
+  if [ -s "$scratch/clippy.pid" ] && [ ! -e "$scratch/clippy.rc" ]; then
+    kill -- "-$(cat "$scratch/clippy.pid")" 2>/dev/null || true
+  fi
+}
+trap 'stop_clippy; scripts/pg.sh stop "$pgdir/data" || true; rm -rf "$pgdir" "$scratch"; rm -f "$artifacts"' EXIT
 if ! DUDUCLAW_TEST_PG_URL=$(scripts/pg.sh start "$pgdir/data"); then
   echo "scripts/test.sh: could not start the test PostgreSQL server (scripts/pg.sh start, message above)" >&2
   exit 1
@@ -64,12 +69,25 @@ export DUDUCLAW_TEST_PG_CA="$pgdir/data/ca.pem"
 export DUDUCLAW_TEST_CLAUDE=$claude
 
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -- -D warnings
 # Everything the tests run, and the benches in the same (test) profile: they
 # must keep compiling and linking, but `cargo bench --no-run` would build
 # them in the release profile with LTO, which took 5 of the 14 minutes of a
 # run and gave the tests nothing. Cargo's JSON lists the test executables.
 cargo test --workspace --all-targets --no-run --message-format=json-render-diagnostics >"$artifacts"
+
+# Clippy runs beside the tests, at the lowest priority: the tests spend
+# about a quarter of their time waiting (on claude, the stand-in, timers),
+# and clippy's two minutes of CPU fill those gaps instead of a minute of
+# their own up front. Its output comes after the tests'; a lint fails the
+# run as before. (The doc tests wait for its lock on target/.)
+(
+  rc=0
+  # In a process group of its own, so that an early exit can end it.
+  setsid -w sh -c 'echo $$ >"$0"; exec nice -n 19 cargo clippy --workspace --all-targets -- -D warnings' \
+    "$scratch/clippy.pid" >"$scratch/clippy.log" 2>&1 || rc=$?
+  echo "$rc" >"$scratch/clippy.rc"
+) &
+clippy=$!
 
 # The test executables (not the benches): name, path, package folder, one
 # per line. The integration executable holds most of the tests; it runs as
@@ -118,16 +136,17 @@ fi
 # a time, each one's output kept whole and printed when it is done; prints
 # one closing line and fails if any failed.
 run_suite() {
-  local claude=$1 out=$scratch/$2 jobs=${JOBS:-2} running=0 i=0 failed=0
+  local claude=$1 out=$scratch/$2 jobs=${JOBS:-2} i=0 failed=0
   mkdir -p "$out"
   export DUDUCLAW_TEST_CLAUDE=$claude RUST_TEST_THREADS=${TEST_THREADS:-2}
   echo "running the tests against $("$claude" --version), $jobs test jobs at a time" >&2
   while IFS=$'\t' read -r name exe dir names; do
+    # A slot is free once a job has written its exit code: counted, not
+    # inferred from `wait -n`, which also returns when clippy ends.
+    while [ $((i - $(find "$out" -name '*.rc' | wc -l))) -ge "$jobs" ]; do
+      wait -n || [ $? != 127 ] || break
+    done
     i=$((i + 1))
-    if [ "$running" -ge "$jobs" ]; then
-      wait -n || true
-      running=$((running - 1))
-    fi
     echo "$name" >"$out/$i.name"
     local filters=()
     # A module's tests, each by its whole name.
@@ -141,7 +160,6 @@ run_suite() {
       # Progress while the others run; the output itself comes at the end.
       echo "  $name: $([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)") in $((SECONDS - start)) s" >&2
     ) &
-    running=$((running + 1))
   done <<<"$tests"
   i=$((i + 1))
   echo "doc tests" >"$out/$i.name"
@@ -176,6 +194,13 @@ run_suite() {
 
 status=0
 run_suite "$claude" pinned || status=1
+wait "$clippy" || true
+echo "== clippy"
+cat "$scratch/clippy.log"
+if [ "$(cat "$scratch/clippy.rc")" != 0 ]; then
+  echo "== clippy FAILED (exit $(cat "$scratch/clippy.rc"))"
+  status=1
+fi
 if [ -n "$other_claude" ]; then
   run_suite "$other_claude" other || status=1
 fi
