@@ -3,7 +3,8 @@
 //! server (`DUDUCLAW_TEST_PG_URL`), the completion scripts' syntax check
 //! zsh and fish; `scripts/test.sh` provides all of them. Where one is not
 //! given, plain `cargo test` lists its tests as ignored with the reason
-//! (cargo's own `requires_git` convention) instead of failing them.
+//! (cargo's own `requires_git` convention) instead of failing them: the
+//! cfgs set here are what `#[requires(…)]` (test-macro/) tests.
 
 use std::env;
 use std::path::Path;

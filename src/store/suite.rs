@@ -1894,10 +1894,9 @@ macro_rules! store_suite {
         );
     };
     ($fixture:expr) => {
-        $crate::store_suite!([] $fixture);
+        $crate::store_suite!([#[test]] $fixture);
     };
     (@cases [$($attr:tt)*] $fixture:expr; $case:ident $(, $rest:ident)*) => {
-        #[test]
         $($attr)*
         fn $case() {
             let fixture = $fixture;

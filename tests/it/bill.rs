@@ -242,11 +242,7 @@ fn a_new_handle_carries_the_newest_pin_in_its_system_tail(server: bool) {
 
 /// `--system-pin always` puts the newest pin at the system tail on a warm
 /// cache: the turn says it re-wrote the cache, and `stats` counts it.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn system_pin_always_rewrites_a_warm_cache_and_stats_counts_it() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
@@ -293,11 +289,7 @@ fn drift_events(env: &Env) -> Vec<Value> {
 /// With the default cadence the memory call waits for four substantive
 /// exchanges and then reads them all in one request; a session that ends
 /// on "thanks" has its last replies judged by `jobs run`.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn one_memory_call_reads_several_exchanges_and_jobs_run_judges_the_last_reply() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url()).env("DUDUCLAW_MEMORY_EVERY", "4");
@@ -348,11 +340,7 @@ fn one_memory_call_reads_several_exchanges_and_jobs_run_judges_the_last_reply() 
 
 /// A session that comes back after its prompt cache went cold has what
 /// waited judged with that turn, whatever the cadence.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn a_return_after_the_cache_went_cold_judges_what_waited() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url()).env("DUDUCLAW_MEMORY_EVERY", "4");

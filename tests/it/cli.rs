@@ -338,11 +338,7 @@ printf '%s\n' "${{COMPREPLY[@]}}""#
 }
 
 /// zsh and fish check their scripts' syntax (the test script installs them).
-#[test]
-#[cfg_attr(
-    not(test_shells),
-    ignore = "needs zsh and fish: run scripts/test.sh (it installs them), or apt-get install zsh fish"
-)]
+#[requires(shells)]
 fn zsh_and_fish_completions_parse() {
     for (shell, check) in [("zsh", "zsh -n"), ("fish", "fish --no-execute")] {
         assert_ok(&bash(&format!("{check} completions/{BIN}.{shell}")));

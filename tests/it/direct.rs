@@ -248,11 +248,7 @@ fn overload_is_retried_within_the_timeout() {
     assert_eq!(n.load(std::sync::atomic::Ordering::SeqCst), 3);
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn after_api_turns_the_next_claude_turn_replays_them() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());

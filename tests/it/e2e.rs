@@ -158,11 +158,7 @@ fn a_lost_transcript_is_replayed_then_resumed_natively(server: bool) {
     );
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn dash_leading_and_200kb_messages_arrive_intact() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
@@ -348,11 +344,7 @@ fn facts_reach_other_sessions_of_the_agent_and_never_other_agents(server: bool) 
     assert_eq!(facts[0]["access_count"], 2);
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn a_failing_side_call_never_fails_the_turn_and_is_retried() {
     let failures = Arc::new(AtomicUsize::new(0));
     let f = failures.clone();
@@ -406,11 +398,7 @@ fn a_failing_side_call_never_fails_the_turn_and_is_retried() {
 /// detached worker) when the turn's process has exited; once the model
 /// answers, it lands in the store without any further command, and then no
 /// process of ours is left.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn a_turn_returns_before_its_slow_side_calls_which_land_afterwards() {
     for json in [false, true] {
         let gate = Gate::new();
@@ -451,11 +439,7 @@ fn a_turn_returns_before_its_slow_side_calls_which_land_afterwards() {
     }
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn dry_run_prints_what_the_turn_sends_and_writes_nothing() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
@@ -513,11 +497,7 @@ fn conversation_chars(r: &Recorded) -> usize {
         .sum()
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn a_long_session_is_compacted_once_and_continues_on_a_smaller_prompt() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
@@ -578,11 +558,7 @@ fn a_long_session_is_compacted_once_and_continues_on_a_smaller_prompt() {
     assert_eq!(v7["mode"], "resumed");
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn a_failing_summary_leaves_the_session_working_and_whole() {
     let s = StandIn::start_with(|r: &Recorded| {
         if r.system_text().contains(SUMMARY_SYSTEM) {
@@ -616,11 +592,7 @@ fn a_failing_summary_leaves_the_session_working_and_whole() {
     assert!(last.user_texts().iter().any(|t| t.contains("part 1:")));
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn side_calls_do_not_load_the_projects_claude_md() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
@@ -654,11 +626,7 @@ fn side_calls_do_not_load_the_projects_claude_md() {
 /// CLAUDE.md, their bytes within 5% of the same calls from a bare HOME; the
 /// main call is the user's claude and uses all of it, unless
 /// `--no-user-setup`, when nothing of it runs at all.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn side_calls_leave_the_users_setup_out_and_the_main_call_keeps_it() {
     let task = "Please migrate our React app from CRA to Vite, keeping the tests green.";
     let side_bytes = |s: &StandIn| -> Vec<usize> {
@@ -749,11 +717,7 @@ fn side_calls_leave_the_users_setup_out_and_the_main_call_keeps_it() {
 /// with the very requests a cold claude sends (the same system prompt and
 /// messages, the history growing by each exchange), the reply and the
 /// usage as `turn --json` always gives them.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn a_warm_claude_answers_the_later_turns_with_the_same_requests() {
     let s = StandIn::start_with(model);
     let cold_s = StandIn::start_with(model);
@@ -850,11 +814,7 @@ fn warm_claudes(env: &Env) -> Vec<u32> {
 /// the transcript, which has the whole conversation); `--timeout` bounds a
 /// warm turn (exit 7) and ends that claude, and the next turn works; `sessions
 /// rm` ends the session's warm claude before it erases the transcripts.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn warm_turns_print_as_cold_ones_and_survive_a_kill_a_timeout_and_a_removal() {
     let gate = Gate::new();
     let hold = gate.clone();
@@ -955,11 +915,7 @@ fn warm_turns_print_as_cold_ones_and_survive_a_kill_a_timeout_and_a_removal() {
 /// Turns in six sessions leave at most four warm claudes (`--warm-max`,
 /// the least recently used ends first); once idle past the cache lifetime
 /// they end, and the host with them: nothing of ours or claude's is left.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn six_sessions_keep_at_most_four_warm_claudes_and_nothing_outlives_the_cache() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url()).warm();
@@ -1003,11 +959,7 @@ fn six_sessions_keep_at_most_four_warm_claudes_and_nothing_outlives_the_cache() 
 /// cleaning up does) can be reached by no turn again: it ends its warm
 /// claude and exits at once, not at the end of the cache lifetime, and the
 /// host the next turn starts at the same path serves on.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn a_host_whose_socket_is_gone_ends_its_claudes_and_exits() {
     use std::time::{Duration, Instant};
     let s = StandIn::start_with(model);
@@ -1050,11 +1002,7 @@ fn a_host_whose_socket_is_gone_ends_its_claudes_and_exits() {
 /// may enter (0700; the socket 0600), and where that is opened up anyway,
 /// the host checks the peer's uid and serves no one else. Another uid is
 /// nobody's, where the tests run as root.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn another_user_cannot_use_the_warm_host() {
     use std::os::unix::fs::PermissionsExt;
     let s = StandIn::start_with(model);

@@ -344,11 +344,7 @@ fn host_on(on: &Env) -> Env {
 /// time; a follower on a third host prints all 200, in commit order (ids
 /// strictly increasing, each host's facts in the order it wrote them), and
 /// nothing the log does not hold.
-#[test]
-#[cfg_attr(
-    not(test_pg),
-    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-)]
+#[requires(pg)]
 fn two_hosts_writing_concurrently_reach_a_follower_on_a_third_in_commit_order() {
     const EACH: u32 = 100;
     let a = Env::fake("").on_server();

@@ -138,11 +138,7 @@ const TOUR_REPLY: &str = "Start with vite.config.ts: add @vitejs/plugin-react an
 /// an API-path turn gets the model's reply, the lines it prints for
 /// another terminal leave none of the caller's settings in force, and it
 /// leaves nothing behind.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn the_tour_pins_the_task_and_leaves_nothing_behind() {
     let debug = bin().parent().unwrap().to_path_buf();
     let standin = debug.join("standin");
@@ -332,11 +328,7 @@ fn json_lines(env: &Env, args: &[&str]) -> Vec<Value> {
 /// The Nth message of a session and its reply are turn N, in `pin
 /// history`, `events`, `history` and `jobs`, text and JSON alike, whatever
 /// other sessions do meanwhile; the JSON keeps the stored ids as `turn_id`.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn turns_are_numbered_as_exchanges_everywhere() {
     let s = StandIn::start_with(numbering_model);
     let env = Env::real(&s.base_url());

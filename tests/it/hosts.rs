@@ -691,15 +691,7 @@ fn parallel_turns_from_two_hosts_on_two_sessions_are_serialized_and_complete(ser
 
 /// The server's password never reaches `claude`'s environment (its tools
 /// could read it) nor any output or file, while a turn and its worker run.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
-#[cfg_attr(
-    all(test_claude, not(test_pg)),
-    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-)]
+#[requires(claude, pg)]
 fn the_server_password_never_reaches_claude() {
     let store = Store::postgres();
     let (s, _arrivals) = standin(3000);
@@ -765,11 +757,7 @@ fn the_server_password_never_reaches_claude() {
     a.check_after();
 }
 
-#[test]
-#[cfg_attr(
-    not(test_pg),
-    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-)]
+#[requires(pg)]
 fn test_server_urls_are_rewritten_and_redacted() {
     let u = "postgres://duduclaw:duduclaw-test-pw@127.0.0.1:5432/postgres";
     assert_eq!(

@@ -35,11 +35,7 @@ fn model(r: &Recorded) -> Reply {
 
 /// `--wait-side` (or DUDUCLAW_WAIT_SIDE=1): the side calls finish before
 /// the turn returns, so its JSON already has the pin, and no worker runs.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn wait_side_finishes_the_side_calls_in_the_turn() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
@@ -55,11 +51,7 @@ fn wait_side_finishes_the_side_calls_in_the_turn() {
 
 /// Compaction guards the context size: it runs under `--no-extract` (which
 /// skips pin and facts), and only `--no-compact` turns it off.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn compaction_runs_under_no_extract_and_stops_with_no_compact() {
     let s = StandIn::start_with(model);
     let chunk = |i: usize| format!("part {i}: {}", "words and more words ".repeat(80));
@@ -243,11 +235,7 @@ fn code(out: &std::process::Output) -> Option<i32> {
 /// Two turns in a row on one session while the first one's worker still
 /// runs its (slow) side calls: both answered, every job run once, and no
 /// process left afterwards.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn two_turns_while_a_worker_runs() {
     let s = StandIn::start_with(|r: &Recorded| {
         if is_side(r) {
@@ -289,11 +277,7 @@ fn two_turns_while_a_worker_runs() {
 
 /// The pin race: while the pin side call is held, the user changes the pin
 /// (`pin append`); the extracted task lands in front of it, never over it.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn an_extracted_pin_keeps_a_change_made_while_it_ran() {
     // The pin call is answered only after the change: the race is certain,
     // however the machine schedules the worker.
@@ -364,11 +348,7 @@ const ONLY_MESSAGE: &str =
 /// quiet for its cache lifetime: no later turn, no `jobs run`, the default
 /// cadence (the call waits for 6 exchanges otherwise). `jobs list` says what
 /// waits until when; the worker that waited is gone afterwards.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn a_fact_said_once_lands_at_the_pause_without_a_later_turn() {
     let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let s = StandIn::start_with(remembering(calls.clone()));
@@ -410,11 +390,7 @@ fn a_fact_said_once_lands_at_the_pause_without_a_later_turn() {
 /// Turns within the cache lifetime move the session's pause: one memory
 /// call covers them all, and a worker killed while it waits loses nothing
 /// (the job is in the table; `jobs run` takes it at once).
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn later_turns_move_the_pause_and_a_killed_waiter_loses_nothing() {
     let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let s = StandIn::start_with(remembering(calls.clone()));

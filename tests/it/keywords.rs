@@ -44,11 +44,7 @@ fn model(r: &Recorded) -> Reply {
     Reply::Text("ok".into())
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn extracted_keywords_find_the_fact_in_the_other_language() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
@@ -140,11 +136,7 @@ fn keywords_by_hand_and_through_import_and_export() {
 /// `facts enrich`: one batched side call per group of facts without
 /// keywords, through the job machinery, with its cost reported; an
 /// interrupted run is finished by the next one.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn enrich_writes_keywords_for_facts_that_have_none() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());

@@ -4,6 +4,11 @@
 //! (an environment per test, the real or a fake claude, the test server).
 //! `cargo test --test it MODULE::` runs one of them.
 
+// `#[requires(claude, pg)]`: a test that needs the pinned Claude Code,
+// the test server or shells, ignored with the reason without them.
+#[macro_use]
+extern crate duduclaw_test_macro;
+
 #[macro_use]
 mod common;
 

@@ -250,11 +250,7 @@ fn same_bytes(t: &Setup, extra: &[&str], message: &str, case: &str) -> Value {
     plan
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn prompt_and_turn_send_the_same_bytes_in_every_state() {
     let t = setup();
     let (s, env) = (&t.s, &t.env);

@@ -189,11 +189,7 @@ fn consolidate(pinned: &str) -> String {
     lines.join("\n")
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn fifteen_clarifications_fit_in_the_pin_by_consolidation_and_keep_the_first() {
     let consolidations = Arc::new(AtomicUsize::new(0));
     let seen = consolidations.clone();

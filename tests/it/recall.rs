@@ -299,11 +299,7 @@ fn data(file: &str) -> PathBuf {
 /// nearly every standing fact (the profile carries them) and most others.
 /// The floors are what the profile measures (BENCHMARKS.md, round 6);
 /// without it, 0.6 found about half.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn the_needed_fact_reaches_the_model_through_the_real_claude() {
     let s = standin::StandIn::start_with(|_| standin::Reply::Text("Noted.".into()));
     let env = common::Env::real(&s.base_url());

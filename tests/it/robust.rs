@@ -269,11 +269,7 @@ done
     env.assert_no_processes_left();
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn a_hanging_api_is_cut_at_the_timeout_and_the_next_turn_works() {
     let hang = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let h = hang.clone();
@@ -298,11 +294,7 @@ fn a_hanging_api_is_cut_at_the_timeout_and_the_next_turn_works() {
     assert_eq!(v["reply"], "echo: now?");
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn hostile_text_stays_data() {
     let s = StandIn::start_with(echo_model);
     let env = Env::real(&s.base_url());
@@ -478,11 +470,7 @@ fn store_and_folder_are_private() {
     assert_eq!(mode(env.db.parent().unwrap()), 0o700);
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn secrets_from_a_side_call_are_never_stored() {
     // The side calls answer once the turn has shown it did not wait.
     let gate = Gate::new();

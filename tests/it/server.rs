@@ -111,11 +111,7 @@ fn a_server_that_is_down_is_exit_4_in_one_line_without_the_password() {
     assert!(std::fs::read_dir(&env.work).unwrap().next().is_none());
 }
 
-#[test]
-#[cfg_attr(
-    not(test_pg),
-    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-)]
+#[requires(pg)]
 fn doctor_checks_a_server_store_without_showing_the_password() {
     let env = Env::fake(&fake_success("fine")).on_server();
     let url = env.server.clone().unwrap();
@@ -144,11 +140,7 @@ fn doctor_checks_a_server_store_without_showing_the_password() {
     assert_has(&stdout(&text), "1 sessions, 2 turns");
 }
 
-#[test]
-#[cfg_attr(
-    not(test_pg),
-    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-)]
+#[requires(pg)]
 fn a_full_server_is_waited_for_within_the_timeout_then_named() {
     // A role limited to two connections, owning its database: what a
     // managed server's per-user limit looks like. (Superusers are exempt
@@ -191,11 +183,7 @@ fn a_full_server_is_waited_for_within_the_timeout_then_named() {
     assert_eq!(stdout(&out), "served\n");
 }
 
-#[test]
-#[cfg_attr(
-    not(test_pg),
-    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-)]
+#[requires(pg)]
 fn a_connection_dropped_mid_turn_keeps_the_message_for_again() {
     // claude takes a while; meanwhile the server drops every connection of
     // the turn (a failover, an idle-killer, a restart).
@@ -254,15 +242,7 @@ fn echo(r: &Recorded) -> Reply {
     Reply::Text(format!("echo: {last}"))
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
-#[cfg_attr(
-    all(test_claude, not(test_pg)),
-    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-)]
+#[requires(claude, pg)]
 fn a_file_store_copied_to_a_server_continues_there() {
     let s = StandIn::start_with(echo);
     let mut env = Env::real(&s.base_url());
@@ -343,11 +323,7 @@ fn test_ca() -> String {
     })
 }
 
-#[test]
-#[cfg_attr(
-    not(test_pg),
-    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-)]
+#[requires(pg)]
 fn tls_is_used_and_sslmode_checks_what_libpq_checks() {
     // A role that may log in over TLS only (scripts/pg.sh's pg_hba), so a
     // command that gets in proves the connection was encrypted.
@@ -408,11 +384,7 @@ fn tls_is_used_and_sslmode_checks_what_libpq_checks() {
     assert!(err.contains("sslmode=sometimes"), "{err}");
 }
 
-#[test]
-#[cfg_attr(
-    not(test_pg),
-    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-)]
+#[requires(pg)]
 fn a_follower_whose_connections_drop_ends_with_4_and_says_where_to_pick_up() {
     let env = Env::fake("").on_server();
     let url = env.server.clone().unwrap();

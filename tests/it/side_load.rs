@@ -71,11 +71,7 @@ fn settle_within(env: &Env, secs: u64) -> Vec<serde_json::Value> {
     }
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn a_burst_of_twelve_sessions_runs_two_side_calls_at_a_time_and_all_of_them() {
     let _alone = alone();
     let s = StandIn::start_with(|r: &Recorded| {
@@ -156,11 +152,7 @@ fn a_burst_of_twelve_sessions_runs_two_side_calls_at_a_time_and_all_of_them() {
     env.assert_no_processes_left();
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn a_worker_killed_holding_a_slot_frees_it_at_once_and_its_job_runs_after_its_lease() {
     let _alone = alone();
     let first = Arc::new(AtomicBool::new(true));

@@ -43,11 +43,7 @@ fn sums(reqs: &[Recorded]) -> (u64, u64) {
     (input, output)
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn stats_add_up_to_what_the_model_answered() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());

@@ -84,11 +84,7 @@ fn json_keys(env: &Env, extra: &[&str]) -> Vec<String> {
     keys
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn through_claude_lines_come_in_order_and_text_before_the_stream_ends() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
@@ -145,11 +141,7 @@ fn through_claude_lines_come_in_order_and_text_before_the_stream_ends() {
 
 /// A turn whose transcript was lost recovers by replay: its lines
 /// validate, `start` says the attempt it began with, `done` the replay.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn a_recovered_turn_streams_valid_lines_and_its_done_says_replayed() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());
@@ -172,11 +164,7 @@ fn a_recovered_turn_streams_valid_lines_and_its_done_says_replayed() {
     assert_eq!(fields(done), keys);
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn a_failure_ends_with_an_error_line_and_its_exit_code() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url()).env("CLAUDE_CODE_MAX_RETRIES", "0");
@@ -217,11 +205,7 @@ fn a_failure_ends_with_an_error_line_and_its_exit_code() {
     assert_eq!(got[0]["kind"], "usage");
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn on_the_api_path_the_same_lines() {
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url());

@@ -637,37 +637,18 @@ fn read_only_file_release(release: &str) {
     );
 }
 
-/// One test per release, each carrying `attrs` (what it needs).
+/// One test per release, each needing what the parentheses name.
 macro_rules! per_release {
-    ($attrs:tt $runner:ident: $($name:ident = $release:literal),+ $(,)?) => {
+    ($needs:tt $runner:ident: $($name:ident = $release:literal),+ $(,)?) => {
         mod $runner {
-            $(with_attrs!($attrs #[test] fn $name() { super::$runner($release) });)+
+            $(#[requires $needs] fn $name() { super::$runner($release) })+
         }
     };
 }
 
-/// The item, with the attributes in the brackets before it.
-macro_rules! with_attrs {
-    ([$($attr:tt)*] $item:item) => {
-        $($attr)* $item
-    };
-}
-
-per_release!(
-    [#[cfg_attr(not(test_claude), ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE")]]
-    file_release: v0_1 = "0.1", v0_2 = "0.2", v0_3 = "0.3", v0_4 = "0.4", v0_5 = "0.5"
-);
-per_release!(
-    [#[cfg_attr(not(test_claude), ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE")]]
-    read_only_file_release: v0_1 = "0.1", v0_2 = "0.2", v0_3 = "0.3", v0_4 = "0.4", v0_5 = "0.5"
-);
-per_release!(
-    [
-        #[cfg_attr(not(test_claude), ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE")]
-        #[cfg_attr(all(test_claude, not(test_pg)), ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL")]
-    ]
-    server_release: v0_2 = "0.2", v0_3 = "0.3", v0_4 = "0.4", v0_5 = "0.5"
-);
+per_release!((claude) file_release: v0_1 = "0.1", v0_2 = "0.2", v0_3 = "0.3", v0_4 = "0.4", v0_5 = "0.5");
+per_release!((claude) read_only_file_release: v0_1 = "0.1", v0_2 = "0.2", v0_3 = "0.3", v0_4 = "0.4", v0_5 = "0.5");
+per_release!((claude, pg) server_release: v0_2 = "0.2", v0_3 = "0.3", v0_4 = "0.4", v0_5 = "0.5");
 
 /// A role of the test server that may read the tables of one database and
 /// nothing more; dropped with what it was granted when the test ends.
@@ -803,11 +784,7 @@ fn newer_is_refused(env: &Env, standin: &StandIn) {
     );
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn a_newer_file_is_refused_and_left_as_it_was() {
     let standin = standin();
     let (env, _) = file_env("0.5", &standin);
@@ -826,15 +803,7 @@ fn a_newer_file_is_refused_and_left_as_it_was() {
     );
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
-#[cfg_attr(
-    all(test_claude, not(test_pg)),
-    ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL"
-)]
+#[requires(claude, pg)]
 fn a_newer_server_store_is_refused_and_left_as_it_was() {
     let standin = standin();
     let env = Env::real(&standin.base_url()).on_server();
@@ -873,11 +842,7 @@ fn a_newer_server_store_is_refused_and_left_as_it_was() {
 /// Issue 32, item 8: an existing file that SQLite opens as an empty
 /// database is a store not yet initialised, for reading commands as for
 /// `turn`; where it cannot be written, there is nothing to read.
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn an_empty_file_is_initialised_by_every_command_that_reads() {
     let standin = standin();
     let env = Env::real(&standin.base_url());
@@ -921,11 +886,7 @@ fn an_empty_file_is_initialised_by_every_command_that_reads() {
     assert_eq!(turns.as_array().unwrap().len(), 2);
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn another_programs_database_is_refused_untouched() {
     let standin = standin();
     let env = Env::real(&standin.base_url());
@@ -956,11 +917,7 @@ fn another_programs_database_is_refused_untouched() {
     assert!(standin.requests().is_empty());
 }
 
-#[test]
-#[cfg_attr(
-    not(test_claude),
-    ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE"
-)]
+#[requires(claude)]
 fn store_migrate_says_what_it_did() {
     let standin = standin();
     let (env, _) = file_env("0.1", &standin);

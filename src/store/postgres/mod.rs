@@ -555,8 +555,7 @@ pub(crate) mod testing {
         ($($case:ident),+ $(,)?) => {
             mod server {
                 $(
-                    #[test]
-                    #[cfg_attr(not(test_pg), ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL")]
+                    #[::duduclaw_test_macro::requires(pg)]
                     fn $case() {
                         super::$case()
                     }
@@ -575,7 +574,7 @@ mod suite {
     }
 
     crate::store_suite!(
-        [#[cfg_attr(not(test_pg), ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL")]]
+        [#[::duduclaw_test_macro::requires(pg)]]
         fixture()
     );
 }

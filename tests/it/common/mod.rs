@@ -931,16 +931,13 @@ macro_rules! on_both_stores {
     (claude: $($name:ident),+ $(,)?) => {
         mod on_file {
             $(
-                #[test]
-                #[cfg_attr(not(test_claude), ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE")]
+                #[requires(claude)]
                 fn $name() { super::$name(false) }
             )+
         }
         mod on_server {
             $(
-                #[test]
-                #[cfg_attr(not(test_claude), ignore = "needs the pinned Claude Code: run scripts/test.sh, or set DUDUCLAW_TEST_CLAUDE")]
-                #[cfg_attr(all(test_claude, not(test_pg)), ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL")]
+                #[requires(claude, pg)]
                 fn $name() { super::$name(true) }
             )+
         }
@@ -951,8 +948,7 @@ macro_rules! on_both_stores {
         }
         mod on_server {
             $(
-                #[test]
-                #[cfg_attr(not(test_pg), ignore = "needs the test PostgreSQL server: run scripts/test.sh, or set DUDUCLAW_TEST_PG_URL")]
+                #[requires(pg)]
                 fn $name() { super::$name(true) }
             )+
         }
