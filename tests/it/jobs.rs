@@ -215,7 +215,9 @@ fn a_job_done_on_a_retry_within_jobs_run_fails_nothing() {
 }
 
 /// [`failing_sides`] after a turn whose side calls (a pin and a memory
-/// call) have failed all their attempts.
+/// call) have failed all their attempts, and whose detached worker is gone:
+/// one that still looked for work would take a job the test puts back
+/// before the test's own `jobs run` could.
 fn jobs_failed_by_a_turn() -> Env {
     let env = failing_sides();
     assert_ok(&env.turn(
@@ -225,6 +227,7 @@ fn jobs_failed_by_a_turn() -> Env {
         "We deploy the whole stack with Docker Compose on one VPS.",
     ));
     env.settle();
+    env.assert_no_processes_left();
     env
 }
 
