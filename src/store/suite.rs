@@ -1854,7 +1854,9 @@ pub(crate) fn a_memory_call_is_scheduled_once_and_extended(open: Opener) {
 /// `open_fn()` returns a closure opening one fresh store (again).
 #[macro_export]
 macro_rules! store_suite {
-    // `store_suite!([#[attr]…] fixture)`: every case carries the attributes.
+    // `store_suite!([#[attr]…] fixture)`: every case carries the attributes,
+    // which include the test attribute (`#[test]`, or `#[requires(pg)]` for
+    // a case that needs the test server).
     ([$($attr:tt)*] $fixture:expr) => {
         $crate::store_suite!(@cases [$($attr)*] $fixture;
             sessions_and_turns,
