@@ -1,13 +1,16 @@
 //! Recall where the model sees it: a set's facts imported (keywords and the
 //! standing mark) and each question sent as the first message of a new
-//! session through `duduclaw-session turn` and the real Claude Code; a fact
-//! is recalled when its text is in the request the stand-in received, in the
-//! system prompt (the profile) or in the messages (the facts ranked for the
-//! message). Shared by the `recall` bench (every set, the profile on and
-//! off) and the recall test (set D, asserted).
+//! session; a fact is recalled when its text is in what the model receives,
+//! in the system prompt (the profile) or in the message (the facts ranked
+//! for it). `run` sends the questions through `duduclaw-session turn` and
+//! the real Claude Code and reads the requests the stand-in received;
+//! `plan` asks `prompt` for the same bytes without calling anything. The
+//! `recall` bench runs every set both ways of the profile through `run`;
+//! the recall test asserts set D through `plan`, and a sample of it
+//! through `run`.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
@@ -47,6 +50,8 @@ pub struct Outcome {
     pub question: Question,
     pub standing: bool,
     pub found: Found,
+    /// What the question put before the model.
+    pub sent: Sent,
 }
 
 fn read_jsonl(path: &Path) -> Vec<Value> {
@@ -95,6 +100,14 @@ fn as_sent(fact: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// What one question put before the model: the system text (the whole of
+/// it through claude, the appended text in a plan) and the user message.
+#[derive(Debug, Clone, Default)]
+pub struct Sent {
+    pub system: String,
+    pub user: String,
+}
+
 /// Sends every question through `turn` (the command `ours(db)` makes: our
 /// binary with HOME, claude and the stand-in set, on the store `db`), each
 /// as the first message of a new session, on a copy of one store holding
@@ -111,6 +124,71 @@ pub fn run(
     threads: usize,
 ) -> Vec<Outcome> {
     let (facts, questions) = set;
+    let base = store_of(ours, dir, facts);
+    each_question(questions, threads, |q, question| {
+        let db = dir.join(format!("q{q}.db"));
+        std::fs::copy(&base, &db).expect("copy the set's store");
+        let channel = format!("q{q}");
+        let mut args = vec!["turn", "--json", "--no-extract", "--agent", "r"];
+        args.extend(["--channel", &channel, "--timeout", "120"]);
+        args.extend_from_slice(extra);
+        args.push("-");
+        pipe(&mut ours(&db), &args, &question.text);
+    });
+    let received = requests();
+    outcomes(facts, questions, |q| {
+        let request = received
+            .iter()
+            .filter(|r| !r.is_side_call())
+            .find(|r| r.last_user_text().ends_with(q.text.trim()))
+            .unwrap_or_else(|| panic!("no request carried the question: {}", q.text));
+        Sent {
+            system: request.system_text(),
+            user: request.user_texts().join("\n"),
+        }
+    })
+}
+
+/// The same questions through `prompt`, the dry run that prints what
+/// `turn` would send (the same bytes: the parity test holds it to that
+/// through the real claude) and calls nothing: each question's plan for a
+/// new session, all on the one store, which `prompt` never writes.
+pub fn plan(
+    ours: &(dyn Fn(&Path) -> Command + Sync),
+    dir: &Path,
+    set: (&[SetFact], &[Question]),
+    extra: &[&str],
+    threads: usize,
+) -> Vec<Outcome> {
+    let (facts, questions) = set;
+    let base = store_of(ours, dir, facts);
+    let plans = Mutex::new(HashMap::new());
+    each_question(questions, threads, |q, question| {
+        let channel = format!("q{q}");
+        let mut args = vec!["prompt", "--json", "--agent", "r", "--channel", &channel];
+        args.extend_from_slice(extra);
+        args.push("-");
+        let out = pipe(&mut ours(&base), &args, &question.text);
+        let plan: Value = serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("prompt --json printed no JSON ({e}): {out}"));
+        let sent = Sent {
+            system: plan["system_append"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            user: plan["user_message"]
+                .as_str()
+                .expect("user_message")
+                .to_string(),
+        };
+        plans.lock().unwrap().insert(question.text.clone(), sent);
+    });
+    let plans = plans.into_inner().unwrap();
+    outcomes(facts, questions, |q| plans[&q.text].clone())
+}
+
+/// A store holding the set (agent `r`), in `dir`.
+fn store_of(ours: &(dyn Fn(&Path) -> Command + Sync), dir: &Path, facts: &[SetFact]) -> PathBuf {
     let mut lines = String::new();
     for f in shuffled(facts) {
         let line = json!({
@@ -132,6 +210,11 @@ pub fn run(
     // once, as on a user's store that has met this claude before, instead
     // of three times.
     pipe(&mut ours(&base), &["doctor"], "");
+    base
+}
+
+/// Runs `ask` on every question (its index and itself), `threads` at a time.
+fn each_question(questions: &[Question], threads: usize, ask: impl Fn(usize, &Question) + Sync) {
     let next = Mutex::new(0usize);
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
@@ -145,35 +228,32 @@ pub fn run(
                     let Some(question) = questions.get(q) else {
                         return;
                     };
-                    let db = dir.join(format!("q{q}.db"));
-                    std::fs::copy(&base, &db).expect("copy the set's store");
-                    let channel = format!("q{q}");
-                    let mut args = vec!["turn", "--json", "--no-extract", "--agent", "r"];
-                    args.extend(["--channel", &channel, "--timeout", "120"]);
-                    args.extend_from_slice(extra);
-                    args.push("-");
-                    pipe(&mut ours(&db), &args, &question.text);
+                    ask(q, question);
                 }
             });
         }
     });
+}
+
+/// Each question's outcome: where its fact stands in what `sent` says the
+/// question put before the model.
+fn outcomes(
+    facts: &[SetFact],
+    questions: &[Question],
+    sent: impl Fn(&Question) -> Sent,
+) -> Vec<Outcome> {
     let by_id: HashMap<&str, &SetFact> = facts.iter().map(|f| (f.id.as_str(), f)).collect();
-    let received = requests();
     questions
         .iter()
         .map(|q| {
             let target = by_id
                 .get(q.target.as_str())
                 .unwrap_or_else(|| panic!("question targets no fact of the set: {}", q.target));
-            let request = received
-                .iter()
-                .filter(|r| !r.is_side_call())
-                .find(|r| r.last_user_text().ends_with(q.text.trim()))
-                .unwrap_or_else(|| panic!("no request carried the question: {}", q.text));
+            let sent = sent(q);
             let fact = as_sent(&target.fact);
-            let found = if request.system_text().contains(&fact) {
+            let found = if sent.system.contains(&fact) {
                 Found::System
-            } else if request.user_texts().iter().any(|t| t.contains(&fact)) {
+            } else if sent.user.contains(&fact) {
                 Found::Message
             } else {
                 Found::Missing
@@ -182,6 +262,7 @@ pub fn run(
                 question: q.clone(),
                 standing: target.standing,
                 found,
+                sent,
             }
         })
         .collect()

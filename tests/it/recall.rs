@@ -294,11 +294,15 @@ fn data(file: &str) -> PathBuf {
 
 /// Set D (165 facts of one person's life and shop, 55 standing; 80
 /// situational questions written blind to the keywords, half in the other
-/// language), each question the first message of a new session through the
-/// real claude: the needed fact is in the request the model receives, for
-/// nearly every standing fact (the profile carries them) and most others.
-/// The floors are what the profile measures (BENCHMARKS.md, round 6);
-/// without it, 0.6 found about half.
+/// language), each question the first message of a new session: the
+/// needed fact is in what the model receives, for nearly every standing
+/// fact (the profile carries them) and most others. Every question goes
+/// through `prompt`, which prints the bytes `turn` would send (the parity
+/// test holds the two to the same bytes through the real claude); every
+/// tenth also goes through `turn` and the real claude, and the request the
+/// model received must carry those bytes, so the same outcome. The floors
+/// are what the profile measures (BENCHMARKS.md, round 6); without it, 0.6
+/// found about half.
 #[requires(claude)]
 fn the_needed_fact_reaches_the_model_through_the_real_claude() {
     let s = standin::StandIn::start_with(|_| standin::Reply::Text("Noted.".into()));
@@ -312,16 +316,9 @@ fn the_needed_fact_reaches_the_model_through_the_real_claude() {
     let facts = through_model::facts(&data("facts-d.jsonl"));
     let questions = through_model::questions(&data("questions-d.jsonl"));
     assert_eq!((facts.len(), questions.len()), (165, 80));
-    let outcomes = through_model::run(
-        &ours,
-        &|| s.requests(),
-        stores.path(),
-        (&facts, &questions),
-        &[],
-        3,
-    );
-    println!("set D, profile on: {}", through_model::summary(&outcomes));
-    for o in outcomes
+    let planned = through_model::plan(&ours, stores.path(), (&facts, &questions), &[], 2);
+    println!("set D, profile on: {}", through_model::summary(&planned));
+    for o in planned
         .iter()
         .filter(|o| o.found == through_model::Found::Missing)
     {
@@ -330,8 +327,46 @@ fn the_needed_fact_reaches_the_model_through_the_real_claude() {
             o.question.target, o.question.kind, o.question.text
         );
     }
-    let all = through_model::Tally::of(&outcomes);
-    let standing = through_model::Tally::of(outcomes.iter().filter(|o| o.standing));
+    let all = through_model::Tally::of(&planned);
+    let standing = through_model::Tally::of(planned.iter().filter(|o| o.standing));
     assert!(standing.share() >= 0.95, "standing facts: {standing}");
     assert!(all.share() >= 0.80, "all: {all}");
+
+    let sample: Vec<_> = questions.iter().step_by(10).cloned().collect();
+    let sent = tempfile::tempdir().unwrap();
+    let received = through_model::run(
+        &ours,
+        &|| s.requests(),
+        sent.path(),
+        (&facts, &sample),
+        &[],
+        2,
+    );
+    for (got, plan) in received.iter().zip(planned.iter().step_by(10)) {
+        let q = &plan.question.text;
+        assert_eq!(got.question.text, *q);
+        assert!(
+            got.sent
+                .user
+                .trim_end()
+                .ends_with(plan.sent.user.trim_end()),
+            "the model's message is the planned one: {q}"
+        );
+        assert!(
+            got.sent
+                .system
+                .trim_end()
+                .ends_with(plan.sent.system.trim_end()),
+            "the model's system prompt ends with the planned text: {q}"
+        );
+        assert_eq!(got.found, plan.found, "{q}");
+    }
+    // The sample puts both places, and both kinds of fact, to the test.
+    let places: Vec<_> = received.iter().map(|o| o.found).collect();
+    assert!(places.contains(&through_model::Found::System), "{places:?}");
+    assert!(
+        places.contains(&through_model::Found::Message),
+        "{places:?}"
+    );
+    assert!(received.iter().any(|o| o.standing) && received.iter().any(|o| !o.standing));
 }
