@@ -345,20 +345,15 @@ fn the_needed_fact_reaches_the_model_through_the_real_claude() {
     for (got, plan) in received.iter().zip(planned.iter().step_by(10)) {
         let q = &plan.question.text;
         assert_eq!(got.question.text, *q);
-        assert!(
-            got.sent
-                .user
-                .trim_end()
-                .ends_with(plan.sent.user.trim_end()),
-            "the model's message is the planned one: {q}"
-        );
-        assert!(
-            got.sent
-                .system
-                .trim_end()
-                .ends_with(plan.sent.system.trim_end()),
-            "the model's system prompt ends with the planned text: {q}"
-        );
+        for (what, sent, meant) in [
+            ("message", &got.sent.user, &plan.sent.user),
+            ("system prompt", &got.sent.system, &plan.sent.system),
+        ] {
+            assert!(
+                sent.trim_end().ends_with(meant.trim_end()),
+                "the model's {what} ends with the planned one: {q}"
+            );
+        }
         assert_eq!(got.found, plan.found, "{q}");
     }
     // The sample puts both places, and both kinds of fact, to the test.
