@@ -1,7 +1,8 @@
 //! Which tests may run here: the end-to-end tests need the pinned Claude
 //! Code (`DUDUCLAW_TEST_CLAUDE`), the server-store tests a PostgreSQL
 //! server (`DUDUCLAW_TEST_PG_URL`), the completion scripts' syntax check
-//! zsh and fish; `scripts/test.sh` provides all of them. Where one is not
+//! zsh and fish, the tests that act as a second account root (to become
+//! nobody); `scripts/test.sh` provides all of them. Where one is not
 //! given, plain `cargo test` lists its tests as ignored with the reason
 //! (cargo's own `requires_git` convention) instead of failing them: the
 //! cfgs set here are what `#[requires(…)]` (test-macro/) tests.
@@ -21,6 +22,13 @@ fn main() {
         }
     }
 
+    // Root, to act as a second account (nobody) in the tests of what
+    // another account on the machine can and cannot do to ours.
+    println!("cargo::rustc-check-cfg=cfg(test_root)");
+    if is_root() {
+        println!("cargo::rustc-cfg=test_root");
+    }
+
     println!("cargo::rustc-check-cfg=cfg(test_shells)");
     println!("cargo::rerun-if-env-changed=PATH");
     // A shell installed later (scripts/test.sh installs them) changes its
@@ -32,6 +40,17 @@ fn main() {
     if ["zsh", "fish"].iter().all(|shell| on_path(shell, &path)) {
         println!("cargo::rustc-cfg=test_shells");
     }
+}
+
+/// Whether the build runs as root, as the tests then do (`/proc/self/status`
+/// names the real, effective, saved and file-system uids).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .is_some_and(|ids| ids.split_whitespace().all(|id| id == "0"))
+    })
 }
 
 fn on_path(name: &str, path: &std::ffi::OsStr) -> bool {

@@ -41,7 +41,7 @@ _arguments "${_arguments_options[@]}" : \
 '--thread=[An optional thread inside the channel]:ID:_default' \
 '--model=[Model for the main call (passed to claude --model)]:MODEL:_default' \
 '--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
-'--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
+'--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)\: the time it runs or waits on the network; time a loaded host keeps it waiting for a CPU is not counted, up to 4 times the bound in all]:DURATION:_default' \
 '--side-concurrency=[Side calls that run at once on this host, counted across every worker, \`jobs run\` and \`--wait-side\` turn (1 to 64)]:N:_default' \
 '--timeout=[Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)]:DURATION:_default' \
 '--user=[Scope facts to one person as well as the agent]:ID:_default' \
@@ -390,7 +390,7 @@ _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent whose facts to enrich]:ID:_default' \
 '--limit=[Enrich at most N facts in this run]:N:_default' \
 '--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
-'--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
+'--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)\: the time it runs or waits on the network; time a loaded host keeps it waiting for a CPU is not counted, up to 4 times the bound in all]:DURATION:_default' \
 '--side-concurrency=[Side calls that run at once on this host, counted across every worker, \`jobs run\` and \`--wait-side\` turn (1 to 64)]:N:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
@@ -639,7 +639,7 @@ _arguments "${_arguments_options[@]}" : \
 '--channel=[With --agent\: only this channel'\''s session]:ID:_default' \
 '--thread=[With --agent and --channel\: only this thread'\''s session]:ID:_default' \
 '--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
-'--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
+'--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)\: the time it runs or waits on the network; time a loaded host keeps it waiting for a CPU is not counted, up to 4 times the bound in all]:DURATION:_default' \
 '--side-concurrency=[Side calls that run at once on this host, counted across every worker, \`jobs run\` and \`--wait-side\` turn (1 to 64)]:N:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
@@ -727,7 +727,7 @@ _arguments "${_arguments_options[@]}" : \
 '--thread=[An optional thread inside the channel]:ID:_default' \
 '--model=[Model for the main call (passed to claude --model)]:MODEL:_default' \
 '--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
-'--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)]:DURATION:_default' \
+'--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)\: the time it runs or waits on the network; time a loaded host keeps it waiting for a CPU is not counted, up to 4 times the bound in all]:DURATION:_default' \
 '--side-concurrency=[Side calls that run at once on this host, counted across every worker, \`jobs run\` and \`--wait-side\` turn (1 to 64)]:N:_default' \
 '--timeout=[Give up on the main call after this long (seconds, or e.g. 90s, 10m; at most 24h)]:DURATION:_default' \
 '--user=[Scope facts to one person as well as the agent]:ID:_default' \

@@ -6,7 +6,8 @@
 //!
 //! 1. `text` (prompt text, the fact index's words), `session` (addresses,
 //!    ids, claude's transcripts), `error` (kinds and exit codes), `output`,
-//!    `progress` (bars for long commands);
+//!    `progress` (bars for long commands), `private` (folders and sockets
+//!    of this user's alone);
 //! 2. `store/`: one interface, its two engines, the job retry policy;
 //! 3. `backend/`: the claude CLI and the Messages API behind one type;
 //! 4. `memory/`: pin, facts, recall, side-call jobs, the detached worker,
@@ -27,6 +28,7 @@ mod cmd;
 mod error;
 mod memory;
 mod output;
+mod private;
 mod progress;
 mod session;
 mod store;

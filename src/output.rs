@@ -208,9 +208,11 @@ const LOG_MAX_BYTES: u64 = 1024 * 1024;
 
 /// A detached process (the side-call worker, the warm host) logs to `path`
 /// (appended, private), keeping it small: past [`LOG_MAX_BYTES`] it is
-/// moved aside to `path.1` and started afresh.
+/// moved aside to `path.1` and started afresh. A link at its name, or a
+/// file of another account's, gets no log: what a log says is this user's.
 pub(crate) fn log_to_file(path: &std::path::Path) {
-    if std::fs::metadata(path).is_ok_and(|m| m.len() > LOG_MAX_BYTES) {
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() > LOG_MAX_BYTES) {
         let mut old = path.as_os_str().to_os_string();
         old.push(".1");
         let _ = std::fs::rename(path, old);
@@ -219,10 +221,15 @@ pub(crate) fn log_to_file(path: &std::path::Path) {
         .create(true)
         .append(true)
         .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(path)
     else {
         return;
     };
+    let mine = rustix::process::getuid().as_raw();
+    if !file.metadata().is_ok_and(|m| m.uid() == mine) {
+        return;
+    }
     let _ = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::INFO)
         .with_writer(std::sync::Mutex::new(file))

@@ -16,7 +16,7 @@ use crate::error::{Failure, Kind, fail};
 use crate::store::{Admin, CallPath, Usage};
 
 pub(crate) use api::ApiConfig;
-pub(crate) use claude::warm::WarmUse;
+pub(crate) use claude::warm::{Receipt, WarmUse};
 pub(crate) use claude::{Capabilities, Claude};
 pub(crate) use models::Catalog;
 
@@ -91,6 +91,33 @@ impl Outcome {
             duration_ms,
             model,
             streamed,
+        }
+    }
+}
+
+/// A main call's answer, and what the turn still owes it.
+#[derive(Debug)]
+pub(crate) struct MainAnswer {
+    pub outcome: Outcome,
+    /// How claude ran (the session's warm claude, one started for it, or
+    /// one of its own).
+    pub warm: WarmUse,
+    /// Confirmed once the reply is recorded, so a warm claude stays for
+    /// the session's next turn ([`Receipt`]).
+    pub receipt: Receipt,
+    /// The warm host's folder or socket was refused as not the user's
+    /// alone, and why: the turn ran cold, and says so.
+    pub refused_host: Option<String>,
+}
+
+impl MainAnswer {
+    /// An answer from a claude (or request) of the call's own.
+    pub(crate) fn cold(outcome: Outcome, refused_host: Option<String>) -> MainAnswer {
+        MainAnswer {
+            outcome,
+            warm: WarmUse::Cold,
+            receipt: Receipt::default(),
+            refused_host,
         }
     }
 }
@@ -235,7 +262,7 @@ impl Backend {
         request: &Request,
         timeout: Duration,
         mut on_piece: impl FnMut(Piece),
-    ) -> Result<(Outcome, WarmUse), CallError> {
+    ) -> Result<MainAnswer, CallError> {
         match (self, request) {
             (Backend::Cli { claude, .. }, Request::Cli(call)) => {
                 claude.run_main(call, timeout, on_piece).await
@@ -244,7 +271,7 @@ impl Backend {
                 // No tools on the API path: text is all it streams.
                 api::send(cfg, &call.body, timeout, |t| on_piece(Piece::Text(t)))
                     .await
-                    .map(|o| (o, WarmUse::Cold))
+                    .map(|o| MainAnswer::cold(o, None))
             }
             _ => Err(CallError::new(
                 Problem::Other,

@@ -109,7 +109,7 @@ pub struct SideArgs {
     )]
     pub extract_model: String,
 
-    /// Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)
+    /// Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h): the time it runs or waits on the network; time a loaded host keeps it waiting for a CPU is not counted, up to 4 times the bound in all
     #[arg(
         long,
         env = "DUDUCLAW_SIDE_TIMEOUT",

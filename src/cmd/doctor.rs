@@ -639,6 +639,56 @@ fn warnings(store: &StoreReport) -> Vec<String> {
     }
 }
 
+/// The folders of ours under shared places (the warm host's, the system
+/// prompt files', the side-call slots') that are not this user's alone:
+/// another account made one first, or it was opened up. Each is named with
+/// its owner or mode, what the program does instead, and what would mend
+/// it; none is touched (neither made, changed nor removed).
+fn folder_warnings() -> Vec<String> {
+    use crate::private::{Unsafe, check};
+    let slots = crate::memory::slots::SideSlots::candidates();
+    let folders = [
+        (
+            crate::backend::claude::warm::runtime_dir(),
+            "no warm claude is used: turns run claude cold",
+        ),
+        (
+            crate::backend::claude::system_file_dir(),
+            "each turn writes its system prompt file in a folder of its own",
+        ),
+    ]
+    .into_iter()
+    .chain(
+        slots
+            .into_iter()
+            .map(|d| (d, "the side-call slots are kept elsewhere")),
+    );
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for (dir, instead) in folders {
+        if seen.contains(&dir) {
+            continue;
+        }
+        seen.push(dir.clone());
+        let refusal = match check(&dir) {
+            Ok(()) => continue,
+            // Not made yet: made private when first needed.
+            Err(_) if std::fs::symlink_metadata(&dir).is_err() => continue,
+            Err(r) => r,
+        };
+        let mend = match refusal.why {
+            Unsafe::Owner(_) => {
+                "have its owner or an administrator remove it, or point TMPDIR (or XDG_RUNTIME_DIR) at a folder of yours"
+            }
+            Unsafe::Open(_) => "make it private (chmod 700)",
+            Unsafe::Link | Unsafe::NotAFolder => "remove what stands at its name",
+            Unsafe::Unusable(_) => "check the folder above it",
+        };
+        out.push(format!("{refusal}: {instead}; to mend it, {mend}"));
+    }
+    out
+}
+
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Print a JSON object
@@ -661,7 +711,10 @@ pub(super) async fn run(
         side_calls: SideCalls {
             concurrency: slots.limit(),
             slots_in_use: slots.in_use(),
-            slots: slots.dir().display().to_string(),
+            slots: slots.dir().map_or_else(
+                || "no folder of this user's alone: each process keeps the bound by itself".into(),
+                |d| d.display().to_string(),
+            ),
         },
         ..DoctorReport::default()
     };
@@ -725,6 +778,7 @@ pub(super) async fn run(
     problems.extend(store_problems);
     report.problems = problems.iter().map(|p| p.line.clone()).collect();
     report.warnings = warnings(&report.store);
+    report.warnings.extend(folder_warnings());
 
     let mut out = std::io::stdout().lock();
     if json_out {

@@ -124,7 +124,10 @@ struct Waiter {
 impl Waiter {
     /// `None` when another process holds it.
     fn try_take(location: &Location) -> Result<Option<Waiter>> {
-        let held = store::lock::try_lock(&location.waiter_path(), true)?;
+        let path = location
+            .waiter_path()
+            .ok_or_else(|| anyhow::anyhow!("no folder of this user's alone for the waiter lock"))?;
+        let held = store::lock::try_lock(&path, true)?;
         Ok(held.flatten().map(|file| Waiter { _file: file }))
     }
 }
@@ -164,7 +167,10 @@ pub(crate) async fn work(w: &WorkerSettings) -> Result<()> {
     // A new session: no controlling terminal, so no signal meant for the
     // caller's terminal (Ctrl-C, a closed window) reaches the worker.
     let _ = rustix::process::setsid();
-    crate::output::log_to_file(&w.location.log_path());
+    lower_group_priority();
+    if let Some(log) = w.location.log_path() {
+        crate::output::log_to_file(&log);
+    }
     match run(w).await {
         Ok(d) => {
             tracing::info!(
@@ -179,6 +185,20 @@ pub(crate) async fn work(w: &WorkerSettings) -> Result<()> {
             tracing::warn!(session = %w.session_id, "worker failed: {e:#}");
             Err(e)
         }
+    }
+}
+
+/// Where the kernel groups CPU time by session (Linux's autogroup), a
+/// nice value ranks a process only within its group, and the worker's new
+/// session is a group of its own that would compete with the user's main
+/// calls as an equal: the group's own nice value makes its side calls
+/// yield, as [`jobs::SIDE_NICE`] means them to. The group is the worker's
+/// alone (it just made its session). Nothing happens where there is no
+/// autogroup.
+fn lower_group_priority() {
+    let nice = jobs::SIDE_NICE.to_string();
+    if let Err(e) = std::fs::write("/proc/self/autogroup", nice) {
+        tracing::debug!("could not lower the worker's autogroup priority: {e}");
     }
 }
 

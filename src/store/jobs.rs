@@ -123,6 +123,23 @@ pub trait Jobs: Engine {
         })
     }
 
+    /// Hand back a running job its runner stopped before its call ended (a
+    /// drain out of time, a signal): runnable at once, its lease cleared,
+    /// the attempt not counted, since it was cut off by us and not by the
+    /// call. Whether it was running.
+    fn release_job(&mut self, id: i64) -> Result<bool> {
+        let args = args![id, JobStatus::Pending, JobStatus::Running, now()];
+        Ok(self.db().execute(&sql::JOB_RELEASE, args)? > 0)
+    }
+
+    /// Renew a running job's lease for `lease_secs` from now: its call
+    /// still runs. Whether it was running.
+    fn renew_lease(&mut self, id: i64, lease_secs: i64) -> Result<bool> {
+        let t = now();
+        let args = args![id, JobStatus::Running, t.saturating_add(lease_secs), t];
+        Ok(self.db().execute(&sql::JOB_RENEW, args)? > 0)
+    }
+
     /// Make a job runnable again with a fresh set of attempts; whether it exists.
     fn retry_job(&mut self, id: i64) -> Result<bool> {
         let args = args![id, JobStatus::Pending, now()];

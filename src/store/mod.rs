@@ -178,23 +178,36 @@ impl Location {
     }
 
     /// Where a detached worker writes its log: beside the store file, or
-    /// for a server in this host's data folder, one log per server.
-    pub fn log_path(&self) -> PathBuf {
+    /// for a server in this host's data folder, one log per server. With
+    /// no data folder (no HOME) it is `$TMPDIR/duduclaw-<uid>`, used only
+    /// when it is this user's alone: `None` otherwise.
+    pub(crate) fn log_path(&self) -> Option<PathBuf> {
         match self {
             Location::File(p) => {
                 let mut name = p.file_name().unwrap_or_default().to_os_string();
                 name.push(".log");
-                p.with_file_name(name)
+                Some(p.with_file_name(name))
             }
             Location::Server(url) => {
                 use sha2::Digest;
                 let digest = sha2::Sha256::digest(url.to_string().as_bytes());
                 let tag: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
-                let dir = default_path()
+                let dir = match default_path()
                     .ok()
                     .and_then(|p| p.parent().map(Path::to_path_buf))
-                    .unwrap_or_else(std::env::temp_dir);
-                dir.join(format!("server-{tag}.log"))
+                {
+                    Some(data) => data,
+                    None => {
+                        let uid = rustix::process::getuid().as_raw();
+                        let temp = std::env::temp_dir().join(format!("duduclaw-{uid}"));
+                        if let Err(r) = crate::private::ensure(&temp) {
+                            tracing::info!("{r}: the worker keeps no log and no waiter lock");
+                            return None;
+                        }
+                        temp
+                    }
+                };
+                Some(dir.join(format!("server-{tag}.log")))
             }
         }
     }
@@ -202,12 +215,12 @@ impl Location {
 
 impl Location {
     /// The lock a worker of this host holds while it waits for jobs that
-    /// fall due later (beside the worker's log).
-    pub fn waiter_path(&self) -> PathBuf {
-        let log = self.log_path();
+    /// fall due later (beside the worker's log; `None` with no log).
+    pub(crate) fn waiter_path(&self) -> Option<PathBuf> {
+        let log = self.log_path()?;
         let mut name = log.file_stem().unwrap_or_default().to_os_string();
         name.push(".waiter.lock");
-        log.with_file_name(name)
+        Some(log.with_file_name(name))
     }
 }
 

@@ -101,13 +101,18 @@ pub trait Sessions: Engine {
         db::in_transaction(self, |db| add_reply(db, session_id, user_turn, reply))
     }
 
-    /// Keep a failed turn's message (it is history the user typed) and say why.
+    /// Keep a failed turn's message (it is history the user typed) and say
+    /// why. Only a message still waiting for its reply fails: one answered
+    /// already (a turn stopped after recording its reply) stays answered.
     fn fail_user_turn(&mut self, user_turn: i64, error: &str) -> Result<()> {
         db::in_transaction(self, |db| {
-            db.execute(
+            let changed = db.execute(
                 &sql::FAIL_USER_TURN,
-                args![user_turn, TurnStatus::Failed, error],
+                args![user_turn, TurnStatus::Failed, error, TurnStatus::Pending],
             )?;
+            if changed == 0 {
+                return Ok(());
+            }
             if let Some(owner) = log::turn_owner(db, user_turn)? {
                 db.append_events(&[events::turn_failed(&owner, user_turn, error)])?;
             }

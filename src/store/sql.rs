@@ -202,7 +202,7 @@ pub(crate) static COUNT_HANDLE_TURN: Statement = Statement::new(
 
 /// A user turn failed: id, failed, error.
 pub(crate) static FAIL_USER_TURN: Statement =
-    Statement::new("UPDATE turns SET status = $2, error = $3 WHERE id = $1");
+    Statement::new("UPDATE turns SET status = $2, error = $3 WHERE id = $1 AND status = $4");
 
 /// A session's newest turns, oldest first: session, how many.
 pub(crate) static TURNS: Statement = Statement::new(concat!(
@@ -476,6 +476,20 @@ pub(crate) static JOB_FINISH: Statement = Statement::new(
 pub(crate) static JOB_FAIL: Statement = Statement::new(
     "UPDATE jobs SET status = CASE WHEN attempts >= $3 THEN $4 ELSE $5 END,
         last_error = $2, lease_until = $6 + $7 * attempts, updated_at = $6 WHERE id = $1",
+);
+
+/// A running job handed back by its runner, which stopped it (a drain out
+/// of time, a signal): runnable at once, the attempt it was on not
+/// counted. id, pending, running, now.
+pub(crate) static JOB_RELEASE: Statement = Statement::new(
+    "UPDATE jobs SET status = $2, attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END,
+        lease_until = 0, updated_at = $4 WHERE id = $1 AND status = $3",
+);
+
+/// A running job's lease renewed while its call runs: id, running, the
+/// lease's new end, now.
+pub(crate) static JOB_RENEW: Statement = Statement::new(
+    "UPDATE jobs SET lease_until = $3, updated_at = $4 WHERE id = $1 AND status = $2",
 );
 
 /// A job made runnable again with fresh attempts: id, pending, now.

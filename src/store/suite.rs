@@ -677,6 +677,32 @@ pub(crate) fn jobs_lease_retry_and_list(open: Opener) {
     assert_eq!(recent.len(), 2);
 }
 
+/// A running job's lease is renewed while its call runs; a job its runner
+/// stopped is handed back: runnable at once, its attempt not counted; a
+/// job no longer running is left as it is.
+pub(crate) fn a_stopped_job_is_handed_back_uncharged(open: Opener) {
+    let mut s = open();
+    s.ensure_session("sid", &KEY, "/").unwrap();
+    let session = JobSelect::session("sid");
+    let id = s
+        .enqueue_job(JobKind::Summary, "a", Some("sid"), None, &json!({}).into())
+        .unwrap();
+    let claimed = s.claim_jobs(session, -1, usize::MAX).unwrap();
+    assert_eq!((claimed[0].id, claimed[0].attempts), (id, 1));
+    // Its runner renews the lease while the call runs.
+    assert!(s.has_runnable_jobs(session).unwrap(), "a lease run out");
+    assert!(s.renew_lease(id, 600).unwrap());
+    assert!(!s.has_runnable_jobs(session).unwrap(), "leased again");
+    assert!(s.release_job(id).unwrap());
+    assert!(s.has_runnable_jobs(session).unwrap(), "runnable at once");
+    let again = s.claim_jobs(session, 600, usize::MAX).unwrap();
+    assert_eq!((again[0].id, again[0].attempts), (id, 1), "not charged");
+    s.finish_job(id, &[]).unwrap();
+    assert!(!s.release_job(id).unwrap(), "done stays done");
+    assert!(!s.renew_lease(id, 600).unwrap());
+    assert!(!s.has_open_job(session).unwrap());
+}
+
 /// An expired lease (its runner died) lets the job be claimed again;
 /// after the last attempt a failure gives it up, with its error kept.
 pub(crate) fn a_job_is_given_up_after_its_last_attempt(open: Opener) {
@@ -1875,6 +1901,7 @@ macro_rules! store_suite {
             jobs_lease_retry_and_list,
             a_memory_call_is_scheduled_once_and_extended,
             a_job_is_given_up_after_its_last_attempt,
+            a_stopped_job_is_handed_back_uncharged,
             pin_jobs_apply_in_turn_order,
             bounded_claims_are_fair_between_sessions,
             job_health_counts_open_and_failed,

@@ -18,7 +18,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::backend::{self, Backend, CallError, Outcome, Piece, ProbeCache, Problem, WarmUse, api};
+use crate::backend::{
+    self, Backend, CallError, Outcome, Piece, ProbeCache, Problem, Receipt, WarmUse, api,
+};
 use crate::error::{Kind, fail};
 use crate::memory::jobs::{self, Runner, WhenBusy};
 use crate::memory::slots::SideSlots;
@@ -103,6 +105,11 @@ pub(crate) async fn run(settings: &TurnSettings, input: Input, out: &mut Output)
     out.stop_spinner();
     if let Err(e) = &result {
         let _ = store.fail_user_turn(user_turn, &format!("{e:#}"));
+        // Stopped mid-drain (`--wait-side`): what it had claimed goes back
+        // to the queue at once, for the worker this starts.
+        if jobs::hand_back_claimed(&mut *store) > 0 {
+            leave_the_rest_to_a_worker(&*store, &cx);
+        }
     }
     result
 }
@@ -179,13 +186,34 @@ fn record_input(
     user: Option<&str>,
 ) -> Result<(i64, String)> {
     match input {
-        Input::Message(m) => Ok((store.add_user_turn(&session.id, &m, user)?, m)),
+        Input::Message(m) => {
+            settle_killed_turn(store, &session.id)?;
+            Ok((store.add_user_turn(&session.id, &m, user)?, m))
+        }
         Input::Again => {
             let t = resendable(store, &session.id)?;
             store.reopen_user_turn(t.id)?;
             Ok((t.id, t.content))
         }
     }
+}
+
+/// A message whose turn died before its reply was recorded (`kill -9`, the
+/// OOM killer, a crash) is still pending; this turn holds the session's
+/// lock, so no turn runs it now. It is recorded as failed, the way an
+/// interrupted turn records its message, so `history` says what became of
+/// it (and `turn --again` still sends it).
+fn settle_killed_turn(store: &mut dyn Sessions, session_id: &str) -> Result<()> {
+    if let Some(t) = store.turns(session_id, Some(1))?.pop()
+        && t.role == Role::User
+        && t.status == TurnStatus::Pending
+    {
+        store.fail_user_turn(
+            t.id,
+            "its turn ended before the reply was recorded (the process was killed)",
+        )?;
+    }
+    Ok(())
 }
 
 /// The message `--again` sends: the session's last one, if it was not answered.
@@ -373,12 +401,13 @@ async fn answer(store: &mut dyn Store, cx: &TurnContext<'_>, out: &mut Output) -
     let memory = plan::memory(&gathered.state(&session, &cx.host), cx.message, settings);
     remember(store, cx, &memory)?;
     let planned = Planned { gathered, memory };
-    let answered = attempt_until_answered(store, cx, &planned, backend, out).await?;
+    let mut answered = attempt_until_answered(store, cx, &planned, backend, out).await?;
     if !answered.outcome.streamed {
         out.text(&answered.outcome.text);
     }
     out.end();
     record_reply(store, cx, &answered)?;
+    std::mem::take(&mut answered.receipt).recorded().await;
     tracing::info!(
         session = %cx.sid,
         handle = %answered.attempt.handle(),
@@ -486,6 +515,9 @@ struct Attempted {
     /// How claude ran: the session's warm claude, one started for it, or
     /// one of its own.
     warm: WarmUse,
+    /// Confirmed once the reply is recorded: a warm claude stays for the
+    /// next turn only then.
+    receipt: Receipt,
     session: Session,
     backend: Backend,
 }
@@ -548,15 +580,21 @@ async fn attempt_until_answered(
             })
             .await
         {
-            Ok((outcome, warm)) => {
+            Ok(answer) => {
                 for r in &recovered {
                     out.notice(&format!("{}; answered on {}", r.error, r.then));
+                }
+                if let Some(why) = &answer.refused_host {
+                    out.notice(&format!(
+                        "{why}: no warm claude was used (this turn ran claude cold); `duduclaw-session doctor` says more"
+                    ));
                 }
                 return Ok(Attempted {
                     attempt,
                     rendered,
-                    outcome,
-                    warm,
+                    outcome: answer.outcome,
+                    warm: answer.warm,
+                    receipt: answer.receipt,
                     session,
                     backend,
                 });
@@ -662,10 +700,31 @@ async fn recover(
             if let Err(e) = roll(store, session, session.generation, &handle) {
                 tracing::warn!("could not move past the failed turn's handle: {e:#}");
             }
-            Err(failure(recovered_before(err, recovered), settings))
+            let err = explained(recovered_before(err, recovered), attempt);
+            Err(failure(err, settings))
         }
-        Next::Fail => Err(failure(recovered_before(err, recovered), settings)),
+        Next::Fail => {
+            let err = explained(recovered_before(err, recovered), attempt);
+            Err(failure(err, settings))
+        }
     }
+}
+
+/// A failure we cannot name (claude crashed, printed no result, was killed
+/// by a signal not ours) says what we know besides: the claude session it
+/// was, and what the user can do. The message is kept either way.
+fn explained(mut err: CallError, attempt: &Attempt) -> CallError {
+    if matches!(
+        err.problem,
+        Problem::Garbage | Problem::Other | Problem::Signal(_)
+    ) {
+        err.message = format!(
+            "{} (claude session {}); the message is kept: `turn --again` sends it again, `-v` shows what claude did",
+            err.message,
+            attempt.handle()
+        );
+    }
+    err
 }
 
 /// A failed attempt the turn recovered from, and where it went on.
@@ -826,29 +885,55 @@ fn queue_review(store: &mut dyn Jobs, cx: &TurnContext<'_>, memory: &MemoryPlan)
 
 /// After the reply: run this turn's side calls in the foreground when
 /// asked to (`--wait-side`); a worker started with the turn runs them
-/// otherwise. Nothing here can fail the turn.
+/// otherwise. What the bounded wait leaves (a call it stopped, one it had
+/// no time to start, one due at the pause) goes to a worker, so no job
+/// waits for a later turn. Nothing here can fail the turn.
 async fn run_side_calls_if_waited(store: &mut dyn Store, cx: &TurnContext<'_>, backend: &Backend) {
     let settings = cx.settings;
-    if settings.wait_side {
-        let runner = Runner {
-            backend: backend.clone(),
-            model: settings.extract_model.clone(),
-            timeout: settings.side_timeout,
-            slots: SideSlots::for_host(settings.side_concurrency),
-        };
-        let until = deadline_after(
-            Instant::now(),
-            settings.side_timeout + Duration::from_secs(5),
-        );
-        let select = JobSelect::session(cx.sid);
-        match jobs::drain(store, &runner, select, Some(until), WhenBusy::Wait).await {
-            Ok(d) => tracing::info!(
-                "side calls: {} done, {} failed, {} left running",
-                d.done,
-                d.failed,
-                d.cut_off
-            ),
-            Err(e) => tracing::warn!("side calls could not run: {e:#}"),
+    if !settings.wait_side {
+        return;
+    }
+    let runner = Runner {
+        backend: backend.clone(),
+        model: settings.extract_model.clone(),
+        timeout: settings.side_timeout,
+        slots: SideSlots::for_host(settings.side_concurrency),
+    };
+    let until = deadline_after(
+        Instant::now(),
+        settings.side_timeout + Duration::from_secs(5),
+    );
+    let select = JobSelect::session(cx.sid);
+    match jobs::drain(store, &runner, select, Some(until), WhenBusy::Wait).await {
+        Ok(d) => tracing::info!(
+            "side calls: {} done, {} failed, {} stopped and handed back",
+            d.done,
+            d.failed,
+            d.cut_off
+        ),
+        Err(e) => tracing::warn!("side calls could not run: {e:#}"),
+    }
+    leave_the_rest_to_a_worker(store, cx);
+}
+
+/// Make sure a worker runs the jobs a foreground drain left: now, for one
+/// that may run now (of any session: a worker that found the slots taken
+/// by this drain left its jobs to it); at the pause, for one due then.
+fn leave_the_rest_to_a_worker(store: &dyn Jobs, cx: &TurnContext<'_>) {
+    let worker = cx.settings.worker(cx.sid, None);
+    match store.has_runnable_jobs(JobSelect::default()) {
+        Ok(true) => worker::spawn(&worker),
+        Ok(false) => {
+            if store
+                .next_due_on_host(&cx.host)
+                .is_ok_and(|due| due.is_some())
+            {
+                worker::wait_at_pause(&worker);
+            }
+        }
+        Err(e) => {
+            tracing::warn!("could not look for side calls left: {e:#}; a worker looks");
+            worker::spawn(&worker);
         }
     }
 }

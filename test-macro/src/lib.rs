@@ -12,7 +12,7 @@ use proc_macro::{TokenStream, TokenTree};
 
 /// What a test may need: its name in the attribute, the cfg `build.rs`
 /// sets when it is there, and the reason the test is ignored without it.
-const NEEDS: [(&str, &str, &str); 3] = [
+const NEEDS: [(&str, &str, &str); 4] = [
     (
         "claude",
         "test_claude",
@@ -28,9 +28,14 @@ const NEEDS: [(&str, &str, &str); 3] = [
         "test_shells",
         "needs zsh and fish: run scripts/test.sh (it installs them), or apt-get install zsh fish",
     ),
+    (
+        "root",
+        "test_root",
+        "needs root, to act as a second account (nobody): run the tests as root, as CI does",
+    ),
 ];
 
-/// A test that needs each of the named: `claude`, `pg`, `shells`.
+/// A test that needs each of the named: `claude`, `pg`, `shells`, `root`.
 ///
 /// ```
 /// #[duduclaw_test_macro::requires(claude, pg)]

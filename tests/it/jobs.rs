@@ -448,3 +448,115 @@ fn later_turns_move_the_pause_and_a_killed_waiter_loses_nothing() {
     assert_eq!(facts.as_array().unwrap().len(), 1, "{facts}");
     assert!(env.jobs().iter().all(|j| j["status"] == "done"));
 }
+
+/// The jobs of the session, by kind, once each is done (within a minute,
+/// with no later turn and no `jobs run`: a worker's work).
+fn done_by_a_worker(env: &Env, kinds: &[&str]) -> Vec<Value> {
+    common::wait_until(
+        "a worker to finish the side calls the turn left",
+        std::time::Duration::from_secs(60),
+        || {
+            let jobs = env.jobs();
+            kinds.iter().all(|k| {
+                jobs.iter()
+                    .any(|j| j["kind"] == *k && j["status"] == "done")
+            })
+        },
+    );
+    env.jobs()
+}
+
+/// A `--wait-side` turn stopped by a signal while its side call runs
+/// strands nothing: the job goes back to the queue at once (its attempt
+/// not counted: we cut it off, the call did not fail), a worker takes it,
+/// and it lands with no later turn and no `jobs run`. The reply, recorded
+/// before the wait, stays answered.
+#[requires(claude)]
+fn a_wait_side_turn_stopped_by_a_signal_hands_its_side_call_to_a_worker() {
+    let gate = Gate::new();
+    let held = gate.clone();
+    let s = StandIn::start_with(move |r: &Recorded| {
+        if r.system_text().contains(PIN_SYSTEM) {
+            return Reply::Held {
+                text: PIN.into(),
+                gate: held.clone(),
+            };
+        }
+        model(r)
+    });
+    let env = Env::real(&s.base_url());
+    let mut cmd = env.std_cmd();
+    cmd.args(["turn", "--agent", "a", "--channel", "c", "--json"])
+        .args(["--wait-side", "--side-timeout", "120", "-"]);
+    let child = common::spawn_with_input(&mut cmd, TASK);
+    common::wait_until(
+        "the pin's side call at the model",
+        std::time::Duration::from_secs(60),
+        || {
+            s.requests()
+                .iter()
+                .any(|r| r.system_text().contains(PIN_SYSTEM))
+        },
+    );
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    gate.open();
+    let jobs = done_by_a_worker(&env, &["pin"]);
+    let pin = jobs.iter().find(|j| j["kind"] == "pin").unwrap();
+    assert_eq!(
+        pin["attempts"], 1,
+        "the cut-off attempt is not counted: {pin}"
+    );
+    let pin = env.run_ok(&["pin", "show", "--agent", "a", "--channel", "c"]);
+    assert_eq!(pin.trim(), PIN);
+    let history = env.json(&["history", "--agent", "a", "--channel", "c", "--json"]);
+    assert_eq!(history[0]["status"], "answered", "{history}");
+}
+
+/// A `--wait-side` turn waits at most its side timeout and 5 s more: a
+/// side call that could not end within that is not started (cut off, it
+/// would only be a wasted attempt), and a worker the turn starts runs it,
+/// with no later turn and no `jobs run`. On the API path, so that the
+/// calls take what the stand-in says: the pin 8 s, then the memory call
+/// 8 s, with a 10 s side timeout (the turn waits 15 s at most).
+#[test]
+fn a_wait_side_turn_leaves_what_cannot_end_in_time_to_a_worker() {
+    let slow = |text: &str| Reply::Slow {
+        text: text.into(),
+        first_delay_ms: 8000,
+        chunk_delay_ms: 0,
+    };
+    let s = StandIn::start_with(move |r: &Recorded| {
+        let sys = r.system_text();
+        if sys.contains(PIN_SYSTEM) {
+            return slow(PIN);
+        }
+        if sys.contains(MEMORY_SYSTEM) {
+            return slow("NONE");
+        }
+        model(r)
+    });
+    let env = Env::real(&s.base_url());
+    let mut cmd = env.std_cmd();
+    cmd.args([
+        "turn",
+        "--agent",
+        "a",
+        "--channel",
+        "c",
+        "--json",
+        "--direct-api",
+    ])
+    .args(["--wait-side", "--side-timeout", "10", "-"]);
+    let out = common::spawn_with_input(&mut cmd, TASK)
+        .wait_with_output()
+        .unwrap();
+    assert_ok(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["pinned"], PIN, "the pin was waited for: {v}");
+    assert_eq!(v["memory"]["pending"], 1, "the memory call was left: {v}");
+    let jobs = done_by_a_worker(&env, &["pin", "memory"]);
+    assert!(jobs.iter().all(|j| j["attempts"] == 1), "{jobs:?}");
+}

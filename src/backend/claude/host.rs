@@ -26,9 +26,12 @@ use crate::store::lock;
 struct Warm {
     key: String,
     child: Child,
+    /// Its process (and group) id, kept: once reaped, the child has none.
+    pid: Option<u32>,
     stdin: ChildStdin,
     lines: Lines<BufReader<ChildStdout>>,
-    stderr: Arc<std::sync::Mutex<String>>,
+    /// What it writes on stderr, read to its end.
+    stderr: tokio::task::JoinHandle<String>,
     /// Turns the store counts on its handle, its own included.
     turns: i64,
     /// claude's cumulative cost so far: each result reports the total.
@@ -41,7 +44,7 @@ struct Warm {
 
 impl Warm {
     fn pid(&self) -> Option<u32> {
-        self.child.id()
+        self.pid
     }
 
     fn alive(&mut self) -> bool {
@@ -52,6 +55,24 @@ impl Warm {
     fn end(mut self) {
         super::kill_group(self.pid());
         let _ = self.child.start_kill();
+        self.stderr.abort();
+    }
+
+    /// It exited during a turn: its status and the end of its stderr, read
+    /// whole (a reason cut short would leave the turn no way to tell "in
+    /// use" from any other failure).
+    async fn exited(mut self) -> (i32, String) {
+        use std::os::unix::process::ExitStatusExt;
+        let status = self.child.wait().await.map_or(1, ExitStatusExt::into_raw);
+        // A helper it forked may still hold the pipe open.
+        super::kill_group(self.pid());
+        let stderr = tokio::time::timeout(Duration::from_secs(2), &mut self.stderr)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        self.end();
+        (status, stderr)
     }
 }
 
@@ -82,13 +103,8 @@ const TICK: Duration = Duration::from_millis(500);
 /// is left.
 pub(crate) async fn serve() -> Result<()> {
     let _ = rustix::process::setsid();
-    let dir = warm::runtime_dir();
-    lock::private_dir(&dir)?;
-    anyhow::ensure!(
-        warm::is_private(&dir),
-        "{} is not a private folder of this user: no host is started there",
-        dir.display()
-    );
+    let dir = warm::trusted_runtime_dir()
+        .map_err(|r| anyhow::anyhow!("{r}: no host is started there"))?;
     crate::output::log_to_file(&warm::log_path());
     let lock_path = dir.join(format!("host-{}.lock", env!("CARGO_PKG_VERSION")));
     let Some(Some(_held)) = lock::try_lock(&lock_path, true)? else {
@@ -199,9 +215,15 @@ async fn reap(state: &HostState) -> bool {
 async fn serve_one(state: &HostState, conn: UnixStream) -> Result<()> {
     let (read, mut write) = conn.into_split();
     let mut reader = BufReader::new(read);
-    let mut first = String::new();
-    reader.read_line(&mut first).await?;
-    let asked: ToHost = serde_json::from_str(&first).context("not a request")?;
+    let asked = tokio::time::timeout(warm::REQUEST_WAIT, read_line(&mut reader, warm::HEADER_MAX))
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "a connection sent no request within {}s: closed",
+                warm::REQUEST_WAIT.as_secs()
+            )
+        })??;
+    let asked: ToHost = serde_json::from_slice(&asked).context("not a request")?;
     match asked {
         ToHost::End { handles } => {
             let mut pool = state.pool.lock().await;
@@ -227,8 +249,87 @@ async fn serve_one(state: &HostState, conn: UnixStream) -> Result<()> {
                 .collect();
             send(&mut write, &FromHost::Held { warm }).await
         }
-        ToHost::Turn(req) => turn(state, &req, reader, write).await,
+        ToHost::Turn(req) => {
+            let message =
+                tokio::time::timeout(BODY_WAIT, read_body(&mut reader, req.message_bytes))
+                    .await
+                    .map_err(|_| {
+                        anyhow::anyhow!(
+                            "a turn's message did not arrive within {}s",
+                            BODY_WAIT.as_secs()
+                        )
+                    })??;
+            turn(state, &req, &message, reader, write).await
+        }
+        ToHost::Recorded => anyhow::bail!("word of a recorded reply came with no turn"),
     }
+}
+
+/// How long the body of a turn (its message) may take to arrive.
+const BODY_WAIT: Duration = Duration::from_secs(60);
+
+/// One line of at most `max` bytes, without its newline: a peer that sends
+/// more (or closes before the newline) is refused, having cost the host at
+/// most `max` bytes.
+async fn read_line(
+    reader: &mut BufReader<tokio::net::unix::OwnedReadHalf>,
+    max: usize,
+) -> Result<Vec<u8>> {
+    let mut line = Vec::new();
+    (&mut *reader)
+        .take(max as u64 + 1)
+        .read_until(b'\n', &mut line)
+        .await?;
+    if line.pop() != Some(b'\n') {
+        anyhow::bail!(
+            "a request that is no line of at most {max} bytes ({} read): refused",
+            line.len() + 1
+        );
+    }
+    Ok(line)
+}
+
+/// A turn's message: `len` bytes (at most [`warm::BODY_MAX`]) that make
+/// one stream-json line, handed to claude as they are.
+async fn read_body(
+    reader: &mut BufReader<tokio::net::unix::OwnedReadHalf>,
+    len: usize,
+) -> Result<String> {
+    anyhow::ensure!(
+        len <= warm::BODY_MAX,
+        "a message of {len} bytes is more than a host takes ({})",
+        warm::BODY_MAX
+    );
+    let mut body = Vec::new();
+    (&mut *reader)
+        .take(len as u64)
+        .read_to_end(&mut body)
+        .await?;
+    anyhow::ensure!(body.len() == len, "the message was cut off");
+    let one_line = body.last() == Some(&b'\n') && !body[..len - 1].contains(&b'\n');
+    anyhow::ensure!(one_line, "the message is not one line");
+    String::from_utf8(body).context("the message is not UTF-8")
+}
+
+/// Whether the turn at the other end has gone away (its connection shut):
+/// looked at without waiting.
+async fn gone(from_turn: &mut BufReader<tokio::net::unix::OwnedReadHalf>) -> bool {
+    let mut byte = [0u8; 1];
+    matches!(
+        tokio::time::timeout(Duration::ZERO, from_turn.read(&mut byte)).await,
+        Ok(Ok(0) | Err(_))
+    )
+}
+
+/// Whether the turn says its reply is recorded ([`ToHost::Recorded`])
+/// within [`warm::RECORD_WAIT`]; anything else (it went away, failed, or
+/// said nothing) is no.
+async fn recorded(from_turn: &mut BufReader<tokio::net::unix::OwnedReadHalf>) -> bool {
+    let said = tokio::time::timeout(warm::RECORD_WAIT, read_line(from_turn, 1024)).await;
+    matches!(
+        said.map(|r| r.map(|line| serde_json::from_slice::<ToHost>(&line))),
+        Ok(Ok(Ok(ToHost::Recorded)))
+    )
 }
 
 async fn send(write: &mut OwnedWriteHalf, reply: &FromHost) -> Result<()> {
@@ -239,10 +340,12 @@ async fn send(write: &mut OwnedWriteHalf, reply: &FromHost) -> Result<()> {
 }
 
 /// One turn: the session's warm claude if it is the one this turn needs,
-/// else a new one; the message to it, its lines back to the turn.
+/// else a new one; the message to it, its lines back to the turn; kept for
+/// the session's next turn once the turn says the reply is recorded.
 async fn turn(
     state: &HostState,
     req: &TurnRequest,
+    message: &str,
     mut from_turn: BufReader<tokio::net::unix::OwnedReadHalf>,
     mut write: OwnedWriteHalf,
 ) -> Result<()> {
@@ -254,7 +357,12 @@ async fn turn(
         );
         return send(&mut write, &FromHost::Refused { reason }).await;
     }
-    let (mut w, mut used) = match checkout(state, req, false).await {
+    // A turn killed while its request was on the way: no claude hears it.
+    if gone(&mut from_turn).await {
+        tracing::info!("a turn went away before its message was delivered");
+        return Ok(());
+    }
+    let (mut w, mut used) = match checkout(state, req, message, false).await {
         Ok(found) => found,
         Err(e) => {
             let reason = format!("{e:#}");
@@ -274,7 +382,11 @@ async fn turn(
                     match (sent, result) {
                         (Err(_), _) => break,
                         (Ok(()), Some(ok)) => {
-                            checkin(state, req, w, ok).await;
+                            // Kept only once its reply is in the store: a
+                            // turn killed before that leaves no claude whose
+                            // transcript holds an exchange the store lacks.
+                            let keep = ok && recorded(&mut from_turn).await;
+                            checkin(state, req, w, keep).await;
                             return Ok(());
                         }
                         (Ok(()), None) => {}
@@ -286,7 +398,7 @@ async fn turn(
                 Ok(None) | Err(_) if used == WarmUse::Kept && !said_anything => {
                     state.busy.fetch_sub(1, Ordering::SeqCst);
                     w.end();
-                    match checkout(state, req, true).await {
+                    match checkout(state, req, message, true).await {
                         Ok((fresh, now)) => {
                             (w, used) = (fresh, now);
                             send(&mut write, &FromHost::Delivered { warm: used }).await?;
@@ -299,18 +411,14 @@ async fn turn(
                     }
                 }
                 Ok(None) | Err(_) => {
-                    let status = w.child.wait().await.map(|s| {
-                        use std::os::unix::process::ExitStatusExt;
-                        s.into_raw()
-                    }).unwrap_or(1);
-                    let stderr = w.stderr.lock().unwrap_or_else(|e| e.into_inner()).clone();
                     state.busy.fetch_sub(1, Ordering::SeqCst);
-                    w.end();
+                    let (status, stderr) = w.exited().await;
                     return send(&mut write, &FromHost::Exited { status, stderr }).await;
                 }
             },
-            // The turn went away (its timeout, a signal): its claude may be
-            // in the middle of anything, so it ends.
+            // The turn went away (its timeout, a signal, a kill): its
+            // claude may be in the middle of anything, and no one will
+            // record what it says, so it ends.
             _ = from_turn.read(&mut closed) => break,
         }
     }
@@ -340,9 +448,13 @@ fn this_turns(w: &mut Warm, line: String) -> (String, Option<bool>) {
 /// session's, when it is still running with everything this turn needs
 /// and has seen every turn of the handle; else a new one (within the
 /// bound, ending the least recently used idle one).
-async fn checkout(state: &HostState, req: &TurnRequest, fresh: bool) -> Result<(Warm, WarmUse)> {
+async fn checkout(
+    state: &HostState,
+    req: &TurnRequest,
+    line: &str,
+    fresh: bool,
+) -> Result<(Warm, WarmUse)> {
     let key = warm::key(req);
-    let line = warm::message_line(&req.message);
     let found = if fresh {
         None
     } else {
@@ -380,7 +492,7 @@ async fn checkin(state: &HostState, req: &TurnRequest, mut w: Warm, ok: bool) {
     }
     w.turns = req.spec.expect_turns + 1;
     w.last_used = Instant::now();
-    w.idle = Duration::from_secs(req.spec.idle_secs);
+    w.idle = idle_of(req);
     let mut pool = state.pool.lock().await;
     if let Some(old) = pool.insert(req.spec.handle.clone(), w) {
         old.end();
@@ -442,15 +554,11 @@ fn spawn(req: &TurnRequest, key: String) -> Result<Warm> {
     else {
         anyhow::bail!("claude was started without its pipes");
     };
-    let stderr = Arc::new(std::sync::Mutex::new(String::new()));
-    let tail = Arc::clone(&stderr);
-    tokio::spawn(async move {
-        let text = super::stderr_tail(&mut err).await;
-        *tail.lock().unwrap_or_else(|e| e.into_inner()) = text;
-    });
+    let stderr = tokio::spawn(async move { super::stderr_tail(&mut err).await });
     tracing::info!(pid = ?child.id(), handle = %req.spec.handle, "started a warm claude");
     Ok(Warm {
         key,
+        pid: child.id(),
         child,
         stdin,
         lines: BufReader::new(stdout).lines(),
@@ -458,9 +566,15 @@ fn spawn(req: &TurnRequest, key: String) -> Result<Warm> {
         turns: 0,
         cost: 0.0,
         last_used: Instant::now(),
-        idle: Duration::from_secs(req.spec.idle_secs),
+        idle: idle_of(req),
         _system: system,
     })
+}
+
+/// How long a turn's claude may idle: as the turn asks, at most
+/// [`warm::MAX_IDLE`] (the host bounds what a client asks).
+fn idle_of(req: &TurnRequest) -> Duration {
+    Duration::from_secs(req.spec.idle_secs).min(warm::MAX_IDLE)
 }
 
 /// A private file holding a warm claude's appended system text.

@@ -13,7 +13,7 @@ use anyhow::Result;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
-use super::{Arg, CallError, CliCall, Outcome, Piece, Problem, SideRequest};
+use super::{Arg, CallError, CliCall, MainAnswer, Outcome, Piece, Problem, SideRequest};
 use crate::error::{Kind, fail};
 
 pub(crate) mod host;
@@ -21,7 +21,7 @@ mod output;
 mod setup;
 pub(crate) mod warm;
 
-use output::{StreamParser, last_line};
+use output::{StreamParser, stderr_reason};
 pub(crate) use setup::UserSetup;
 
 /// Variables that Claude Code sets for its own children. Inherited by our
@@ -183,7 +183,7 @@ impl Claude {
                     "{} {} failed: {}",
                     self.path.display(),
                     args.join(" "),
-                    last_line(&String::from_utf8_lossy(&out.stderr))
+                    stderr_reason(&String::from_utf8_lossy(&out.stderr))
                 ),
             ));
         }
@@ -215,36 +215,50 @@ impl Claude {
 
     /// Run a planned main call: through the session's warm claude where
     /// the plan says so ([`warm`]), else (or when the host cannot take the
-    /// message) a claude of its own. The outcome says which.
+    /// message) a claude of its own. The answer says which.
     pub(crate) async fn run_main(
         &self,
         call: &CliCall,
         timeout: Duration,
         mut on_piece: impl FnMut(Piece),
-    ) -> Result<(Outcome, warm::WarmUse), CallError> {
+    ) -> Result<MainAnswer, CallError> {
+        let mut refused_host = None;
         if let Some(spec) = &call.warm {
             let started = Instant::now();
-            let req = self.warm_request(call, spec);
-            match warm::turn(&req, timeout, &mut on_piece).await {
-                Ok(answered) => return Ok(answered),
-                Err(warm::WarmError::Failed(e)) => return Err(e),
-                Err(warm::WarmError::NotDelivered(why)) => {
-                    tracing::info!("no warm claude for this turn ({why}): starting one of its own");
-                    let left = timeout.saturating_sub(started.elapsed());
-                    return self
-                        .run_cold(call, left, on_piece)
-                        .await
-                        .map(|o| (o, warm::WarmUse::Cold));
+            let message = warm::message_line(&call.stdin);
+            let req = self.warm_request(call, spec, message.len());
+            let why = match warm::turn(&req, &message, timeout, &mut on_piece).await {
+                Ok((outcome, warm, receipt)) => {
+                    return Ok(MainAnswer {
+                        outcome,
+                        warm,
+                        receipt,
+                        refused_host,
+                    });
                 }
-            }
+                Err(warm::WarmError::Failed(e)) => return Err(e),
+                Err(warm::WarmError::NotDelivered(why)) => why,
+                Err(warm::WarmError::Untrusted(why)) => {
+                    refused_host = Some(why.clone());
+                    why
+                }
+            };
+            tracing::info!("no warm claude for this turn ({why}): starting one of its own");
+            let left = timeout.saturating_sub(started.elapsed());
+            let outcome = self.run_cold(call, left, on_piece).await?;
+            return Ok(MainAnswer::cold(outcome, refused_host));
         }
-        self.run_cold(call, timeout, on_piece)
-            .await
-            .map(|o| (o, warm::WarmUse::Cold))
+        let outcome = self.run_cold(call, timeout, on_piece).await?;
+        Ok(MainAnswer::cold(outcome, None))
     }
 
     /// What the host needs to run `call` in a warm claude.
-    fn warm_request(&self, call: &CliCall, spec: &warm::WarmSpec) -> warm::TurnRequest {
+    fn warm_request(
+        &self,
+        call: &CliCall,
+        spec: &warm::WarmSpec,
+        message_bytes: usize,
+    ) -> warm::TurnRequest {
         let cold: Vec<OsString> = call
             .args
             .iter()
@@ -267,7 +281,7 @@ impl Claude {
                 idle_secs: spec.idle.as_secs(),
                 max: spec.max,
             },
-            message: call.stdin.clone(),
+            message_bytes,
         }
     }
 
@@ -320,6 +334,7 @@ impl Claude {
             stdin,
             cwd: call.cwd.as_deref(),
             timeout,
+            clock: Clock::Wall,
         };
         // The file lives until claude has exited: it may read it late.
         let outcome = self.run(&spawn, on_piece).await;
@@ -344,6 +359,7 @@ impl Claude {
             stdin: request.input,
             cwd: dir.as_ref().ok().map(tempfile::TempDir::path),
             timeout,
+            clock: Clock::Running,
         };
         self.run(&spawn, |_| {}).await
     }
@@ -415,9 +431,9 @@ impl Claude {
             }
             child.wait().await
         };
-        let status = match tokio::time::timeout(call.timeout, work).await {
-            Ok(status) => status,
-            Err(_) => {
+        let status = match within(call.timeout, call.clock, pid, work).await {
+            Some(status) => status,
+            None => {
                 kill_group(pid);
                 let _ = child.kill().await;
                 let _ = writer.await;
@@ -470,6 +486,84 @@ struct Spawn<'a> {
     stdin: &'a str,
     cwd: Option<&'a Path>,
     timeout: Duration,
+    clock: Clock,
+}
+
+/// What a call's timeout measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Clock {
+    /// Wall time: a main call's `--timeout` is what a person (or a bot's
+    /// deadline) waits.
+    Wall,
+    /// Wall time less the time the call's claude stood in the CPU's run
+    /// queue, up to [`STARVED_MAX`] times the timeout in wall time: a side
+    /// call runs at a low priority by design, and on a loaded host it was
+    /// seen to take 28 s of wall time for 0.8 s of CPU. Killing it then
+    /// punishes the call for the priority we gave it; a hung call (waiting
+    /// on the network, not on a CPU) is still cut at its timeout.
+    Running,
+}
+
+/// The most wall time a side call may take, in multiples of its timeout,
+/// however long it waited for a CPU ([`Clock::Running`]).
+pub(crate) const STARVED_MAX: u32 = 4;
+
+/// `work` within `timeout` as `clock` measures it (the process `pid`'s
+/// waits for a CPU); `None` when it ran out.
+async fn within<F: std::future::Future>(
+    timeout: Duration,
+    clock: Clock,
+    pid: Option<u32>,
+    work: F,
+) -> Option<F::Output> {
+    let (Clock::Running, Some(pid)) = (clock, pid) else {
+        return tokio::time::timeout(timeout, work).await.ok();
+    };
+    let started = tokio::time::Instant::now();
+    let mut allowed = timeout;
+    let work = std::pin::pin!(work);
+    let mut work = work;
+    loop {
+        match tokio::time::timeout_at(started + allowed, &mut work).await {
+            Ok(out) => return Some(out),
+            Err(_) => {
+                let more = allowance(timeout, run_queue_wait(pid));
+                // A wait of a moment more is no starvation: cut it there.
+                if more < allowed + Duration::from_millis(250) {
+                    return None;
+                }
+                tracing::debug!(
+                    "side call past {}s of wall time, {}s of it waiting for a CPU: allowed {}s",
+                    allowed.as_secs(),
+                    run_queue_wait(pid).as_secs(),
+                    more.as_secs()
+                );
+                allowed = more;
+            }
+        }
+    }
+}
+
+/// The wall time a call with `timeout` may take, having waited `queued`
+/// for a CPU: the two together, at most [`STARVED_MAX`] timeouts.
+fn allowance(timeout: Duration, queued: Duration) -> Duration {
+    (timeout + queued).min(timeout.saturating_mul(STARVED_MAX))
+}
+
+/// How long the process `pid` has waited, runnable, for a CPU: the most
+/// any of its threads has (`/proc/PID/task/*/schedstat`, its second field,
+/// in nanoseconds). Zero where the kernel does not say.
+fn run_queue_wait(pid: u32) -> Duration {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Duration::ZERO;
+    };
+    let most = tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|line| line.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0);
+    Duration::from_nanos(most)
 }
 
 /// What a main call asks of claude, before it is rendered to argv.
@@ -609,20 +703,34 @@ pub(crate) fn side_args(caps: &Capabilities, model: &str, system: &str) -> Vec<O
 /// text that must not show in `ps`). It lives in a private folder and holds
 /// an `flock` while its turn runs, so a later turn can sweep the files of
 /// turns that were killed (`kill -9` runs no destructor) without touching
-/// one in use.
+/// one in use. Where the shared folder is not this user's alone (another
+/// account made it first), a folder of the turn's own takes the file.
 struct SystemFile {
     file: tempfile::NamedTempFile,
+    /// The turn's own folder, when the shared one was refused: removed
+    /// after the file (fields drop in order).
+    _own: Option<tempfile::TempDir>,
 }
 
 impl SystemFile {
     fn write(text: &str) -> Result<SystemFile> {
-        let dir = system_file_dir();
-        crate::store::lock::private_dir(&dir)?;
-        sweep_system_files(&dir);
-        let mut file = locked_system_file(&dir)?;
+        let shared = system_file_dir();
+        let (mut file, own) = match crate::private::ensure(&shared) {
+            Ok(()) => {
+                sweep_system_files(&shared);
+                (locked_system_file(&shared)?, None)
+            }
+            Err(refusal) => {
+                tracing::info!(
+                    "{refusal}: the system prompt file goes to a folder of this turn's own"
+                );
+                let own = tempfile::Builder::new().prefix("duduclaw-").tempdir()?;
+                (locked_system_file(own.path())?, Some(own))
+            }
+        };
         file.write_all(text.as_bytes())?;
         file.flush()?;
-        Ok(SystemFile { file })
+        Ok(SystemFile { file, _own: own })
     }
 
     fn path(&self) -> &Path {
@@ -655,7 +763,7 @@ fn locked_system_file(dir: &Path) -> Result<tempfile::NamedTempFile> {
 }
 
 /// `$TMPDIR/duduclaw-<uid>/`: private to the user, shared by their turns.
-fn system_file_dir() -> PathBuf {
+pub(crate) fn system_file_dir() -> PathBuf {
     std::env::temp_dir().join(format!("duduclaw-{}", rustix::process::getuid().as_raw()))
 }
 
@@ -756,6 +864,35 @@ mod tests {
                 });
             }
         });
+    }
+
+    #[test]
+    fn a_starved_call_may_take_its_waits_longer_within_a_bound() {
+        let t = Duration::from_secs(30);
+        assert_eq!(allowance(t, Duration::ZERO), t);
+        assert_eq!(
+            allowance(t, Duration::from_secs(20)),
+            Duration::from_secs(50)
+        );
+        assert_eq!(allowance(t, Duration::from_secs(500)), t * STARVED_MAX);
+        // This process's own waits are read (a number, not a failure).
+        let me = std::process::id();
+        assert!(run_queue_wait(me) < Duration::from_secs(24 * 3600));
+        assert_eq!(run_queue_wait(u32::MAX), Duration::ZERO);
+    }
+
+    /// A hung call (it waits on nothing but the network) is cut at its
+    /// timeout: the extension is for time spent waiting for a CPU.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_call_that_waits_for_no_cpu_ends_at_its_timeout() {
+        let me = Some(std::process::id());
+        let hung = std::future::pending::<()>();
+        let t = Duration::from_secs(5);
+        let started = tokio::time::Instant::now();
+        assert!(within(t, Clock::Running, me, hung).await.is_none());
+        // This test's process hardly waited for a CPU: a few seconds at most.
+        assert!(started.elapsed() < t * STARVED_MAX);
+        assert_eq!(within(t, Clock::Wall, me, async { 7 }).await, Some(7));
     }
 
     /// A file whose turn is gone (its lock released) is swept.

@@ -237,7 +237,10 @@ impl StreamParser {
             (None, Some(u), _) => format!("claude printed an event this program cannot read: {u}"),
             (None, None, Some(0)) => "claude exited without a result".to_string(),
             (None, None, Some(code)) => {
-                format!("claude exited with status {code}: {}", last_line(stderr))
+                format!(
+                    "claude exited with status {code}: {}",
+                    stderr_reason(stderr)
+                )
             }
             (None, None, None) => "claude exited abnormally".to_string(),
         };
@@ -303,7 +306,24 @@ fn message_for(problem: Problem, detail: &str, status: std::process::ExitStatus)
     match status.code() {
         Some(code) if !line.is_empty() => format!("{what}: {line} (exit {code})"),
         _ if !line.is_empty() => format!("{what}: {line}"),
-        _ => what.to_string(),
+        Some(code) => format!("{what} (exit {code}) and gave no reason"),
+        None => format!("{what} and gave no reason"),
+    }
+}
+
+/// Why a child that printed no result failed, as its stderr says: its last
+/// lines (up to three), or, when it said nothing, that it said nothing.
+pub(super) fn stderr_reason(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let tail = lines[lines.len().saturating_sub(3)..].join(" / ");
+    if tail.is_empty() {
+        "it printed no result and nothing on stderr".to_string()
+    } else {
+        crate::text::shorten(&tail, 400)
     }
 }
 

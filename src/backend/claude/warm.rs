@@ -82,8 +82,10 @@ pub(crate) struct TurnRequest {
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
     pub spec: WireSpec,
-    /// The user message, as the cold call's stdin would carry it.
-    pub message: String,
+    /// The length in bytes of the body that follows the request's line:
+    /// the user message as one stream-json line ([`message_line`]), which
+    /// the host hands to claude as it is.
+    pub message_bytes: usize,
 }
 
 /// [`WarmSpec`] on the wire.
@@ -106,6 +108,11 @@ pub(crate) enum ToHost {
     },
     /// The warm claudes held now.
     Status,
+    /// After a turn's `result`, on the same connection: its reply is in
+    /// the store, so the claude may stay for the session's next turn. A
+    /// turn that goes away without saying so (killed, crashed, failed to
+    /// record) takes its claude with it.
+    Recorded,
 }
 
 /// What the host answers, one JSON line each.
@@ -164,7 +171,12 @@ pub(crate) fn runtime_dir() -> PathBuf {
 /// The socket of this version's host: a host of another version has
 /// another path, and is never used.
 pub(crate) fn socket_path() -> PathBuf {
-    runtime_dir().join(format!("host-{}.sock", env!("CARGO_PKG_VERSION")))
+    socket_in(&runtime_dir())
+}
+
+/// This version's socket in the host's folder `dir`.
+fn socket_in(dir: &Path) -> PathBuf {
+    dir.join(format!("host-{}.sock", env!("CARGO_PKG_VERSION")))
 }
 
 /// A key naming everything fixed when a warm claude starts: a turn whose
@@ -219,33 +231,95 @@ pub(crate) fn warm_args(cold: &[OsString]) -> Vec<String> {
     args
 }
 
+/// The most a request's line may hold (argv, environment, the appended
+/// system text): a host reads no further, so a peer that sends without end
+/// costs it this much at most.
+pub(crate) const HEADER_MAX: usize = 1024 * 1024;
+/// The most a request's body (the message line) may hold: the largest
+/// message a turn takes, escaped, with room for its replayed history. A
+/// turn with more runs cold.
+pub(crate) const BODY_MAX: usize = 128 * 1024 * 1024;
+/// How long a host waits for a whole request from a connection: a
+/// connection that says nothing is closed then, and keeps no host alive.
+pub(crate) const REQUEST_WAIT: Duration = Duration::from_secs(10);
+/// How long a host keeps a claude that answered for word that its reply
+/// was recorded ([`ToHost::Recorded`]) before it ends it.
+pub(crate) const RECORD_WAIT: Duration = Duration::from_secs(60);
+/// The longest a warm claude may idle, whatever a request asks: the
+/// longest cache lifetime `--cache-ttl` takes.
+pub(crate) const MAX_IDLE: Duration = Duration::from_secs(24 * 3600);
+
 /// Why a warm turn did not answer.
 #[derive(Debug)]
 pub(crate) enum WarmError {
     /// The message did not reach a claude: a cold claude takes the turn.
     NotDelivered(String),
+    /// The host's folder or socket is not this user's alone: nothing was
+    /// sent, a cold claude takes the turn, and the user is told.
+    Untrusted(String),
     /// A warm claude took the message and failed: an attempt that failed.
     Failed(CallError),
 }
 
+/// Proof of a warm turn's answer, kept until the reply is in the store:
+/// [`Receipt::recorded`] lets the host keep the claude for the session's
+/// next turn; dropped unconfirmed (the turn failed, or its process died,
+/// which closes the connection) the host ends that claude, since no one
+/// recorded what it said.
+#[derive(Debug, Default)]
+pub(crate) struct Receipt {
+    conn: Option<tokio::net::unix::OwnedWriteHalf>,
+}
+
+impl Receipt {
+    /// Tell the host the reply is recorded. A host gone meanwhile ended
+    /// its claude already: the next turn starts one.
+    pub(crate) async fn recorded(mut self) {
+        if let Some(mut conn) = self.conn.take() {
+            let line = request_line(&ToHost::Recorded);
+            if let Err(e) = conn.write_all(line.as_bytes()).await {
+                tracing::debug!("could not tell the host the reply is recorded: {e}");
+            }
+        }
+    }
+}
+
+/// A message for the host as its line.
+fn request_line(message: &ToHost) -> String {
+    let mut line = serde_json::to_string(message).expect("plain data serializes");
+    line.push('\n');
+    line
+}
+
 /// Send a turn to the host (starting it when none listens) and read its
 /// answer as a cold call would be read: the same stream of events, parsed
-/// by the same [`StreamParser`].
+/// by the same [`StreamParser`]. `message` is the body: the user message's
+/// stream-json line.
 pub(crate) async fn turn(
     req: &TurnRequest,
+    message: &str,
     timeout: Duration,
     on_piece: &mut impl FnMut(Piece),
-) -> Result<(Outcome, WarmUse), WarmError> {
+) -> Result<(Outcome, WarmUse, Receipt), WarmError> {
     let started = Instant::now();
-    let mut stream = connect_or_start().await.map_err(WarmError::NotDelivered)?;
-    let mut line = serde_json::to_string(&ToHost::Turn(Box::new(req.clone())))
-        .map_err(|e| WarmError::NotDelivered(e.to_string()))?;
-    line.push('\n');
-    stream
-        .write_all(line.as_bytes())
+    if message.len() > BODY_MAX {
+        return Err(WarmError::NotDelivered(format!(
+            "the message ({} bytes) is more than a host takes",
+            message.len()
+        )));
+    }
+    debug_assert_eq!(req.message_bytes, message.len());
+    let mut stream = connect_or_start().await?;
+    let line = request_line(&ToHost::Turn(Box::new(req.clone())));
+    let written = async {
+        stream.write_all(line.as_bytes()).await?;
+        stream.write_all(message.as_bytes()).await
+    };
+    written
         .await
         .map_err(|e| WarmError::NotDelivered(format!("could not write to the host: {e}")))?;
-    let (read, _write) = stream.into_split();
+    let (read, write) = stream.into_split();
+    let mut receipt = Receipt { conn: Some(write) };
     let mut lines = BufReader::new(read).lines();
     let mut parser = StreamParser::default();
     let mut warm = None;
@@ -292,8 +366,9 @@ pub(crate) async fn turn(
         }
     };
     match tokio::time::timeout(timeout, work).await {
-        Ok(r) => r,
-        // Dropping the connection makes the host end that claude.
+        Ok(Ok((outcome, warm))) => Ok((outcome, warm, std::mem::take(&mut receipt))),
+        // Dropping the connection (the receipt) makes the host end that claude.
+        Ok(Err(e)) => Err(e),
         Err(_) => Err(WarmError::Failed(CallError {
             problem: Problem::Timeout,
             message: format!(
@@ -322,22 +397,46 @@ fn lost(delivered: bool) -> WarmError {
     }
 }
 
-/// A connection to this version's host, starting one when none listens.
-async fn connect_or_start() -> Result<UnixStream, String> {
-    let path = socket_path();
-    if let Ok(s) = UnixStream::connect(&path).await {
+/// The host's folder, made if missing, when it is this user's alone.
+pub(crate) fn trusted_runtime_dir() -> Result<PathBuf, crate::private::Refusal> {
+    let dir = runtime_dir();
+    crate::private::ensure(&dir)?;
+    Ok(dir)
+}
+
+/// A connection to the socket at `path`, in a folder checked already,
+/// once its peer is known to be this user (`None`: nothing listens).
+async fn connect(path: &Path) -> Result<Option<UnixStream>, WarmError> {
+    match UnixStream::connect(path).await {
+        Ok(s) => {
+            crate::private::check_peer(&s, path).map_err(WarmError::Untrusted)?;
+            Ok(Some(s))
+        }
+        Err(_) => Ok(None),
+    }
+}
+
+/// A connection to this version's host, starting one when none listens:
+/// only in a folder of this user's alone, and only to a host of theirs.
+async fn connect_or_start() -> Result<UnixStream, WarmError> {
+    let dir = trusted_runtime_dir().map_err(|r| WarmError::Untrusted(r.to_string()))?;
+    let path = socket_in(&dir);
+    if let Some(s) = connect(&path).await? {
         return Ok(s);
     }
-    start_host().map_err(|e| format!("could not start the host: {e}"))?;
+    start_host().map_err(|e| WarmError::NotDelivered(format!("could not start the host: {e}")))?;
     let until = Instant::now() + HOST_START_WAIT;
     loop {
-        match UnixStream::connect(&path).await {
-            Ok(s) => return Ok(s),
-            Err(e) if Instant::now() >= until => {
-                return Err(format!("no host listens at {} ({e})", path.display()));
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        if let Some(s) = connect(&path).await? {
+            return Ok(s);
         }
+        if Instant::now() >= until {
+            return Err(WarmError::NotDelivered(format!(
+                "no host listens at {}",
+                path.display()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -358,38 +457,56 @@ fn start_host() -> std::io::Result<()> {
     Ok(())
 }
 
+/// The socket of a running host of this version, when its folder is this
+/// user's alone (never made here: no folder, no host).
+fn running_host_socket() -> Option<PathBuf> {
+    let dir = runtime_dir();
+    match crate::private::check(&dir) {
+        Ok(()) => Some(socket_in(&dir)),
+        Err(r) => {
+            tracing::info!("no warm host is asked: {r}");
+            None
+        }
+    }
+}
+
 /// Ask a running host (none is started) one thing; `None` when no host
-/// of this version listens.
+/// of this version listens, or one that is not this user's.
 pub(crate) async fn ask(message: &ToHost) -> Option<FromHost> {
-    let stream = UnixStream::connect(socket_path()).await.ok()?;
+    let path = running_host_socket()?;
+    let stream = connect(&path).await.ok()??;
     let (read, mut write) = stream.into_split();
-    let mut line = serde_json::to_string(message).ok()?;
-    line.push('\n');
-    write.write_all(line.as_bytes()).await.ok()?;
+    write
+        .write_all(request_line(message).as_bytes())
+        .await
+        .ok()?;
     let mut lines = BufReader::new(read).lines();
     let answer = tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await;
     serde_json::from_str(&answer.ok()?.ok()??).ok()
 }
 
-/// End the warm claudes of these handles, if a host holds any: before a
-/// session's transcripts are erased, nothing may still write them. How
-/// many ended.
+/// End the warm claudes of these handles, if a host of this user's holds
+/// any: before a session's transcripts are erased, nothing may still write
+/// them. How many ended.
 pub(crate) fn end_now(handles: &[String]) -> usize {
     use std::io::{BufRead, Write};
     if handles.is_empty() {
         return 0;
     }
-    let Ok(mut stream) = std::os::unix::net::UnixStream::connect(socket_path()) else {
+    let Some(path) = running_host_socket() else {
         return 0;
     };
+    let Ok(mut stream) = std::os::unix::net::UnixStream::connect(&path) else {
+        return 0;
+    };
+    if let Err(why) = crate::private::check_peer(&stream, &path) {
+        tracing::warn!("{why}: not asked to end anything");
+        return 0;
+    }
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let ask_end = ToHost::End {
+    let line = request_line(&ToHost::End {
         handles: handles.to_vec(),
-    };
-    let Ok(mut line) = serde_json::to_string(&ask_end) else {
-        return 0;
-    };
-    line.push('\n');
+    });
     if stream.write_all(line.as_bytes()).is_err() {
         return 0;
     }
@@ -426,14 +543,6 @@ pub(crate) fn log_path() -> PathBuf {
     runtime_dir().join("host.log")
 }
 
-/// Whether `path` is this host's socket's folder: private to the user.
-pub(crate) fn is_private(dir: &Path) -> bool {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    std::fs::metadata(dir).is_ok_and(|m| {
-        m.uid() == rustix::process::getuid().as_raw() && m.permissions().mode() & 0o077 == 0
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,7 +561,7 @@ mod tests {
                 idle_secs: 300,
                 max: 4,
             },
-            message: "hi".into(),
+            message_bytes: 0,
         }
     }
 

@@ -26,13 +26,19 @@ pub(crate) struct Runner {
 }
 
 impl Runner {
-    /// A job is claimed for this long: its call is killed at the timeout,
-    /// so past the lease its runner is surely gone (killed or crashed) and
-    /// another may take the job over.
+    /// A job is claimed for this long, and the lease renewed every
+    /// [`Runner::renew_every`] while its call runs: past the lease its
+    /// runner is surely gone (killed or crashed) and another may take the
+    /// job over.
     pub(crate) fn lease_secs(&self) -> i64 {
         i64::try_from(self.timeout.as_secs())
             .unwrap_or(i64::MAX)
             .saturating_add(10)
+    }
+
+    /// How often a running call's lease is renewed: well within it.
+    fn renew_every(&self) -> Duration {
+        Duration::from_secs(u64::try_from(self.lease_secs() / 2).unwrap_or(5).max(5))
     }
 
     /// Run one job's side call.
@@ -62,8 +68,12 @@ pub(crate) struct Drained {
     /// Attempts whose task ended without a result (it panicked): their
     /// jobs wait for their lease.
     lost: usize,
-    /// Still running when the drain had to stop: retried after their lease.
+    /// Still running when the drain had to stop: handed back, runnable at
+    /// once, their attempts not counted.
     pub cut_off: usize,
+    /// Runnable jobs were not started because their call could not end
+    /// within the drain's time: they are left for a worker.
+    pub left_for_later: bool,
     /// What the calls that answered cost, where known.
     pub cost_usd: f64,
     /// Calls whose cost is unknown (a model with no known price).
@@ -96,6 +106,7 @@ impl Drained {
         self.retried += d.retried;
         self.lost += d.lost;
         self.cut_off += d.cut_off;
+        self.left_for_later |= d.left_for_later;
         self.cost_usd += d.cost_usd;
         self.unpriced += d.unpriced;
         self.left_to_others |= d.left_to_others;
@@ -167,9 +178,16 @@ pub(crate) async fn drain_watched(
     let mut report = Drained::default();
     let mut held: Vec<Slot> = Vec::new();
     let mut running: JoinSet<(Prepared, Result<Outcome, CallError>)> = JoinSet::new();
+    let mut claims = Claims::default();
     loop {
         let mut no_slot = false;
         while running.len() < runner.slots.limit() {
+            // An attempt that could not end before the drain must stop is
+            // not started: cut off, it would only have to be handed back.
+            if until.is_some_and(|t| Instant::now() + runner.timeout > t) {
+                report.left_for_later |= store.has_runnable_jobs(select)?;
+                break;
+            }
             if held.len() <= running.len() {
                 match runner.slots.try_take(&held)? {
                     Some(slot) => held.push(slot),
@@ -183,9 +201,11 @@ pub(crate) async fn drain_watched(
                 break;
             };
             let id = job.id;
+            claims.add(id);
             let job = match prepare(store, job) {
                 Ok(job) => job,
                 Err(e) => {
+                    claims.remove(id);
                     let _ = store.fail_job(id, &format!("could not read its input: {e:#}"));
                     report.failed += 1;
                     *report.failing.entry(id).or_default() += 1;
@@ -203,9 +223,14 @@ pub(crate) async fn drain_watched(
         held.truncate(running.len());
         if until.is_some_and(|t| Instant::now() >= t) {
             report.cut_off += running.len();
+            running.shutdown().await;
+            claims.hand_back(store);
             return Ok(report);
         }
         if running.is_empty() {
+            if report.left_for_later {
+                return Ok(report);
+            }
             if no_slot && store.has_runnable_jobs(select)? {
                 if when_busy == WhenBusy::Leave {
                     report.left_to_others = true;
@@ -225,16 +250,25 @@ pub(crate) async fn drain_watched(
             sleep_within(wait.min(RETRY_POLL), until).await;
             continue;
         }
-        let finished = match until {
-            Some(t) => match tokio::time::timeout_at(t, running.join_next()).await {
-                Ok(f) => f,
-                Err(_) => {
-                    // Left to their lease: a later worker or turn retries them.
-                    report.cut_off += running.len();
-                    return Ok(report);
-                }
-            },
-            None => running.join_next().await,
+        // A call may take longer than its lease when its host starves it
+        // (its clock counts only the time it was not waiting for a CPU):
+        // the lease is renewed while it runs, so it never passes to
+        // another runner, while a runner that dies frees it as before.
+        let renew_at = Instant::now() + runner.renew_every();
+        let stop_at = until.map_or(renew_at, |t| t.min(renew_at));
+        let finished = match tokio::time::timeout_at(stop_at, running.join_next()).await {
+            Ok(f) => f,
+            Err(_) if until.is_some_and(|t| Instant::now() >= t) => {
+                // Stopped here, handed back: a worker runs them next.
+                report.cut_off += running.len();
+                running.shutdown().await;
+                claims.hand_back(store);
+                return Ok(report);
+            }
+            Err(_) => {
+                claims.renew(store, runner.lease_secs());
+                continue;
+            }
         };
         match finished {
             None => {}
@@ -243,6 +277,7 @@ pub(crate) async fn drain_watched(
                 report.lost += 1;
             }
             Some(Ok((job, result))) => {
+                claims.remove(job.job.id);
                 if let Ok(o) = &result {
                     match o.cost_usd {
                         Some(c) => report.cost_usd += c,
@@ -260,6 +295,68 @@ pub(crate) async fn drain_watched(
         }
         watch(&report);
     }
+}
+
+/// The jobs this process has claimed and not yet stored a result for, all
+/// drains together: what [`hand_back_claimed`] gives back when the process
+/// is stopped mid-drain (a signal), so no job waits out its lease.
+static CLAIMED: std::sync::Mutex<Vec<i64>> = std::sync::Mutex::new(Vec::new());
+
+/// One drain's claims, kept in [`CLAIMED`] too.
+#[derive(Default)]
+struct Claims(Vec<i64>);
+
+impl Claims {
+    fn add(&mut self, id: i64) {
+        self.0.push(id);
+        CLAIMED.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+    }
+
+    fn remove(&mut self, id: i64) {
+        self.0.retain(|&j| j != id);
+        CLAIMED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|&j| j != id);
+    }
+
+    /// Renew the leases of this drain's running calls.
+    fn renew(&self, store: &mut dyn Store, lease_secs: i64) {
+        for &id in &self.0 {
+            if let Err(e) = store.renew_lease(id, lease_secs) {
+                tracing::warn!("could not renew the lease of job {id}: {e:#}");
+            }
+        }
+    }
+
+    /// Hand every claim of this drain back to the queue.
+    fn hand_back(&mut self, store: &mut dyn Store) {
+        for id in std::mem::take(&mut self.0) {
+            release(store, id);
+            CLAIMED
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|&j| j != id);
+        }
+    }
+}
+
+fn release(store: &mut dyn Store, id: i64) {
+    match store.release_job(id) {
+        Ok(_) => tracing::info!("job {id} was stopped before its call ended: handed back"),
+        Err(e) => tracing::warn!("could not hand back job {id}: {e:#} (it runs after its lease)"),
+    }
+}
+
+/// Hand back every job this process claimed and has not finished: for a
+/// process stopped mid-drain (a signal), whose drains were dropped where
+/// they stood. How many.
+pub(crate) fn hand_back_claimed(store: &mut dyn Store) -> usize {
+    let ids = std::mem::take(&mut *CLAIMED.lock().unwrap_or_else(|e| e.into_inner()));
+    for &id in &ids {
+        release(store, id);
+    }
+    ids.len()
 }
 
 /// The CPU priority side calls run at (a nice value): replies come first,

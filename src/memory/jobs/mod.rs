@@ -30,7 +30,9 @@ mod pin;
 mod summary;
 
 pub use clarify::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM};
-pub(crate) use drain::{Drained, Runner, WhenBusy, drain, drain_watched, to_run};
+pub(crate) use drain::{
+    Drained, Runner, SIDE_NICE, WhenBusy, drain, drain_watched, hand_back_claimed, to_run,
+};
 pub(crate) use enrich::ENRICH_BATCH;
 pub use enrich::ENRICH_SYSTEM;
 pub use facts::FACTS_SYSTEM;

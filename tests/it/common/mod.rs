@@ -692,6 +692,41 @@ fn open_jobs(jobs: &[serde_json::Value]) -> Vec<&serde_json::Value> {
         .collect()
 }
 
+/// Wait until `check` holds, looking again every 20 ms, at most `limit`: a
+/// test waits for an event, never for a length of time. When it never
+/// comes, the test fails saying what it waited for.
+pub(crate) fn wait_until(what: &str, limit: std::time::Duration, mut check: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !check() {
+        assert!(
+            start.elapsed() < limit,
+            "waited {}s for {what}",
+            limit.as_secs()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The uid and gid of the second account the tests act as.
+pub(crate) const NOBODY: u32 = 65534;
+
+/// Run `f` on a thread of its own that acts as another account on this
+/// machine, nobody: Linux keeps user ids per thread, and rustix's
+/// `set_thread_res_uid` changes the calling thread's alone (libc's setuid
+/// would change every thread's). Needs root (`#[requires(root)]`).
+pub(crate) fn as_nobody<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    std::thread::spawn(move || {
+        let gid = rustix::process::Gid::from_raw(NOBODY);
+        let uid = rustix::process::Uid::from_raw(NOBODY);
+        rustix::thread::set_thread_groups(&[]).expect("root drops its groups");
+        rustix::thread::set_thread_res_gid(gid, gid, gid).expect("root becomes group nobody");
+        rustix::thread::set_thread_res_uid(uid, uid, uid).expect("root becomes nobody");
+        f()
+    })
+}
+
 /// A fake claude that hangs with a grandchild (`sleep 300`) in its process
 /// group, and the file where it writes that grandchild's pid.
 pub(crate) fn hanging_fake() -> (Env, PathBuf) {
