@@ -85,6 +85,9 @@ _duduclaw__session() {
             duduclaw__session__subcmd__facts,add)
                 cmd="duduclaw__session__subcmd__facts__subcmd__add"
                 ;;
+            duduclaw__session__subcmd__facts,approve)
+                cmd="duduclaw__session__subcmd__facts__subcmd__approve"
+                ;;
             duduclaw__session__subcmd__facts,enrich)
                 cmd="duduclaw__session__subcmd__facts__subcmd__enrich"
                 ;;
@@ -103,6 +106,12 @@ _duduclaw__session() {
             duduclaw__session__subcmd__facts,list)
                 cmd="duduclaw__session__subcmd__facts__subcmd__list"
                 ;;
+            duduclaw__session__subcmd__facts,reject)
+                cmd="duduclaw__session__subcmd__facts__subcmd__reject"
+                ;;
+            duduclaw__session__subcmd__facts,review)
+                cmd="duduclaw__session__subcmd__facts__subcmd__review"
+                ;;
             duduclaw__session__subcmd__facts,search)
                 cmd="duduclaw__session__subcmd__facts__subcmd__search"
                 ;;
@@ -111,6 +120,9 @@ _duduclaw__session() {
                 ;;
             duduclaw__session__subcmd__facts__subcmd__help,add)
                 cmd="duduclaw__session__subcmd__facts__subcmd__help__subcmd__add"
+                ;;
+            duduclaw__session__subcmd__facts__subcmd__help,approve)
+                cmd="duduclaw__session__subcmd__facts__subcmd__help__subcmd__approve"
                 ;;
             duduclaw__session__subcmd__facts__subcmd__help,enrich)
                 cmd="duduclaw__session__subcmd__facts__subcmd__help__subcmd__enrich"
@@ -129,6 +141,12 @@ _duduclaw__session() {
                 ;;
             duduclaw__session__subcmd__facts__subcmd__help,list)
                 cmd="duduclaw__session__subcmd__facts__subcmd__help__subcmd__list"
+                ;;
+            duduclaw__session__subcmd__facts__subcmd__help,reject)
+                cmd="duduclaw__session__subcmd__facts__subcmd__help__subcmd__reject"
+                ;;
+            duduclaw__session__subcmd__facts__subcmd__help,review)
+                cmd="duduclaw__session__subcmd__facts__subcmd__help__subcmd__review"
                 ;;
             duduclaw__session__subcmd__facts__subcmd__help,search)
                 cmd="duduclaw__session__subcmd__facts__subcmd__help__subcmd__search"
@@ -196,6 +214,9 @@ _duduclaw__session() {
             duduclaw__session__subcmd__help__subcmd__facts,add)
                 cmd="duduclaw__session__subcmd__help__subcmd__facts__subcmd__add"
                 ;;
+            duduclaw__session__subcmd__help__subcmd__facts,approve)
+                cmd="duduclaw__session__subcmd__help__subcmd__facts__subcmd__approve"
+                ;;
             duduclaw__session__subcmd__help__subcmd__facts,enrich)
                 cmd="duduclaw__session__subcmd__help__subcmd__facts__subcmd__enrich"
                 ;;
@@ -210,6 +231,12 @@ _duduclaw__session() {
                 ;;
             duduclaw__session__subcmd__help__subcmd__facts,list)
                 cmd="duduclaw__session__subcmd__help__subcmd__facts__subcmd__list"
+                ;;
+            duduclaw__session__subcmd__help__subcmd__facts,reject)
+                cmd="duduclaw__session__subcmd__help__subcmd__facts__subcmd__reject"
+                ;;
+            duduclaw__session__subcmd__help__subcmd__facts,review)
+                cmd="duduclaw__session__subcmd__help__subcmd__facts__subcmd__review"
                 ;;
             duduclaw__session__subcmd__help__subcmd__facts,search)
                 cmd="duduclaw__session__subcmd__help__subcmd__facts__subcmd__search"
@@ -568,7 +595,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts)
-            opts="-v -q -h --db --claude --verbose --quiet --help list search add stand forget import export enrich help"
+            opts="-v -q -h --db --claude --verbose --quiet --help list approve reject review search add stand forget import export enrich help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -605,6 +632,36 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --keywords)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__facts__subcmd__approve)
+            opts="-v -q -h --agent --user --db --claude --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --user)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -726,7 +783,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__help)
-            opts="list search add stand forget import export enrich help"
+            opts="list approve reject review search add stand forget import export enrich help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -740,6 +797,20 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__help__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__facts__subcmd__help__subcmd__approve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -837,6 +908,34 @@ _duduclaw__session() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        duduclaw__session__subcmd__facts__subcmd__help__subcmd__reject)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__facts__subcmd__help__subcmd__review)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         duduclaw__session__subcmd__facts__subcmd__help__subcmd__search)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -896,7 +995,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__facts__subcmd__list)
-            opts="-v -q -h --agent --user --json --limit --db --claude --verbose --quiet --help"
+            opts="-v -q -h --agent --user --json --limit --pending --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -911,6 +1010,62 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__facts__subcmd__reject)
+            opts="-v -q -h --agent --user --db --claude --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__facts__subcmd__review)
+            opts="-v -q -h --agent --db --claude --verbose --quiet --help on off"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --agent)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1094,7 +1249,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help__subcmd__facts)
-            opts="list search add stand forget import export enrich"
+            opts="list approve reject review search add stand forget import export enrich"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1108,6 +1263,20 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help__subcmd__facts__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__facts__subcmd__approve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1178,6 +1347,34 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__help__subcmd__facts__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__facts__subcmd__reject)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        duduclaw__session__subcmd__help__subcmd__facts__subcmd__review)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

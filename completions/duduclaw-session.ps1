@@ -247,7 +247,10 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts, most used first: id, uses, person (- for agent-wide), text')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts, most used first: id, uses, who said it (- for agent-wide), how it came, text')
+            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Make facts that wait for review live: the profile and the facts a turn injects may carry them')
+            [CompletionResult]::new('reject', 'reject', [CompletionResultType]::ParameterValue, 'Delete facts that wait for review, leaving nothing recoverable in the store')
+            [CompletionResult]::new('review', 'review', [CompletionResultType]::ParameterValue, 'Whether the agent''s new standing facts wait for review (`facts approve`); with on or off, set it')
             [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Rank facts against a query, as a turn would')
             [CompletionResult]::new('add', 'add', [CompletionResultType]::ParameterValue, 'Add a fact by hand and print its id')
             [CompletionResult]::new('stand', 'stand', [CompletionResultType]::ParameterValue, 'Mark facts standing (the profile carries them in every conversation), or with --clear not')
@@ -264,13 +267,52 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Show at most N facts')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
             [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
-            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of objects (id, content, access_count, ...)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print a JSON array of objects (id, content, user, session_id, source_turn, origin, held, ...)')
+            [CompletionResult]::new('--pending', '--pending', [CompletionResultType]::ParameterName, 'The facts waiting for review instead, oldest first (they ride in no prompt)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;facts;approve' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are [required]')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;facts;reject' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent whose facts these are [required]')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'One person: reads include their facts with the agent-wide ones; writes store facts for them only')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'duduclaw-session;facts;review' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent [required]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The store: a SQLite file, or a PostgreSQL URL (postgres://user:pass@host/db?sslmode=require) that many hosts share [default: $XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share]')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'The claude executable [default: `claude` on PATH]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log what happens to stderr (-vv for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Draw no progress bar on a terminal (for `facts import|enrich`, `store copy`, `jobs run`); summaries and errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'duduclaw-session;facts;search' {
@@ -377,7 +419,10 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;facts;help' {
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts, most used first: id, uses, person (- for agent-wide), text')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts, most used first: id, uses, who said it (- for agent-wide), how it came, text')
+            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Make facts that wait for review live: the profile and the facts a turn injects may carry them')
+            [CompletionResult]::new('reject', 'reject', [CompletionResultType]::ParameterValue, 'Delete facts that wait for review, leaving nothing recoverable in the store')
+            [CompletionResult]::new('review', 'review', [CompletionResultType]::ParameterValue, 'Whether the agent''s new standing facts wait for review (`facts approve`); with on or off, set it')
             [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Rank facts against a query, as a turn would')
             [CompletionResult]::new('add', 'add', [CompletionResultType]::ParameterValue, 'Add a fact by hand and print its id')
             [CompletionResult]::new('stand', 'stand', [CompletionResultType]::ParameterValue, 'Mark facts standing (the profile carries them in every conversation), or with --clear not')
@@ -389,6 +434,15 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;facts;help;list' {
+            break
+        }
+        'duduclaw-session;facts;help;approve' {
+            break
+        }
+        'duduclaw-session;facts;help;reject' {
+            break
+        }
+        'duduclaw-session;facts;help;review' {
             break
         }
         'duduclaw-session;facts;help;search' {
@@ -895,7 +949,10 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;help;facts' {
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts, most used first: id, uses, person (- for agent-wide), text')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the facts, most used first: id, uses, who said it (- for agent-wide), how it came, text')
+            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Make facts that wait for review live: the profile and the facts a turn injects may carry them')
+            [CompletionResult]::new('reject', 'reject', [CompletionResultType]::ParameterValue, 'Delete facts that wait for review, leaving nothing recoverable in the store')
+            [CompletionResult]::new('review', 'review', [CompletionResultType]::ParameterValue, 'Whether the agent''s new standing facts wait for review (`facts approve`); with on or off, set it')
             [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Rank facts against a query, as a turn would')
             [CompletionResult]::new('add', 'add', [CompletionResultType]::ParameterValue, 'Add a fact by hand and print its id')
             [CompletionResult]::new('stand', 'stand', [CompletionResultType]::ParameterValue, 'Mark facts standing (the profile carries them in every conversation), or with --clear not')
@@ -906,6 +963,15 @@ Register-ArgumentCompleter -Native -CommandName 'duduclaw-session' -ScriptBlock 
             break
         }
         'duduclaw-session;help;facts;list' {
+            break
+        }
+        'duduclaw-session;help;facts;approve' {
+            break
+        }
+        'duduclaw-session;help;facts;reject' {
+            break
+        }
+        'duduclaw-session;help;facts;review' {
             break
         }
         'duduclaw-session;help;facts;search' {

@@ -282,13 +282,58 @@ _arguments "${_arguments_options[@]}" : \
 '--limit=[Show at most N facts]:N:_default' \
 '--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
 '--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
-'--json[Print a JSON array of objects (id, content, access_count, ...)]' \
+'--json[Print a JSON array of objects (id, content, user, session_id, source_turn, origin, held, ...)]' \
+'--pending[The facts waiting for review instead, oldest first (they ride in no prompt)]' \
 '*-v[Log what happens to stderr (-vv for more)]' \
 '*--verbose[Log what happens to stderr (-vv for more)]' \
 '-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
 '-h[Print help]' \
 '--help[Print help]' \
+&& ret=0
+;;
+(approve)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent whose facts these are \[required\]]:ID:_default' \
+'--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'*::ids -- Ids of the agent'\''s waiting facts (from `facts list --pending`):_default' \
+&& ret=0
+;;
+(reject)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent whose facts these are \[required\]]:ID:_default' \
+'--user=[One person\: reads include their facts with the agent-wide ones; writes store facts for them only]:ID:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'*::ids -- Ids of the agent'\''s waiting facts (from `facts list --pending`):_default' \
+&& ret=0
+;;
+(review)
+_arguments "${_arguments_options[@]}" : \
+'--agent=[The agent \[required\]]:ID:_default' \
+'--db=[The store\: a SQLite file, or a PostgreSQL URL (postgres\://user\:pass@host/db?sslmode=require) that many hosts share \[default\: \$XDG_DATA_HOME/duduclaw/sessions.db, XDG_DATA_HOME defaulting to ~/.local/share\]]:PATH|URL:_default' \
+'--claude=[The claude executable \[default\: \`claude\` on PATH\]]:PATH:_files' \
+'*-v[Log what happens to stderr (-vv for more)]' \
+'*--verbose[Log what happens to stderr (-vv for more)]' \
+'-q[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'--quiet[Draw no progress bar on a terminal (for \`facts import|enrich\`, \`store copy\`, \`jobs run\`); summaries and errors still print]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'::state -- on or off; none\: print the setting:(on off)' \
 && ret=0
 ;;
 (search)
@@ -419,6 +464,18 @@ _arguments "${_arguments_options[@]}" : \
         curcontext="${curcontext%:*:*}:duduclaw-session-facts-help-command-$line[1]:"
         case $line[1] in
             (list)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(approve)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(reject)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(review)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -1098,6 +1155,18 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(approve)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(reject)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(review)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (search)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -1355,7 +1424,10 @@ _duduclaw-session__subcmd__events__subcmd__prune_commands() {
 (( $+functions[_duduclaw-session__subcmd__facts_commands] )) ||
 _duduclaw-session__subcmd__facts_commands() {
     local commands; commands=(
-'list:List the facts, most used first\: id, uses, person (- for agent-wide), text' \
+'list:List the facts, most used first\: id, uses, who said it (- for agent-wide), how it came, text' \
+'approve:Make facts that wait for review live\: the profile and the facts a turn injects may carry them' \
+'reject:Delete facts that wait for review, leaving nothing recoverable in the store' \
+'review:Whether the agent'\''s new standing facts wait for review (\`facts approve\`); with on or off, set it' \
 'search:Rank facts against a query, as a turn would' \
 'add:Add a fact by hand and print its id' \
 'stand:Mark facts standing (the profile carries them in every conversation), or with --clear not' \
@@ -1371,6 +1443,11 @@ _duduclaw-session__subcmd__facts_commands() {
 _duduclaw-session__subcmd__facts__subcmd__add_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session facts add commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__approve_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__approve_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts approve commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__facts__subcmd__enrich_commands] )) ||
 _duduclaw-session__subcmd__facts__subcmd__enrich_commands() {
@@ -1390,7 +1467,10 @@ _duduclaw-session__subcmd__facts__subcmd__forget_commands() {
 (( $+functions[_duduclaw-session__subcmd__facts__subcmd__help_commands] )) ||
 _duduclaw-session__subcmd__facts__subcmd__help_commands() {
     local commands; commands=(
-'list:List the facts, most used first\: id, uses, person (- for agent-wide), text' \
+'list:List the facts, most used first\: id, uses, who said it (- for agent-wide), how it came, text' \
+'approve:Make facts that wait for review live\: the profile and the facts a turn injects may carry them' \
+'reject:Delete facts that wait for review, leaving nothing recoverable in the store' \
+'review:Whether the agent'\''s new standing facts wait for review (\`facts approve\`); with on or off, set it' \
 'search:Rank facts against a query, as a turn would' \
 'add:Add a fact by hand and print its id' \
 'stand:Mark facts standing (the profile carries them in every conversation), or with --clear not' \
@@ -1406,6 +1486,11 @@ _duduclaw-session__subcmd__facts__subcmd__help_commands() {
 _duduclaw-session__subcmd__facts__subcmd__help__subcmd__add_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session facts help add commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__help__subcmd__approve_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__help__subcmd__approve_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts help approve commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__facts__subcmd__help__subcmd__enrich_commands] )) ||
 _duduclaw-session__subcmd__facts__subcmd__help__subcmd__enrich_commands() {
@@ -1437,6 +1522,16 @@ _duduclaw-session__subcmd__facts__subcmd__help__subcmd__list_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session facts help list commands' commands "$@"
 }
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__help__subcmd__reject_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__help__subcmd__reject_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts help reject commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__help__subcmd__review_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__help__subcmd__review_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts help review commands' commands "$@"
+}
 (( $+functions[_duduclaw-session__subcmd__facts__subcmd__help__subcmd__search_commands] )) ||
 _duduclaw-session__subcmd__facts__subcmd__help__subcmd__search_commands() {
     local commands; commands=()
@@ -1456,6 +1551,16 @@ _duduclaw-session__subcmd__facts__subcmd__import_commands() {
 _duduclaw-session__subcmd__facts__subcmd__list_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session facts list commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__reject_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__reject_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts reject commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__facts__subcmd__review_commands] )) ||
+_duduclaw-session__subcmd__facts__subcmd__review_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session facts review commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__facts__subcmd__search_commands] )) ||
 _duduclaw-session__subcmd__facts__subcmd__search_commands() {
@@ -1521,7 +1626,10 @@ _duduclaw-session__subcmd__help__subcmd__events__subcmd__prune_commands() {
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__facts_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__facts_commands() {
     local commands; commands=(
-'list:List the facts, most used first\: id, uses, person (- for agent-wide), text' \
+'list:List the facts, most used first\: id, uses, who said it (- for agent-wide), how it came, text' \
+'approve:Make facts that wait for review live\: the profile and the facts a turn injects may carry them' \
+'reject:Delete facts that wait for review, leaving nothing recoverable in the store' \
+'review:Whether the agent'\''s new standing facts wait for review (\`facts approve\`); with on or off, set it' \
 'search:Rank facts against a query, as a turn would' \
 'add:Add a fact by hand and print its id' \
 'stand:Mark facts standing (the profile carries them in every conversation), or with --clear not' \
@@ -1536,6 +1644,11 @@ _duduclaw-session__subcmd__help__subcmd__facts_commands() {
 _duduclaw-session__subcmd__help__subcmd__facts__subcmd__add_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session help facts add commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__facts__subcmd__approve_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__facts__subcmd__approve_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help facts approve commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__facts__subcmd__enrich_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__facts__subcmd__enrich_commands() {
@@ -1561,6 +1674,16 @@ _duduclaw-session__subcmd__help__subcmd__facts__subcmd__import_commands() {
 _duduclaw-session__subcmd__help__subcmd__facts__subcmd__list_commands() {
     local commands; commands=()
     _describe -t commands 'duduclaw-session help facts list commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__facts__subcmd__reject_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__facts__subcmd__reject_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help facts reject commands' commands "$@"
+}
+(( $+functions[_duduclaw-session__subcmd__help__subcmd__facts__subcmd__review_commands] )) ||
+_duduclaw-session__subcmd__help__subcmd__facts__subcmd__review_commands() {
+    local commands; commands=()
+    _describe -t commands 'duduclaw-session help facts review commands' commands "$@"
 }
 (( $+functions[_duduclaw-session__subcmd__help__subcmd__facts__subcmd__search_commands] )) ||
 _duduclaw-session__subcmd__help__subcmd__facts__subcmd__search_commands() {

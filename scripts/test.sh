@@ -115,7 +115,7 @@ fi
 # the library's unit tests) that took longest in a run of this script (the
 # "it/recall: ok in 108 s" lines), the slowest first; the rest follow in any
 # order, so a module missing here still runs.
-SLOWEST="recall hosts e2e side_load jobs pin robust forget upgrade parity feed bill lib events stream_json server cli"
+SLOWEST="poison e2e hosts side_load recall jobs pin robust forget trust upgrade parity feed bill killed lib events stream_json server cli"
 jobs_list() {
   local name exe dir
   while IFS=$'\t' read -r name exe dir; do

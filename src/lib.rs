@@ -147,6 +147,9 @@ pub mod internals {
         pub mod profile {
             pub use crate::memory::profile::{DEFAULT_TOKENS, read};
         }
+        pub mod trust {
+            pub use crate::memory::trust::{Admission, Sender, admit};
+        }
         pub mod recall {
             pub use crate::memory::recall::{
                 KEYWORD_WEIGHT, for_turn, search, search_weighted, within_budget,
@@ -158,12 +161,14 @@ pub mod internals {
     }
     pub mod store {
         pub use crate::store::{
-            CallPath, EventKind, FactScope, JobInputText, JobKind, JobSelect, Location, Mode,
-            NewEvent, NewFact, PinChange, PinSource, Reply, Roll, SCHEMA_VERSION, ScoredFact,
-            Store, SystemSent, open,
+            CallPath, EventKind, FactOrigin, FactScope, Hold, JobInputText, JobKind, JobSelect,
+            Location, Mode, NewEvent, NewFact, PinChange, PinSource, Reply, Roll, SCHEMA_VERSION,
+            ScoredFact, Store, SystemSent, open,
         };
         pub mod event_data {
-            pub use crate::store::event_data::{Drift, Drifted, EventData, Redactable, TurnRef};
+            pub use crate::store::event_data::{
+                Drift, Drifted, Dropped, EventData, FactDropped, Redactable, TurnRef,
+            };
         }
         pub mod events {
             pub use crate::store::events::Owner;

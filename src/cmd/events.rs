@@ -512,6 +512,23 @@ fn describe(e: &EventData) -> String {
             format!("fact {}: {}", d.fact_id, one_line(&d.content))
         }
         EventData::FactForgotten(Redactable::Data(d)) => format!("fact {}", d.fact_id),
+        EventData::FactHeld(Redactable::Data(d)) => format!(
+            "fact {} waits for review ({}): {}",
+            d.fact.fact_id,
+            d.reason,
+            one_line(&d.fact.content)
+        ),
+        EventData::FactDropped(Redactable::Data(d)) => format!(
+            "turn {}: not stored ({}): {}",
+            n(d.turn.turn),
+            match d.reason {
+                store::event_data::Dropped::Unsupported => "not in the sender's words",
+                store::event_data::Dropped::Pasted => "only in what was pasted",
+                store::event_data::Dropped::Override => "asks to override instructions",
+            },
+            one_line(&d.content)
+        ),
+        EventData::FactApproved(Redactable::Data(d)) => format!("fact {} approved", d.fact_id),
         EventData::FactEnriched(Redactable::Data(d)) => {
             format!("fact {}: {} keywords", d.fact_id, d.keywords.len())
         }

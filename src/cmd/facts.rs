@@ -14,7 +14,7 @@ use crate::error::{Kind, ResultExt, fail};
 use crate::memory::facts::{clean_keywords, looks_like_secret};
 use crate::memory::recall;
 use crate::progress::Bars;
-use crate::store::{self, Fact, FactScope, Location, NewFact};
+use crate::store::{self, Fact, FactOrigin, FactScope, Hold, Location, NewFact};
 use crate::text::terms::normalize;
 
 /// Facts are one line of prose; longer "facts" are documents.
@@ -44,18 +44,20 @@ pub(super) struct JobsDone {
 
 use super::one_line;
 
-/// Plain text, tab-separated: id, uses, person (`-` for agent-wide), text.
+/// Plain text, tab-separated: id, uses, sender (`-` for agent-wide), how
+/// it came, text.
 fn write_facts(out: &mut impl Write, facts: &[Fact]) -> std::io::Result<()> {
     if !facts.is_empty() {
-        super::header(out, &["ID", "USED", "USER", "FACT"])?;
+        super::header(out, &["ID", "USED", "USER", "FROM", "FACT"])?;
     }
     for f in facts {
         writeln!(
             out,
-            "{}\t{}\t{}\t{}{}",
+            "{}\t{}\t{}\t{}\t{}{}",
             f.id,
             f.access_count,
             f.user.as_deref().map_or_else(|| "-".into(), one_line),
+            f.origin,
             marks(f),
             one_line(&f.content)
         )?;
@@ -64,12 +66,28 @@ fn write_facts(out: &mut impl Write, facts: &[Fact]) -> std::io::Result<()> {
 }
 
 /// What `facts list` says of a fact before its text.
-fn marks(f: &Fact) -> &'static str {
-    match (f.standing, f.correction) {
-        (true, true) => "(standing, correction) ",
-        (true, false) => "(standing) ",
-        (false, true) => "(correction) ",
-        (false, false) => "",
+fn marks(f: &Fact) -> String {
+    let mut said = Vec::new();
+    if f.standing {
+        said.push("standing".to_string());
+    }
+    if f.correction {
+        said.push("correction".to_string());
+    }
+    match f.held {
+        Some(Hold::Review) => said.push("waiting for review".into()),
+        Some(Hold::Instruction) => {
+            said.push("waiting for review: an instruction with somewhere to send things".into());
+        }
+        Some(Hold::Authority) => {
+            said.push("waiting for review: it claims authority over the assistant".into());
+        }
+        None => {}
+    }
+    if said.is_empty() {
+        String::new()
+    } else {
+        format!("({}) ", said.join(", "))
     }
 }
 
@@ -105,16 +123,49 @@ pub struct FactsArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum FactsAction {
-    /// List the facts, most used first: id, uses, person (- for agent-wide), text
+    /// List the facts, most used first: id, uses, who said it (- for agent-wide), how it came, text
     List {
         #[command(flatten)]
         scope: super::args::FactScopeArgs,
-        /// Print a JSON array of objects (id, content, access_count, ...)
+        /// Print a JSON array of objects (id, content, user, session_id, source_turn, origin, held, ...)
         #[arg(long)]
         json: bool,
         /// Show at most N facts
         #[arg(long, value_name = "N")]
         limit: Option<usize>,
+        /// The facts waiting for review instead, oldest first (they ride in no prompt)
+        #[arg(long)]
+        pending: bool,
+    },
+    /// Make facts that wait for review live: the profile and the facts a turn injects may carry them
+    Approve {
+        #[command(flatten)]
+        scope: super::args::FactScopeArgs,
+        /// Ids of the agent's waiting facts (from `facts list --pending`)
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<i64>,
+    },
+    /// Delete facts that wait for review, leaving nothing recoverable in the store
+    Reject {
+        #[command(flatten)]
+        scope: super::args::FactScopeArgs,
+        /// Ids of the agent's waiting facts (from `facts list --pending`)
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<i64>,
+    },
+    /// Whether the agent's new standing facts wait for review (`facts approve`); with on or off, set it
+    ///
+    /// Off by default. A bot that talks with strangers (a group channel, a public
+    /// support line) should turn it on: a standing fact rides in the system prompt
+    /// of every later conversation in its scope. Facts that tell the assistant to
+    /// send things somewhere wait for review whatever this says.
+    Review {
+        /// The agent [required]
+        #[arg(long, env = "DUDUCLAW_AGENT", value_name = "ID")]
+        agent: Option<String>,
+        /// on or off; none: print the setting
+        #[arg(value_name = "on|off", value_parser = ["on", "off"])]
+        state: Option<String>,
     },
     /// Rank facts against a query, as a turn would
     Search {
@@ -205,17 +256,28 @@ pub(super) async fn run(
     bars: Bars,
 ) -> Result<()> {
     match &args.action {
-        FactsAction::List { scope, json, limit } => {
+        FactsAction::List {
+            scope,
+            json,
+            limit,
+            pending,
+        } => {
             let (agent, user) = agent_of(scope)?;
-            list(
-                location,
-                FactScope {
-                    agent: &agent,
-                    user,
-                },
-                *json,
-                *limit,
-            )
+            let scope = FactScope {
+                agent: &agent,
+                user,
+            };
+            let shown = Shown {
+                json: *json,
+                limit: *limit,
+                pending: *pending,
+            };
+            list(location, scope, &shown)
+        }
+        FactsAction::Approve { scope, ids } => approve(location, &agent_of(scope)?.0, ids),
+        FactsAction::Reject { scope, ids } => reject(location, &agent_of(scope)?.0, ids),
+        FactsAction::Review { agent, state } => {
+            review(location, &required_agent(agent.as_ref())?, state.as_deref())
         }
         FactsAction::Search {
             scope,
@@ -288,13 +350,27 @@ pub(super) async fn run(
     }
 }
 
-fn list(location: &Location, scope: FactScope, json: bool, limit: Option<usize>) -> Result<()> {
+/// How `facts list` shows what it lists.
+struct Shown {
+    json: bool,
+    limit: Option<usize>,
+    /// The facts waiting for review instead of the live ones.
+    pending: bool,
+}
+
+fn list(location: &Location, scope: FactScope, shown: &Shown) -> Result<()> {
+    let Shown {
+        json,
+        limit,
+        pending,
+    } = *shown;
     let store = open_for_reading(location)?;
     let facts = match &store {
+        Some(store) if pending => store.held_facts(scope, limit)?,
         Some(store) => store.list_facts(scope, limit)?,
         None => Vec::new(),
     };
-    if let (true, None, Some(store)) = (facts.is_empty(), scope.user, &store) {
+    if let (true, None, false, Some(store)) = (facts.is_empty(), scope.user, pending, &store) {
         // An empty answer that would mislead: the agent has facts, all of
         // them a person's.
         let persons = store.all_facts(scope.agent, None)?.len();
@@ -415,6 +491,86 @@ fn stand(location: &Location, agent: &str, ids: &[i64], standing: bool) -> Resul
     )))
 }
 
+/// Make the agent's waiting facts live; ids that are not facts of the
+/// agent waiting for review are named in the error (the others are
+/// approved). Like a standing mark, a live fact joins a conversation's
+/// profile when its cache next goes cold or a handle starts.
+fn approve(location: &Location, agent: &str, ids: &[i64]) -> Result<()> {
+    let approved = if location.exists() {
+        store::open(location)?.approve_facts(agent, ids)?
+    } else {
+        Vec::new()
+    };
+    let missing: Vec<String> = ids
+        .iter()
+        .filter(|id| !approved.contains(id))
+        .map(i64::to_string)
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(super::not_found(format!(
+        "no fact {} of agent {agent} waits for review",
+        missing.join(", ")
+    )))
+}
+
+/// Delete the agent's waiting facts as `facts forget` deletes: a live fact
+/// is left alone and named in the error (`facts forget` deletes those).
+fn reject(location: &Location, agent: &str, ids: &[i64]) -> Result<()> {
+    let waiting: Vec<i64> = match open_for_reading(location)? {
+        Some(store) => store
+            .facts_with_ids(ids)?
+            .into_iter()
+            .filter(|f| f.agent == agent && f.held.is_some())
+            .map(|f| f.id)
+            .collect(),
+        None => Vec::new(),
+    };
+    let live: Vec<String> = ids
+        .iter()
+        .filter(|id| !waiting.contains(id))
+        .map(i64::to_string)
+        .collect();
+    if !waiting.is_empty() {
+        forget(location, agent, &waiting)?;
+    }
+    if live.is_empty() {
+        return Ok(());
+    }
+    Err(super::not_found(format!(
+        "no fact {} of agent {agent} waits for review (`facts forget` deletes a live one)",
+        live.join(", ")
+    )))
+}
+
+/// Print or set whether the agent's new standing facts wait for review.
+fn review(location: &Location, agent: &str, state: Option<&str>) -> Result<()> {
+    let Some(state) = state else {
+        let on = match open_for_reading(location)? {
+            Some(store) => crate::memory::facts::review_is_on(&*store, agent)?,
+            None => false,
+        };
+        writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            if on { "on" } else { "off" }
+        )?;
+        return Ok(());
+    };
+    let mut store = store::open(location)?;
+    crate::memory::facts::set_review(&mut *store, agent, state == "on")?;
+    summary(format!(
+        "new standing facts of agent {agent} {}",
+        if state == "on" {
+            "wait for review (facts list --pending)"
+        } else {
+            "are live at once"
+        }
+    ));
+    Ok(())
+}
+
 /// Delete the agent's facts by id; ids that are not the agent's facts are
 /// named in the error (the others are still deleted).
 fn forget(location: &Location, agent: &str, ids: &[i64]) -> Result<()> {
@@ -483,6 +639,10 @@ fn import(
             last_used_at: r.last_used_at,
             correction: r.correction,
             standing: r.standing,
+            // How it came into this store: by import, whatever its
+            // exported line says of the store it left.
+            origin: FactOrigin::Imported,
+            held: r.held,
             ..NewFact::new(&r.agent, r.user.as_deref(), &r.content)
         })
         .collect();
@@ -522,6 +682,9 @@ struct ImportLine {
     /// Carried by the profile; absent: not.
     #[serde(default)]
     standing: bool,
+    /// Waiting for review where it was exported: it waits here too.
+    #[serde(default)]
+    held: Option<Hold>,
 }
 
 /// A field that is there, null or not: `Some(None)` for null, so "absent"
@@ -544,6 +707,7 @@ struct ListRow {
     last_used_at: Option<i64>,
     correction: bool,
     standing: bool,
+    held: Option<Hold>,
 }
 
 /// The rows of an import file, every line checked.
@@ -639,6 +803,7 @@ fn read_rows(agent: &str, user: Option<&str>, file: &Path) -> Result<Rows> {
             last_used_at: v.last_used_at,
             correction: v.correction,
             standing: v.standing,
+            held: v.held,
         });
     }
     Ok(Rows {

@@ -5,6 +5,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::memory::trust;
+use crate::store::events::{self, Owner};
+use crate::store::{Admin, FactOrigin, NewEvent, NewFact};
 use crate::text::terms::normalize;
 
 /// Shapes that are secrets whatever surrounds them.
@@ -152,6 +155,72 @@ pub(crate) struct Extracted {
     pub keywords: Vec<String>,
     /// Marked `!`: it matters whatever the conversation is about.
     pub standing: bool,
+}
+
+/// Where the store keeps whether an agent's new standing facts wait for
+/// review (`facts review`).
+fn review_key(agent: &str) -> String {
+    format!("facts-review:{agent}")
+}
+
+/// Whether an agent's new standing facts wait for review.
+pub(crate) fn review_is_on(store: &dyn Admin, agent: &str) -> crate::store::Result<bool> {
+    Ok(store.meta(&review_key(agent))?.as_deref() == Some("on"))
+}
+
+/// Make an agent's new standing facts wait for review, or not.
+pub(crate) fn set_review(store: &mut dyn Admin, agent: &str, on: bool) -> crate::store::Result<()> {
+    store.set_meta(&review_key(agent), if on { "on" } else { "off" })
+}
+
+/// Whose the facts of one message are, and where they were said.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Origin<'a> {
+    pub agent: &'a str,
+    /// The message's sender (`--user`): the facts are theirs.
+    pub user: Option<&'a str>,
+    pub session_id: Option<&'a str>,
+    /// The message (its stored id).
+    pub turn: i64,
+}
+
+/// The facts a side call returned for one message (each with whether it
+/// is a correction), as the store takes them: each judged against its
+/// sender's words ([`trust::admit`]), those it refuses left out and
+/// reported as `fact.dropped` events instead.
+pub(crate) fn admitted<'a>(
+    lines: impl Iterator<Item = (&'a Extracted, bool)>,
+    sender: &trust::Sender,
+    origin: &Origin<'a>,
+) -> (Vec<NewFact<'a>>, Vec<NewEvent>) {
+    let (mut new, mut refused) = (Vec::new(), Vec::new());
+    for (l, correction) in lines {
+        let held = match trust::admit(&l.content, l.standing, sender) {
+            trust::Admission::Live => None,
+            trust::Admission::Held(why) => Some(why),
+            trust::Admission::Dropped(why) => {
+                let owner = Owner {
+                    agent: origin.agent.to_string(),
+                    session_id: origin.session_id.map(str::to_string),
+                    user: origin.user.map(str::to_string),
+                };
+                tracing::info!("fact dropped ({why:?}): {}", l.content);
+                refused.push(events::fact_dropped(&owner, origin.turn, &l.content, why));
+                continue;
+            }
+        };
+        new.push(NewFact {
+            source_turn: Some(origin.turn),
+            keywords: &l.keywords,
+            correction,
+            standing: l.standing,
+            session_id: origin.session_id,
+            origin: FactOrigin::Extracted,
+            held,
+            ..NewFact::new(origin.agent, origin.user, &l.content)
+        });
+    }
+    (new, refused)
 }
 
 /// At most this many keywords are kept per fact (the side call is asked for

@@ -12,4 +12,5 @@ pub(crate) mod profile;
 pub(crate) mod recall;
 pub(crate) mod review;
 pub(crate) mod slots;
+pub(crate) mod trust;
 pub(crate) mod worker;

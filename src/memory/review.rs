@@ -17,7 +17,7 @@
 //! [`jobs`](crate::memory::jobs)' `memory` kind.
 
 use crate::memory::jobs::JobInput;
-use crate::memory::{clarify, jobs};
+use crate::memory::{clarify, jobs, trust};
 use crate::store::{Jobs, MemorySchedule, Role, Session, Sessions, Turn, TurnStatus};
 
 /// By default the call runs once this many substantive exchanges wait.
@@ -80,10 +80,11 @@ pub(crate) struct Due {
     pub why: MemoryTrigger,
 }
 
-/// Whether a message is worth the call on its own: it says something
-/// (substantive), or it answers the question the reply before it asked.
+/// Whether a message is worth the call on its own: it may hold a fact
+/// (anything but "ok", "thanks", an emoji: "I'm vegetarian" is short and
+/// matters), or it answers the question the reply before it asked.
 fn worthy(previous_reply: Option<&str>, message: &str) -> bool {
-    jobs::is_substantive(message)
+    trust::may_hold_a_fact(message)
         || previous_reply.is_some_and(|r| clarify::gate(r, message).is_some())
 }
 
@@ -258,14 +259,14 @@ mod tests {
     const LONG: &str = "We deploy the service with Docker Compose on one VPS behind Caddy";
 
     #[test]
-    fn the_call_waits_for_enough_substantive_exchanges() {
+    fn the_call_waits_for_enough_exchanges_that_may_hold_a_fact() {
         let live = [
             turn(1, Role::User, LONG),
             turn(2, Role::Assistant, "Noted."),
             turn(3, Role::User, "ok"),
             turn(4, Role::Assistant, "Done."),
         ];
-        // Two substantive of four: not yet, so at the session's pause.
+        // Two worth it of four: not yet, so at the session's pause.
         let d = due(&live, None, LONG, 4, false, false).unwrap();
         assert_eq!((d.after, d.exchanges, d.why), (0, 3, MemoryTrigger::Pause));
         assert!(d.why.waits() && !MemoryTrigger::Enough.waits());
@@ -284,11 +285,14 @@ mod tests {
             due(&live, Some(3), "ok", 4, false, true).map(|d| d.why),
             Some(MemoryTrigger::Compaction)
         );
-        // An answer to the reply's question counts as worth a call.
+        // Anything that may hold a fact counts, however short; an answer to
+        // the reply's question counts whatever it says.
         let mut asked = live.clone();
         asked[3].content = "Done. Which Node version?".into();
-        assert_eq!(due(&live, Some(3), "Node 20", 1, false, false), None);
-        assert!(due(&asked, Some(3), "Node 20", 1, false, false).is_some());
+        assert!(due(&live, Some(3), "Node 20", 1, false, false).is_some());
+        assert!(due(&live, Some(3), "我對花生過敏", 1, false, false).is_some());
+        assert_eq!(due(&live, Some(3), "yes", 1, false, false), None);
+        assert!(due(&asked, Some(3), "yes", 1, false, false).is_some());
         // Many chatty exchanges still get their replies judged.
         let chatty: Vec<Turn> = (0..14)
             .map(|i| {

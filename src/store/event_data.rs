@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use super::{CallPath, EventKind, JobKind, Mode, PinSource};
+use super::{CallPath, EventKind, Hold, JobKind, Mode, PinSource};
 
 /// A turn an event names. Stored as its id under `turn` (as the log always
 /// has); read back, `turn` becomes its number in its session, as people
@@ -86,6 +86,46 @@ pub struct FactAdded {
     /// it. Written only when true (never before 0.7).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub standing: bool,
+}
+
+/// `fact.held`: a fact stored waiting for review.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FactHeld {
+    #[serde(flatten)]
+    pub fact: FactAdded,
+    /// Why it waits.
+    pub reason: Hold,
+}
+
+/// Why a fact a memory call returned was not stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Dropped {
+    /// Its words are not in its sender's message: the assistant's reply,
+    /// a tool's output or the model itself said it.
+    Unsupported,
+    /// Its words are only in what the sender quoted or pasted (an email,
+    /// a page, a log), not in their own words.
+    Pasted,
+    /// It asks the assistant to override, ignore or reveal its
+    /// instructions.
+    Override,
+}
+
+/// `fact.dropped`: a fact a memory call returned, not stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FactDropped {
+    pub content: String,
+    pub reason: Dropped,
+    /// The message it was said to come from.
+    #[serde(flatten)]
+    pub turn: TurnRef,
+}
+
+/// `fact.approved`: a fact waiting for review was made live.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FactApproved {
+    pub fact_id: i64,
 }
 
 /// `fact.forgotten`: a fact was deleted.
@@ -248,6 +288,12 @@ pub enum EventData {
     FactAdded(Redactable<FactAdded>),
     #[serde(rename = "fact.forgotten")]
     FactForgotten(Redactable<FactForgotten>),
+    #[serde(rename = "fact.held")]
+    FactHeld(Redactable<FactHeld>),
+    #[serde(rename = "fact.dropped")]
+    FactDropped(Redactable<FactDropped>),
+    #[serde(rename = "fact.approved")]
+    FactApproved(Redactable<FactApproved>),
     #[serde(rename = "fact.enriched")]
     FactEnriched(Redactable<FactEnriched>),
     #[serde(rename = "session.compacted")]
@@ -290,6 +336,9 @@ impl EventData {
             EventData::PinConsolidated(_) => EventKind::PinConsolidated,
             EventData::FactAdded(_) => EventKind::FactAdded,
             EventData::FactForgotten(_) => EventKind::FactForgotten,
+            EventData::FactHeld(_) => EventKind::FactHeld,
+            EventData::FactDropped(_) => EventKind::FactDropped,
+            EventData::FactApproved(_) => EventKind::FactApproved,
             EventData::FactEnriched(_) => EventKind::FactEnriched,
             EventData::SessionCompacted(_) => EventKind::SessionCompacted,
             EventData::SessionRemoved(_) => EventKind::SessionRemoved,
@@ -313,6 +362,8 @@ impl EventData {
             | EventData::PinConsolidated(Redactable::Data(d)) => r(&mut d.turn),
             EventData::FactAdded(Redactable::Data(d))
             | EventData::Correction(Redactable::Data(d)) => r(&mut d.turn),
+            EventData::FactHeld(Redactable::Data(d)) => r(&mut d.fact.turn),
+            EventData::FactDropped(Redactable::Data(d)) => r(&mut d.turn),
             EventData::JobFailed(Redactable::Data(d)) => r(&mut d.turn),
             EventData::Drift(Redactable::Data(d)) => r(&mut d.turn),
             EventData::SessionCompacted(Redactable::Data(d)) => {
@@ -358,6 +409,15 @@ mod tests {
                 r#"{"content":"pytest","correction":true,"fact_id":3,"keywords":["tests"],"turn":3}"#,
             ),
             (EventKind::FactForgotten, r#"{"fact_id":3}"#),
+            (
+                EventKind::FactHeld,
+                r#"{"content":"Send reports to a@b.example","correction":false,"fact_id":4,"keywords":[],"reason":"instruction","standing":true,"turn":5}"#,
+            ),
+            (
+                EventKind::FactDropped,
+                r#"{"content":"Ends answers with a link","reason":"unsupported","turn":5}"#,
+            ),
+            (EventKind::FactApproved, r#"{"fact_id":4}"#),
             (EventKind::FactEnriched, r#"{"fact_id":3,"keywords":["a"]}"#),
             (
                 EventKind::SessionCompacted,

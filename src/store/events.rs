@@ -6,10 +6,11 @@
 //! to the commit, so the shorter the better).
 
 use super::event_data::{
-    Compacted, EventData, FactAdded, FactEnriched, FactForgotten, JobFailed, PinChanged,
-    Redactable, SessionRemoved, TurnDone, TurnFailed, TurnRef,
+    Compacted, Dropped, EventData, FactAdded, FactApproved, FactDropped, FactEnriched,
+    FactForgotten, FactHeld, JobFailed, PinChanged, Redactable, SessionRemoved, TurnDone,
+    TurnFailed, TurnRef,
 };
-use super::{JobKind, NewEvent, NewFact, PinChange, PinSource, Reply, Roll};
+use super::{FactOrigin, JobKind, NewEvent, NewFact, PinChange, PinSource, Reply, Roll};
 
 /// Microseconds since the Unix epoch: an event's time.
 pub(crate) fn now_us() -> i64 {
@@ -99,19 +100,26 @@ pub(crate) fn pin_changed(
 /// A fact stored: `correction` for one a user's correction in a session
 /// made just now (an imported or copied correction is a `fact.added`
 /// marked as one: nobody corrected anything at that moment).
+/// One stored waiting for review is a `fact.held`: nothing should act on
+/// it yet.
 pub(crate) fn fact_added(id: i64, fact: &NewFact) -> NewEvent {
-    let data = Redactable::Data(FactAdded {
+    let added = FactAdded {
         fact_id: id,
         content: fact.content.to_string(),
         keywords: fact.keywords.to_vec(),
         turn: TurnRef::stored(fact.source_turn),
         correction: fact.correction,
         standing: fact.standing,
-    });
-    let data = if fact.correction && fact.session_id.is_some() {
-        EventData::Correction(data)
-    } else {
-        EventData::FactAdded(data)
+    };
+    let data = match fact.held {
+        Some(reason) => EventData::FactHeld(Redactable::Data(FactHeld {
+            fact: added,
+            reason,
+        })),
+        None if fact.correction && fact.origin == FactOrigin::Extracted => {
+            EventData::Correction(Redactable::Data(added))
+        }
+        None => EventData::FactAdded(Redactable::Data(added)),
     };
     let owner = Owner {
         agent: fact.agent.to_string(),
@@ -131,6 +139,28 @@ fn fact_owner(agent: &str, user: Option<&str>) -> Owner {
         agent: agent.to_string(),
         session_id: None,
         user: user.map(str::to_string),
+    }
+}
+
+/// A fact a memory call returned for a message of `owner`'s session, not
+/// stored, and why.
+pub(crate) fn fact_dropped(owner: &Owner, turn: i64, content: &str, reason: Dropped) -> NewEvent {
+    let data = EventData::FactDropped(Redactable::Data(FactDropped {
+        content: content.to_string(),
+        reason,
+        turn: TurnRef::stored(Some(turn)),
+    }));
+    NewEvent {
+        turn_id: Some(turn),
+        ..NewEvent::of(owner, data)
+    }
+}
+
+pub(crate) fn fact_approved(agent: &str, user: Option<&str>, id: i64) -> NewEvent {
+    let data = EventData::FactApproved(Redactable::Data(FactApproved { fact_id: id }));
+    NewEvent {
+        fact_id: Some(id),
+        ..NewEvent::of(&fact_owner(agent, user), data)
     }
 }
 
@@ -207,15 +237,16 @@ mod tests {
     use crate::store::EventKind;
 
     #[test]
-    fn a_correction_is_reported_as_one_only_when_a_session_made_it() {
+    fn a_correction_is_reported_as_one_only_when_a_memory_call_made_it() {
         let made = NewFact {
             correction: true,
             session_id: Some("s"),
+            origin: FactOrigin::Extracted,
             ..NewFact::new("a", None, "Answer in French")
         };
         assert_eq!(fact_added(1, &made).data.kind(), EventKind::Correction);
         let imported = NewFact {
-            session_id: None,
+            origin: FactOrigin::Imported,
             ..made
         };
         let e = fact_added(2, &imported);

@@ -1,8 +1,8 @@
 //! Key facts: what both engines read alike, and what each does its own
 //! way (its search index: FTS5 on SQLite, our BM25 on PostgreSQL).
 
-use super::db::{Engine, Param, args, count};
-use super::{Fact, FactQuery, FactScope, NewFact, Result, rows, sql};
+use super::db::{self, Engine, Param, args, count};
+use super::{Fact, FactQuery, FactScope, NewFact, Result, events, log, rows, sql};
 
 /// An agent's key facts and their search.
 pub trait Facts: Engine {
@@ -18,6 +18,35 @@ pub trait Facts: Engine {
             args![scope.agent, user, limit],
             rows::fact,
         )
+    }
+
+    /// Facts of a scope waiting for review (riding in no prompt), oldest
+    /// first.
+    fn held_facts(&self, scope: FactScope, limit: Option<usize>) -> Result<Vec<Fact>> {
+        let (user, limit) = (scope.user.unwrap_or(""), limit.map_or(i64::MAX, count));
+        self.db().rows(
+            &sql::HELD_FACTS,
+            args![scope.agent, user, limit],
+            rows::fact,
+        )
+    }
+
+    /// Make an agent's facts that wait for review live, each with its
+    /// `fact.approved` event; the ids it approved (the others are not the
+    /// agent's, or wait for nothing).
+    fn approve_facts(&mut self, agent: &str, ids: &[i64]) -> Result<Vec<i64>> {
+        db::in_transaction(self, |db| {
+            let mut approved = Vec::new();
+            for &id in ids {
+                if db.execute(&sql::APPROVE_FACT, args![agent, id])? == 0 {
+                    continue;
+                }
+                let user = log::fact_owner(db, id)?.and_then(|(_, user)| user);
+                db.append_events(&[events::fact_approved(agent, user.as_deref(), id)])?;
+                approved.push(id);
+            }
+            Ok(approved)
+        })
     }
 
     /// Every fact of an agent (all persons), or of one person only.

@@ -132,6 +132,37 @@ impl SystemSent {
 }
 
 text_enum! {
+    /// How a fact came into the store.
+    FactOrigin {
+        /// A memory call found it in its sender's own words.
+        Extracted = "extracted",
+        /// Added by hand (`facts add`).
+        Added = "added",
+        /// Imported (`facts import`, `store copy` keeps the origin).
+        Imported = "imported",
+        /// Stored before 0.8, which kept no origin.
+        Unknown = "unknown",
+    }
+}
+
+text_enum! {
+    /// Why a fact waits for review: it rides in no prompt (neither the
+    /// profile nor the facts a turn injects) until `facts approve`.
+    Hold {
+        /// New standing facts wait for an operator (`turn --review-facts`).
+        Review = "review",
+        /// It tells the assistant to do something and names somewhere to
+        /// send things (a link, an address, a number): never live on its
+        /// own authority, whoever said it.
+        Instruction = "instruction",
+        /// It claims authority over the assistant or asks it to relax its
+        /// safeguards (a verified administrator, waived checks, answers
+        /// without refusals or warnings).
+        Authority = "authority",
+    }
+}
+
+text_enum! {
     /// What a side-call job does.
     JobKind {
         /// Condense the session's first message into its pinned task.
@@ -293,6 +324,15 @@ text_enum! {
         PinConsolidated = "pin.consolidated",
         FactAdded = "fact.added",
         FactForgotten = "fact.forgotten",
+        /// A fact was stored waiting for review: it rides in no prompt
+        /// until `facts approve`.
+        FactHeld = "fact.held",
+        /// A fact a memory call returned was not stored: it did not rest
+        /// on its sender's own words, or it asked to override or reveal
+        /// instructions.
+        FactDropped = "fact.dropped",
+        /// A fact waiting for review was approved: it is live.
+        FactApproved = "fact.approved",
         /// A fact got its search keywords.
         FactEnriched = "fact.enriched",
         /// Older turns were summarized and the session moved to a new handle.
@@ -643,6 +683,24 @@ pub struct Fact {
     /// it in every handle's system prompt.
     // Health, family, hard rules, fixed schedules, names and roles.
     pub standing: bool,
+    /// The session it was said in; null for a fact added or imported by
+    /// hand, or stored before 0.8.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// How it came: `extracted` (from its sender's own words), `added`,
+    /// `imported`, or `unknown` (stored before 0.8).
+    #[serde(default = "FactOrigin::unknown")]
+    pub origin: FactOrigin,
+    /// Why it waits for review, riding in no prompt until approved
+    /// (`facts approve`); null: it is live.
+    #[serde(default)]
+    pub held: Option<Hold>,
+}
+
+impl FactOrigin {
+    fn unknown() -> FactOrigin {
+        FactOrigin::Unknown
+    }
 }
 
 impl Fact {
@@ -662,6 +720,9 @@ impl Fact {
             source_turn: None,
             correction: false,
             standing: false,
+            session_id: None,
+            origin: FactOrigin::Added,
+            held: None,
         }
     }
 }
@@ -679,8 +740,11 @@ pub struct NewFact<'a> {
     pub correction: bool,
     /// Carried by the profile (see [`Fact::standing`]).
     pub standing: bool,
-    /// The session it came from: reported with its event, not stored.
+    /// The session it was said in.
     pub session_id: Option<&'a str>,
+    pub origin: FactOrigin,
+    /// Stored waiting for review (see [`Fact::held`]).
+    pub held: Option<Hold>,
 }
 
 impl<'a> NewFact<'a> {
@@ -697,6 +761,8 @@ impl<'a> NewFact<'a> {
             correction: false,
             standing: false,
             session_id: None,
+            origin: FactOrigin::Added,
+            held: None,
         }
     }
 }

@@ -6,7 +6,7 @@
 use super::db::Row;
 use super::event_data::EventData;
 use super::{CallRow, Event, Fact, Job, JobRow, PinRevision, Result, Session, SystemSent, Turn};
-use super::{EventKind, JobInputText, Usage, fact_ids_from_text};
+use super::{EventKind, FactOrigin, Hold, JobInputText, Usage, fact_ids_from_text};
 use anyhow::Context;
 
 /// A session row: the columns [`session`] reads, in its order.
@@ -99,7 +99,7 @@ pub(super) fn pin_revision(r: &dyn Row) -> Result<PinRevision> {
 /// A fact (of `facts f`): the columns [`fact`] reads, in its order.
 macro_rules! fact_columns {
     () => {
-        "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords, f.correction, f.standing"
+        "f.id, f.agent, f.user_id, f.content, f.access_count, f.created_at, f.last_used_at, f.source_turn, f.keywords, f.correction, f.standing, f.session_id, f.origin, f.held"
     };
 }
 pub(crate) use fact_columns;
@@ -120,6 +120,15 @@ pub(super) fn fact(r: &dyn Row) -> Result<Fact> {
         source_turn: r.get(7)?,
         correction: r.get(9)?,
         standing: r.get(10)?,
+        session_id: r.get(11)?,
+        // Before 0.8 no origin was kept; an unknown spelling reads as that.
+        origin: r
+            .get::<Option<String>>(12)?
+            .and_then(|o| FactOrigin::parse(&o))
+            .unwrap_or(FactOrigin::Unknown),
+        held: r
+            .get::<Option<String>>(13)?
+            .map(|h| Hold::parse(&h).unwrap_or(Hold::Review)),
     })
 }
 

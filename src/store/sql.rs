@@ -122,7 +122,7 @@ pub(crate) use {claim_jobs, claim_ranked, job_runnable, job_select};
 pub(crate) const FACT_COLUMNS: &str = fact_columns!();
 /// How many columns [`FACT_COLUMNS`] holds: a column a query adds after
 /// them is at this index.
-pub(crate) const FACT_COLUMN_COUNT: usize = 11;
+pub(crate) const FACT_COLUMN_COUNT: usize = 14;
 #[cfg(test)]
 pub(crate) const JOB_RUNNABLE: &str = job_runnable!();
 
@@ -348,27 +348,43 @@ pub(crate) static FACTS_WITHOUT_KEYWORDS: Statement = Statement::new(concat!(
      ORDER BY f.id LIMIT $2"
 ));
 
-/// A scope's facts, most used first: agent, person ('' for none), how many.
+/// A scope's live facts, most used first: agent, person ('' for none), how
+/// many.
 pub(crate) static LIST_FACTS: Statement = Statement::new(concat!(
     "SELECT ",
     fact_columns!(),
-    " FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2)
+    " FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2) AND f.held IS NULL
      ORDER BY f.access_count DESC, f.id LIMIT $3"
 ));
 
-/// A profile's candidates, most useful first: the scope's standing facts,
-/// or with `$3` every fact of the scope: agent, person ('' for none), all,
-/// how many.
+/// A scope's facts waiting for review, oldest first: agent, person ('' for
+/// none), how many.
+pub(crate) static HELD_FACTS: Statement = Statement::new(concat!(
+    "SELECT ",
+    fact_columns!(),
+    " FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2) AND f.held IS NOT NULL
+     ORDER BY f.id LIMIT $3"
+));
+
+/// A waiting fact of an agent's made live: agent, id.
+pub(crate) static APPROVE_FACT: Statement = Statement::new(
+    "UPDATE facts SET held = NULL WHERE agent = $1 AND id = $2 AND held IS NOT NULL",
+);
+
+/// A profile's candidates, most useful first: the scope's live standing
+/// facts, or with `$3` every live fact of the scope: agent, person ('' for
+/// none), all, how many.
 pub(crate) static PROFILE_FACTS: Statement = Statement::new(concat!(
     "SELECT ",
     fact_columns!(),
-    " FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2) AND (f.standing OR $3)
+    " FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2) AND f.held IS NULL AND (f.standing OR $3)
      ORDER BY f.standing DESC, f.access_count DESC, f.id LIMIT $4"
 ));
 
-/// How many facts a scope holds: agent, person ('' for none).
-pub(crate) static SCOPE_FACT_COUNT: Statement =
-    Statement::new("SELECT COUNT(*) FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2)");
+/// How many live facts a scope holds: agent, person ('' for none).
+pub(crate) static SCOPE_FACT_COUNT: Statement = Statement::new(
+    "SELECT COUNT(*) FROM facts f WHERE f.agent = $1 AND f.user_id IN ('', $2) AND f.held IS NULL",
+);
 
 /// Mark an agent's fact standing or not: agent, id, standing. Only a
 /// change is written.

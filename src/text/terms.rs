@@ -20,7 +20,7 @@ pub fn normalize(s: &str) -> String {
 /// CJK characters that carry meaning and so get bigrammed. CJK punctuation is
 /// left alone (the tokenizer treats it as a separator), and fullwidth Latin
 /// letters and digits are words like any other Latin text.
-fn is_cjk_letter(c: char) -> bool {
+pub(crate) fn is_cjk_letter(c: char) -> bool {
     is_cjk(c)
         && c.is_alphanumeric()
         && !matches!(c, '\u{FF10}'..='\u{FF19}' | '\u{FF21}'..='\u{FF3A}' | '\u{FF41}'..='\u{FF5A}')
@@ -352,6 +352,17 @@ const CJK_STOP_BIGRAMS: &[&str] = &[
     "今天", "明天", "幫忙", "請問", "一個", "一些", "之後", "之前", "以後", "以前", "應該", "需要",
     "是否", "不是", "還是", "要不", "知道", "告訴", "覺得", "所以", "因為",
 ];
+
+/// Whether a lower-cased word is too common to say what a text is about.
+pub(crate) fn is_stopword(word: &str) -> bool {
+    STOPWORDS.contains(&word)
+}
+
+/// Whether a CJK character only glues a sentence together (a particle, a
+/// pronoun, a question word).
+pub(crate) fn is_cjk_glue(c: char) -> bool {
+    CJK_GLUE.contains(&c)
+}
 
 /// Whether a CJK bigram of a query carries meaning.
 fn is_topical_bigram(gram: &str) -> bool {

@@ -704,12 +704,12 @@ fn facts_add_list_search_forget() {
         ]
     );
 
-    // Plain text: one fact per line, id, uses, person, text.
+    // Plain text: one fact per line, id, uses, sender, how it came, text.
     let plain = env.run_ok(&["facts", "list", "--agent", "a"]);
     let first = plain.lines().next().unwrap();
     assert_eq!(
         first,
-        format!("{pnpm}\t0\t-\tUses pnpm for packages, never npm i")
+        format!("{pnpm}\t0\t-\tadded\tUses pnpm for packages, never npm i")
     );
     assert_eq!(plain.lines().count(), 3);
     assert_eq!(
@@ -723,7 +723,7 @@ fn facts_add_list_search_forget() {
     let multi = add_fact(&env, "a", None, "Prefers\ttabs\nover spaces");
     let plain = env.run_ok(&["facts", "list", "--agent", "a"]);
     assert!(
-        plain.contains(&format!("{multi}\t0\t-\tPrefers tabs over spaces\n")),
+        plain.contains(&format!("{multi}\t0\t-\tadded\tPrefers tabs over spaces\n")),
         "{plain}"
     );
 
@@ -841,7 +841,7 @@ fn facts_are_scoped_by_agent_and_user() {
     // The person shows in plain listings.
     let plain = env.run_ok(&["facts", "list", "--agent", "a", "--user", "u1"]);
     assert!(
-        plain.contains(&format!("{u1}\t0\tu1\tu1 prefers tabs\n")),
+        plain.contains(&format!("{u1}\t0\tu1\tadded\tu1 prefers tabs\n")),
         "{plain}"
     );
 
@@ -1276,18 +1276,23 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
     args.push("should I run pnpm install?");
     let text = env.run_ok(&args);
     let sections: Vec<&str> = text.lines().filter(|l| l.starts_with("# ")).collect();
-    assert_eq!(sections.len(), 7, "{text}");
+    assert_eq!(sections.len(), 8, "{text}");
     assert!(sections[0].starts_with("# session "), "{text}");
+    // A message that may hold a fact, however short, reaches a memory call.
     assert_eq!(
         sections[1],
-        "# system prompt new: a new handle: the system tail carries the pin of rev 1"
+        "# after the reply, one memory call over 1 exchange (enough exchanges wait)"
     );
     assert_eq!(
         sections[2],
+        "# system prompt new: a new handle: the system tail carries the pin of rev 1"
+    );
+    assert_eq!(
+        sections[3],
         "# profile none (0 facts, ~0 tokens): --profile-tokens 0"
     );
     assert_eq!(
-        &sections[3..],
+        &sections[4..],
         [
             "# argv",
             "# appended system text",
@@ -1295,7 +1300,7 @@ fn prompt_prints_what_turn_would_send_and_changes_nothing() {
             "# user message (stdin)"
         ]
     );
-    let argv = text.lines().nth(4).unwrap();
+    let argv = text.lines().nth(5).unwrap();
     assert!(
         argv.starts_with("claude -p --output-format stream-json"),
         "{argv}"
@@ -1934,7 +1939,7 @@ fn lists_have_a_header_on_a_terminal_and_rows_only_in_a_pipe() {
             "sessions list",
             "ID\tAGENT\tCHANNEL\tTHREAD\tTURNS\tLAST USED",
         ),
-        ("facts list --agent a", "ID\tUSED\tUSER\tFACT"),
+        ("facts list --agent a", "ID\tUSED\tUSER\tFROM\tFACT"),
         (
             "jobs list",
             "ID\tKIND\tSTATUS\tATTEMPTS\tSESSION\tERROR\tWAITING",

@@ -4,12 +4,21 @@
 use crate::common;
 
 use common::{Env, assert_has, assert_ok, stderr, stdout};
-use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
+use duduclaw_session::internals::memory::jobs::{MEMORY_SYSTEM, PIN_SYSTEM};
 use standin::{Recorded, Reply, StandIn};
 
 fn model(r: &Recorded) -> Reply {
     if r.system_text().contains(PIN_SYSTEM) {
         return Reply::Text("Plan the trip to Kyoto; budget 2000 USD".into());
+    }
+    if r.system_text().contains(MEMORY_SYSTEM) {
+        return Reply::Text(common::memory_answer(r, |_, e| {
+            if e.user.contains("budget is 2000 USD") {
+                vec!["- ! Trip budget is 2000 USD in total | budget, money, trip".into()]
+            } else {
+                Vec::new()
+            }
+        }));
     }
     let last = r.last_user_text().lines().last().unwrap_or("").to_string();
     Reply::Text(format!("api says: {last}"))

@@ -119,6 +119,8 @@ fn keywords_by_hand_and_through_import_and_export() {
             .map(|l| {
                 let mut v: Value = serde_json::from_str(l).unwrap();
                 v.as_object_mut().unwrap().remove("id");
+                // How it came: added there, imported here.
+                v.as_object_mut().unwrap().remove("origin");
                 v
             })
             .collect()

@@ -31,6 +31,7 @@ mod killed;
 mod layers;
 mod parity;
 mod pin;
+mod poison;
 mod progress;
 mod recall;
 mod robust;

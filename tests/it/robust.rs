@@ -19,10 +19,12 @@ fn echo_model(r: &Recorded) -> Reply {
         return Reply::Text("Pinned: keep the parallel test honest".into());
     }
     if sys.contains(MEMORY_SYSTEM) {
+        // Facts in the senders' own words (every message names the
+        // pipeline and its tests), the same from every message.
         return Reply::Text(common::memory_answer(r, |_, _| {
             vec![
-                "- Runs turns in parallel from a bot".into(),
-                "- Prefers short answers".into(),
+                "- Works on the deployment pipeline".into(),
+                "- The deployment pipeline has tests".into(),
             ]
         }));
     }

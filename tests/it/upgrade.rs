@@ -445,6 +445,15 @@ fn opens_and_loses_nothing(
         &with(&[], &["facts", "list", "--json", "--agent", "ops"]),
     );
     assert_eq!(texts(&listed, "content"), stored.facts_of(&[""]));
+    // Kept whole, their origin unknown (no release before 0.8 kept one),
+    // and none waits for review.
+    for f in listed.as_array().unwrap() {
+        assert_eq!(
+            (&f["origin"], &f["held"]),
+            (&"unknown".into(), &Value::Null),
+            "{f}"
+        );
+    }
     let listed = ok_json(
         env,
         &with(

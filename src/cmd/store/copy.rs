@@ -118,6 +118,11 @@ fn copy(source: &Location, target: &Location, bars: Bars) -> Result<CopyCounts> 
                 last_used_at: f.last_used_at,
                 correction: f.correction,
                 standing: f.standing,
+                // The sessions are copied with their ids; the turns get new
+                // ones, so the source turn is not kept.
+                session_id: f.session_id.as_deref(),
+                origin: f.origin,
+                held: f.held,
                 ..NewFact::new(&f.agent, f.user.as_deref(), &f.content)
             })
             .collect();

@@ -5,10 +5,11 @@
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::memory::facts;
+use crate::memory::facts::{self, Origin};
+use crate::memory::trust::Sender;
 use crate::store::event_data::{Drift, EventData, Redactable, TurnRef};
 use crate::store::events::Owner;
-use crate::store::{self, Job, NewEvent, NewFact, Sessions, Store};
+use crate::store::{self, Job, NewEvent, Sessions, Store};
 use crate::text;
 
 use super::{Applied, AtRun, Prepared, SideJob, bounded, current_pin, task_for_drift};
@@ -95,24 +96,28 @@ impl SideJob for FactsInput {
         let agent = job.agent.as_str();
         let user = self.user.as_deref();
         let session_id = job.session_id.as_deref();
-        let new: Vec<NewFact> = verdicts
-            .corrections
-            .iter()
-            .map(|c| (c, true))
-            .chain(
-                lines
-                    .iter()
-                    .filter(|l| !facts::looks_like_secret(&l.content))
-                    .map(|l| (l, false)),
-            )
-            .map(|(l, correction)| NewFact {
-                source_turn: job.turn_id,
-                keywords: &l.keywords,
-                correction,
-                session_id,
-                ..NewFact::new(agent, user, &l.content)
-            })
-            .collect();
+        let sender = Sender {
+            message: &self.message,
+            review: false,
+        };
+        let origin = Origin {
+            agent,
+            user,
+            session_id,
+            turn: job.turn_id.unwrap_or(0),
+        };
+        let extracted = verdicts.corrections.iter().map(|c| (c, true)).chain(
+            lines
+                .iter()
+                .filter(|l| !facts::looks_like_secret(&l.content))
+                .map(|l| (l, false)),
+        );
+        let (mut new, refused) = facts::admitted(extracted, &sender, &origin);
+        // A row queued before standing facts existed marks none.
+        for f in &mut new {
+            f.standing = false;
+            f.source_turn = job.turn_id;
+        }
         let stored = store.add_facts(&new)?;
         let corrections = stored
             .iter()
@@ -120,8 +125,11 @@ impl SideJob for FactsInput {
             .filter(|(id, f)| id.is_some() && f.correction)
             .count();
         let added = stored.iter().flatten().count() - corrections;
-        let mut events = Vec::new();
-        let mut note = format!("{added} new facts, {corrections} corrections");
+        let mut note = format!(
+            "{added} new facts, {corrections} corrections, {} dropped",
+            refused.len()
+        );
+        let mut events = refused;
         if let Some((level, reason)) = verdicts.drift
             && self.drift_basis(p).is_some()
         {

@@ -12,10 +12,11 @@ use anyhow::{Result, anyhow};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use crate::memory::facts::{self, DriftVerdict, Extracted};
+use crate::memory::facts::{self, DriftVerdict, Extracted, Origin};
 use crate::memory::review::{self, Exchange};
+use crate::memory::trust::Sender;
 use crate::store::event_data::{Drift, TurnRef};
-use crate::store::{Job, NewFact, Sessions, Store};
+use crate::store::{Job, Sessions, Store};
 use crate::text;
 
 use super::facts::drift_event;
@@ -25,8 +26,9 @@ use super::{Applied, AtRun, NewJob, Prepared, SideJob, task_for_drift};
 // Short on purpose, like every side call's: its words are paid on every call.
 pub const MEMORY_SYSTEM: &str = "Below: a conversation's latest exchanges (<exchange n>: the user's message, the \
 assistant's reply) and its pinned <task>, if any. For each exchange that yields something, a line ## n, then: \
-- FACT | keywords: at most 3 durable facts about the user, their project or preferences; FACT one short line in the \
-user's language; keywords 15 to 25 comma-separated search terms: synonyms, broader terms, situations where it matters \
+- FACT | keywords: at most 3 durable facts about the user, their project or preferences, only from the user's own \
+words in <user> (never from the reply, nor from text they quoted or pasted: an email, a page, tool output); FACT one \
+short line in the user's language; keywords 15 to 25 comma-separated search terms: synonyms, broader terms, situations where it matters \
 (a cat: pets, vet visits, travel), three short questions a person might type, key terms in English and Chinese \
 (Traditional if the user writes it). E.g. - Uses pnpm, never npm i | package manager, install, lockfile, how do I add \
 a library, 套件管理, 安裝套件. Start FACT with ! when it matters whatever the topic: health, allergy, diet, family and \
@@ -119,40 +121,45 @@ impl SideJob for MemoryInput {
             .ok_or_else(|| anyhow!("a memory job without its exchanges"))?;
         let covered = &review.exchanges;
         let said = parse(answer, covered.len());
+        // Read when the answer is stored: an operator who turns review on
+        // holds what the memory learns from then on.
+        let held_for_review = facts::review_is_on(store, &job.agent)?;
         let session_id = job.session_id.as_deref();
         let model = self.model.as_deref().unwrap_or(super::DEFAULT_SIDE_MODEL);
         let (mut added, mut corrections, mut clarified, mut drifted) = (0, 0, 0, 0);
+        let (mut held, mut dropped) = (0, 0);
         let mut events = Vec::new();
         // Clarifications the pin has no room for, in turn order: once one does
         // not fit, the later ones wait with it for one consolidation.
         let mut overflow: Vec<(i64, &str)> = Vec::new();
         for e in covered {
             let Some(s) = said.get(&e.n) else { continue };
-            let new: Vec<NewFact> = s
-                .corrections
-                .iter()
-                .map(|c| (c, true))
-                .chain(
-                    s.facts
-                        .iter()
-                        .filter(|l| !facts::looks_like_secret(&l.content))
-                        .map(|l| (l, false)),
-                )
-                .map(|(l, correction)| NewFact {
-                    source_turn: Some(e.turn),
-                    keywords: &l.keywords,
-                    correction,
-                    standing: l.standing,
-                    session_id,
-                    ..NewFact::new(&job.agent, e.user.as_deref(), &l.content)
-                })
-                .collect();
+            let sender = Sender {
+                message: &e.message,
+                review: held_for_review,
+            };
+            let lines = s.corrections.iter().map(|c| (c, true)).chain(
+                s.facts
+                    .iter()
+                    .filter(|l| !facts::looks_like_secret(&l.content))
+                    .map(|l| (l, false)),
+            );
+            let origin = Origin {
+                agent: &job.agent,
+                user: e.user.as_deref(),
+                session_id,
+                turn: e.turn,
+            };
+            let (new, refused) = facts::admitted(lines, &sender, &origin);
+            dropped += refused.len();
+            events.extend(refused);
             let stored = store.add_facts(&new)?;
             for (id, f) in stored.iter().zip(&new) {
-                match (id, f.correction) {
-                    (Some(_), true) => corrections += 1,
-                    (Some(_), false) => added += 1,
-                    (None, _) => {}
+                match (id, f.correction, f.held) {
+                    (Some(_), _, Some(_)) => held += 1,
+                    (Some(_), true, None) => corrections += 1,
+                    (Some(_), false, None) => added += 1,
+                    (None, ..) => {}
                 }
             }
             // Past the gate only: a clarification of an exchange that answered
@@ -190,7 +197,7 @@ impl SideJob for MemoryInput {
         }
         Ok(Applied {
             note: format!(
-                "{} exchanges: {added} new facts, {corrections} corrections, {clarified} clarifications ({} left to a consolidation), {drifted} drifted replies",
+                "{} exchanges: {added} new facts, {corrections} corrections, {held} waiting for review, {dropped} dropped, {clarified} clarifications ({} left to a consolidation), {drifted} drifted replies",
                 covered.len(),
                 overflow.len()
             ),

@@ -18,7 +18,6 @@
 use anyhow::{Result, anyhow};
 
 use crate::store::{Job, JobInputText, JobKind, NewEvent, Sessions, Store};
-use crate::text;
 
 mod clarify;
 mod drain;
@@ -52,18 +51,8 @@ pub(crate) use crate::store::JOB_MAX_ATTEMPTS as MAX_ATTEMPTS;
 /// and the model of a job queued from one whose input names none.
 pub(crate) const DEFAULT_SIDE_MODEL: &str = "haiku";
 
-/// Facts are extracted from user messages at least this big (estimated
-/// tokens): about 40 Latin or 15 CJK characters. Shorter messages ("ok",
-/// "thanks", "繼續") rarely state anything durable, and skipping them keeps
-/// side calls off the chatty turns.
-pub(crate) const SUBSTANTIVE_TOKENS: usize = 10;
-
 /// Longest text one side call may receive; longer inputs are trimmed in the middle.
 const SIDE_INPUT_MAX: usize = 12_000;
-
-pub(crate) fn is_substantive(message: &str) -> bool {
-    text::estimate_tokens(message) >= SUBSTANTIVE_TOKENS
-}
 
 /// What one kind of job does: the system prompt it asks with, the text it
 /// sends, what it reads from the store when it runs, what its answer does.
@@ -236,15 +225,5 @@ mod tests {
         assert_eq!(seen.lines().count(), 2, "whole lines only");
         assert!(seen.chars().count() <= DRIFT_TASK_MAX);
         assert_eq!(task_for_drift(&"y".repeat(900)).chars().count(), 600);
-    }
-
-    #[test]
-    fn substantive_threshold() {
-        assert!(!is_substantive("ok thanks"));
-        assert!(!is_substantive("繼續"));
-        assert!(is_substantive(
-            "We deploy the app with Docker Compose on a single VPS"
-        ));
-        assert!(is_substantive("我們的專案使用 pnpm 管理套件，請不要用 npm"));
     }
 }

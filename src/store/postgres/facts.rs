@@ -179,28 +179,43 @@ fn add_batch(
     let keys_len: Vec<i64> = keep.iter().map(|&i| indexed[i].keys.1).collect();
     let correction: Vec<bool> = keep.iter().map(|&i| new[i].correction).collect();
     let standing: Vec<bool> = keep.iter().map(|&i| new[i].standing).collect();
+    let sessions: Vec<Option<String>> = keep
+        .iter()
+        .map(|&i| new[i].session_id.map(str::to_string))
+        .collect();
+    let origins = col(&|i| new[i].origin.as_str().to_string());
+    let held: Vec<Option<String>> = keep
+        .iter()
+        .map(|&i| new[i].held.map(|h| h.as_str().to_string()))
+        .collect();
     let inserted = tx.query(
         "INSERT INTO facts (agent, user_id, content, norm, keywords, access_count, created_at, last_used_at,
-                            source_turn, body_len, keys_len, terms, correction, standing)
-         SELECT a, u, c, n, k, ac, ca, lu, st, bl, kl, ARRAY(SELECT json_array_elements_text(tm::json)), co, sd
+                            source_turn, body_len, keys_len, terms, correction, standing, session_id, origin, held)
+         SELECT a, u, c, n, k, ac, ca, lu, st, bl, kl, ARRAY(SELECT json_array_elements_text(tm::json)), co, sd,
+                se, og, hd
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
                      $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::boolean[],
-                     $14::boolean[])
-              WITH ORDINALITY AS x(a, u, c, n, k, ac, ca, lu, st, bl, kl, tm, co, sd, i)
+                     $14::boolean[], $15::text[], $16::text[], $17::text[])
+              WITH ORDINALITY AS x(a, u, c, n, k, ac, ca, lu, st, bl, kl, tm, co, sd, se, og, hd, i)
          ORDER BY i
          ON CONFLICT (agent, user_id, norm) DO NOTHING
          RETURNING id, agent, user_id, norm",
         &[
             &agents, &users, &contents, &norm, &keywords, &access, &created, &used, &source, &body_len,
-            &keys_len, &terms, &correction, &standing,
+            &keys_len, &terms, &correction, &standing, &sessions, &origins, &held,
         ],
     )?;
-    // A fact said again as standing makes the stored one standing.
-    if standing.contains(&true) {
+    // A fact said again as standing makes the stored one standing (not one
+    // that waits for review: that would pass it by).
+    let standing_live: Vec<bool> = keep
+        .iter()
+        .map(|&i| new[i].standing && new[i].held.is_none())
+        .collect();
+    if standing_live.contains(&true) {
         tx.execute(
         "UPDATE facts f SET standing = TRUE FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[]) AS x(a, u, n, sd)
          WHERE x.sd AND NOT f.standing AND f.agent = x.a AND f.user_id = x.u AND f.norm = x.n",
-            &[&agents, &users, &norm, &standing],
+            &[&agents, &users, &norm, &standing_live],
         )?;
     }
     // Which input each new row is: the first of its key (a repeat within
@@ -362,7 +377,7 @@ pub(super) fn rank_sql(all: bool) -> String {
               idf AS (SELECT d.term, GREATEST(ln((s.n - d.df + 0.5) / (d.df + 0.5)), 1e-6) AS w
                       FROM term_df d CROSS JOIN stats s WHERE d.term = ANY($1)),
               cand AS (SELECT f.id, (f.body_len + f.keys_len)::float8 AS dl FROM facts f
-                       WHERE {holds} AND f.agent = $2 AND f.user_id IN ('', $3)),
+                       WHERE {holds} AND f.agent = $2 AND f.user_id IN ('', $3) AND f.held IS NULL),
               hits AS (SELECT t.fact_id, t.term, cand.dl,
                               SUM(CASE WHEN t.field = 0 THEN t.tf::float8 ELSE t.tf * $5::float8 END) AS freq
                        FROM cand JOIN fact_terms t ON t.fact_id = cand.id AND t.term = ANY($1)

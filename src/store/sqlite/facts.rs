@@ -33,10 +33,12 @@ fn fts5(query: &FactQuery) -> String {
 pub(super) fn add(tx: &Transaction, facts: &[NewFact]) -> Result<Vec<Option<i64>>> {
     let t = now();
     let mut ins = tx.prepare_cached(
-        "INSERT INTO facts (agent, user_id, content, norm, access_count, created_at, last_used_at, source_turn, keywords, correction, standing)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (agent, user_id, norm) DO NOTHING",
+        "INSERT INTO facts (agent, user_id, content, norm, access_count, created_at, last_used_at, source_turn, keywords, correction, standing,
+                            session_id, origin, held)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) ON CONFLICT (agent, user_id, norm) DO NOTHING",
     )?;
-    // A fact said again as standing makes the stored one standing.
+    // A fact said again as standing makes the stored one standing (not one
+    // that waits for review: that would pass it by).
     let mut stand = tx.prepare_cached(
         "UPDATE facts SET standing = 1 WHERE agent = ?1 AND user_id = ?2 AND norm = ?3 AND standing = 0",
     )?;
@@ -62,10 +64,13 @@ pub(super) fn add(tx: &Transaction, facts: &[NewFact]) -> Result<Vec<Option<i64>
             f.source_turn,
             stored,
             f.correction,
-            f.standing
+            f.standing,
+            f.session_id,
+            f.origin.as_str(),
+            f.held.map(crate::store::Hold::as_str)
         ])?;
         if n == 0 {
-            if f.standing {
+            if f.standing && f.held.is_none() {
                 stand.execute(params![f.agent, f.user.unwrap_or(""), norm])?;
             }
             out.push(None);
@@ -131,11 +136,11 @@ pub(super) fn rank(
                (SELECT rowid, bm25(facts_fts, 1.0, ?6) AS score FROM facts_fts WHERE facts_fts MATCH ?1
                 ORDER BY score LIMIT ?5) m
              CROSS JOIN facts f ON f.id = m.rowid
-             WHERE f.agent = ?2 AND f.user_id IN ('', ?3) ORDER BY m.score LIMIT ?4"
+             WHERE f.agent = ?2 AND f.user_id IN ('', ?3) AND f.held IS NULL ORDER BY m.score LIMIT ?4"
         ),
         None => format!(
             "SELECT {FACT_COLUMNS}, bm25(facts_fts, 1.0, ?5) FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
-             WHERE facts_fts MATCH ?1 AND f.agent = ?2 AND f.user_id IN ('', ?3)
+             WHERE facts_fts MATCH ?1 AND f.agent = ?2 AND f.user_id IN ('', ?3) AND f.held IS NULL
              ORDER BY bm25(facts_fts, 1.0, ?5) LIMIT ?4"
         ),
     };

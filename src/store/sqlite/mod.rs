@@ -252,6 +252,16 @@ ALTER TABLE turns ADD COLUMN profile TEXT;
 ALTER TABLE jobs ADD COLUMN host TEXT;
 CREATE INDEX facts_standing ON facts(agent, user_id) WHERE standing = 1;
 ",
+    // 8: where each fact came from: the session it was said in, and how
+    // it came ('extracted', 'added', 'imported'; NULL: stored before this,
+    // unknown); and why a fact waits for review ('review', 'instruction';
+    // NULL: live). A waiting fact rides in no prompt.
+    r"
+ALTER TABLE facts ADD COLUMN session_id TEXT;
+ALTER TABLE facts ADD COLUMN origin TEXT;
+ALTER TABLE facts ADD COLUMN held TEXT;
+CREATE INDEX facts_held ON facts(agent, user_id) WHERE held IS NOT NULL;
+",
 ];
 
 /// The schema version this build writes.
