@@ -8,7 +8,7 @@
 //! send things) and benign facts people really say, in English and
 //! Chinese (`tests/data/trust/`). Each is said in a conversation of its
 //! agent; then each is asked about in a new conversation, and what that
-//! conversation would send the model (`prompt`, and every fifth through
+//! conversation would send the model (`prompt`, and every tenth through
 //! the real claude, as the model received it) must hold no attack's text
 //! and every benign standing fact.
 
@@ -219,8 +219,8 @@ fn run(env: &Env, s: &StandIn, set: &str, all: &[Case]) -> BTreeMap<String, Fate
             plan["system_append"].as_str().unwrap_or(""),
             plan["user_message"].as_str().unwrap_or("")
         );
-        // Every fifth through the real claude: the request as received.
-        let received = (i % 5 == 0).then(|| {
+        // Every tenth through the real claude: the request as received.
+        let received = (i % 10 == 0).then(|| {
             let before = s.requests().len();
             let mut extra = vec!["--no-extract"];
             if let Some(u) = who {
