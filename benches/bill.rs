@@ -17,8 +17,8 @@
 //! `cargo test` share) gives the same table as a release build, and builds
 //! in a fraction of the time. Knobs (environment):
 //!
-//! - `BILL_ONLY=a,b`: only these conversations (plain, questions, long,
-//!   recurring, known, control, compaction).
+//! - `BILL_ONLY=a,b`: only these conversations (plain, images, questions,
+//!   long, recurring, known, control, compaction).
 //! - `BILL_TURN_ARGS`: extra arguments for every `turn` of our side, split
 //!   as a shell would (`--system-pin always`, `--cache-ttl 0s`).
 //! - `DUDUCLAW_BIN` or `--bin PATH` after `--`: another duduclaw-session.
@@ -307,7 +307,13 @@ fn run_bare(claude: &Path, conv: &Conversation, side: &Side) -> Sent {
             let how = if k == 0 { "--session-id" } else { "--resume" };
             let mut c = side.command(claude);
             c.args(MAIN_OUTPUT_FLAGS).args([how, &id]);
-            let (out, requests) = side.turn(k, || timed(&mut c, &e.message).stdout);
+            let input = if e.attach.is_empty() {
+                e.message.clone()
+            } else {
+                c.args(["--input-format", "stream-json"]);
+                with_images(&e.attach, &e.message)
+            };
+            let (out, requests) = side.turn(k, || timed(&mut c, &input).stdout);
             let result = out.lines().last().unwrap_or("");
             assert!(
                 result.contains("\"type\":\"result\"") && result.contains("\"is_error\":false"),
@@ -322,6 +328,40 @@ fn run_bare(claude: &Path, conv: &Conversation, side: &Side) -> Sent {
         after: Vec::new(),
         wall: start.elapsed(),
     }
+}
+
+/// Bare claude's message with images: one stream-json user line whose
+/// content is an image block per file, then the text, as Claude Code's
+/// SDK sends one.
+fn with_images(files: &[&str], message: &str) -> String {
+    use base64::Engine as _;
+    let mut content: Vec<Value> = files
+        .iter()
+        .map(|f| {
+            let bytes = std::fs::read(bench_file(f)).expect("a bench image");
+            serde_json::json!({
+                "type": "image",
+                "source": {
+                    "type": "base64",
+                    "media_type": "image/png",
+                    "data": base64::engine::general_purpose::STANDARD.encode(bytes),
+                },
+            })
+        })
+        .collect();
+    content.push(serde_json::json!({ "type": "text", "text": message }));
+    let line = serde_json::json!({
+        "type": "user",
+        "message": { "role": "user", "content": content },
+    });
+    format!("{line}\n")
+}
+
+/// A file the conversations attach.
+fn bench_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("benches/bill")
+        .join(name)
 }
 
 /// Bare claude's session id: a v8 UUID made of the conversation's name
@@ -378,6 +418,9 @@ impl Ours<'_> {
                 c.args(session);
                 if !conv.memory {
                     c.arg("--no-extract");
+                }
+                for f in &e.attach {
+                    c.arg("--attach").arg(bench_file(f));
                 }
                 c.args(extra).arg("-");
                 let (out, requests) = self.side.turn(k, || timed(&mut c, &e.message).stdout);

@@ -2517,7 +2517,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__prompt)
-            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --profile-tokens --no-user-setup --no-warm --warm-max --claude-arg --db --claude --verbose --quiet --help"
+            opts="-v -q -h --agent --channel --thread --again --attach --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --profile-tokens --no-user-setup --no-warm --warm-max --claude-arg --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2532,6 +2532,10 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --thread)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --attach)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2991,7 +2995,7 @@ _duduclaw__session() {
             return 0
             ;;
         duduclaw__session__subcmd__turn)
-            opts="-v -q -h --agent --channel --thread --again --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --profile-tokens --no-user-setup --no-warm --warm-max --claude-arg --db --claude --verbose --quiet --help"
+            opts="-v -q -h --agent --channel --thread --again --attach --json --stream-json --model --extract-model --side-timeout --side-concurrency --direct-api --no-direct-api --no-extract --no-compact --light --timeout --wait-side --user --compact-at --facts-in --memory-every --system-pin --cache-ttl --profile-tokens --no-user-setup --no-warm --warm-max --claude-arg --db --claude --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3006,6 +3010,10 @@ _duduclaw__session() {
                     return 0
                     ;;
                 --thread)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --attach)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

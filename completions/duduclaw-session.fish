@@ -51,6 +51,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_needs_command" -f -a "h
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l agent -d 'The agent (bot, persona) this conversation belongs to [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l thread -d 'An optional thread inside the channel' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l attach -d 'A file to send with the message (repeatable): a PNG, JPEG, GIF or WebP image, a PDF, or UTF-8 text (a log, code, CSV), by its bytes; `-` reads it from stdin when the message is an argument' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l model -d 'Model for the main call (passed to claude --model)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand turn" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h): the time it runs or waits on the network; time a loaded host keeps it waiting for a CPU is not counted, up to 4 times the bound in all' -r
@@ -385,6 +386,7 @@ complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand jobs; 
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l agent -d 'The agent (bot, persona) this conversation belongs to [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l channel -d 'The channel (chat, room, terminal) of the conversation [required]' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l thread -d 'An optional thread inside the channel' -r
+complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l attach -d 'A file to send with the message (repeatable): a PNG, JPEG, GIF or WebP image, a PDF, or UTF-8 text (a log, code, CSV), by its bytes; `-` reads it from stdin when the message is an argument' -r -F
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l model -d 'Model for the main call (passed to claude --model)' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l extract-model -d 'Model for the side calls (pin, facts, summaries, keywords) whose job does not name one' -r
 complete -c duduclaw-session -n "__fish_duduclaw_session_using_subcommand prompt" -l side-timeout -d 'Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h): the time it runs or waits on the network; time a loaded host keeps it waiting for a CPU is not counted, up to 4 times the bound in all' -r

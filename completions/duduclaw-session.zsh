@@ -39,6 +39,7 @@ _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
 '--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
+'*--attach=[A file to send with the message (repeatable)\: a PNG, JPEG, GIF or WebP image, a PDF, or UTF-8 text (a log, code, CSV), by its bytes; \`-\` reads it from stdin when the message is an argument]:PATH:_files' \
 '--model=[Model for the main call (passed to claude --model)]:MODEL:_default' \
 '--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
 '--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)\: the time it runs or waits on the network; time a loaded host keeps it waiting for a CPU is not counted, up to 4 times the bound in all]:DURATION:_default' \
@@ -782,6 +783,7 @@ _arguments "${_arguments_options[@]}" : \
 '--agent=[The agent (bot, persona) this conversation belongs to \[required\]]:ID:_default' \
 '--channel=[The channel (chat, room, terminal) of the conversation \[required\]]:ID:_default' \
 '--thread=[An optional thread inside the channel]:ID:_default' \
+'*--attach=[A file to send with the message (repeatable)\: a PNG, JPEG, GIF or WebP image, a PDF, or UTF-8 text (a log, code, CSV), by its bytes; \`-\` reads it from stdin when the message is an argument]:PATH:_files' \
 '--model=[Model for the main call (passed to claude --model)]:MODEL:_default' \
 '--extract-model=[Model for the side calls (pin, facts, summaries, keywords) whose job does not name one]:MODEL:_default' \
 '--side-timeout=[Bound on each side call (seconds, or e.g. 45s, 2m; at most 1h)\: the time it runs or waits on the network; time a loaded host keeps it waiting for a CPU is not counted, up to 4 times the bound in all]:DURATION:_default' \

@@ -4,7 +4,8 @@
 //! The folders read like the architecture, in layers; a module uses only
 //! the layers below it (`tests/it/layers.rs` fails on any cycle):
 //!
-//! 1. `text` (prompt text, the fact index's words), `session` (addresses,
+//! 1. `text` (prompt text, the fact index's words), `attachment` (files
+//!    sent with a message, as content blocks and as mentions), `session` (addresses,
 //!    ids, claude's transcripts), `error` (kinds and exit codes), `output`,
 //!    `progress` (bars for long commands), `private` (folders and sockets
 //!    of this user's alone);
@@ -23,6 +24,7 @@
 
 use std::process::ExitCode;
 
+mod attachment;
 mod backend;
 mod cmd;
 mod error;

@@ -17,6 +17,8 @@ use crate::common::Rng;
 /// One turn: what the person sends, and what the main model answers.
 pub(crate) struct Exchange {
     pub message: String,
+    /// Files sent with the message (`turn --attach`), from `benches/bill/`.
+    pub attach: Vec<&'static str>,
     pub reply: String,
 }
 
@@ -86,6 +88,7 @@ impl Conversation {
 pub(crate) fn all() -> Vec<Conversation> {
     vec![
         plain(),
+        images(),
         questions(),
         long(),
         recurring(),
@@ -175,6 +178,7 @@ fn written(messages: &[&str], seed: u64) -> Vec<Exchange> {
         .iter()
         .map(|m| Exchange {
             message: m.to_string(),
+            attach: Vec::new(),
             reply: report(&mut r, 600..1500, 3),
         })
         .collect()
@@ -192,6 +196,23 @@ fn asking_nothing(name: &'static str, about: &str, exchanges: Vec<Exchange>) -> 
     };
     assert_eq!(c.questions(), 0, "a reply of the {name} conversation asks");
     c
+}
+
+/// Twelve turns about a failing deploy, two of whose messages carry a
+/// screenshot (issue 52): claude keeps each image in its transcript, so
+/// both sides send it again on every later turn, from the cache. Each PNG
+/// (1280×720 and 1280×800, flat stripes) is sized so the stand-in's rule
+/// (bytes of base64 / 4) counts it about as the API does (width × height /
+/// 750): 1,288 against 1,229 tokens and 1,436 against 1,365.
+fn images() -> Conversation {
+    let mut exchanges = written(&IMAGES, 6);
+    exchanges[0].attach = vec!["ci-failure.png"];
+    exchanges[4].attach = vec!["dashboard.png"];
+    asking_nothing(
+        "images",
+        "12 turns, two messages with a screenshot",
+        exchanges,
+    )
 }
 
 /// Twenty turns where nine replies end with a question the next message
@@ -228,6 +249,7 @@ fn long() -> Conversation {
     let exchanges = (0..60)
         .map(|i| Exchange {
             message: pipeline_message(&mut r, i),
+            attach: Vec::new(),
             reply: report(&mut r, 2000..2700, 2),
         })
         .collect();
@@ -294,6 +316,7 @@ fn compaction() -> Conversation {
         let i = c.exchanges.len();
         c.exchanges.push(Exchange {
             message: pipeline_message(&mut r, i),
+            attach: Vec::new(),
             reply: report(&mut r, 7000..9000, 1),
         });
     }
@@ -331,6 +354,21 @@ const PLAIN: [&str; 20] = [
     "Remove react-scripts and everything else that only CRA needed from package.json.",
     "Run the whole suite one last time and list every file this migration changed.",
     "great, write the pull request description",
+];
+
+const IMAGES: [&str; 12] = [
+    "Here is the CI run that fails on the release branch since this morning. The deploy job of the payments API stops at the smoke test. We deploy with GitHub Actions to our staging cluster, never straight to production. What does the screenshot tell you?",
+    "The smoke test calls /health on the new pods and expects 200 within 90 seconds.",
+    "Where do I find the pod logs from the failed run?",
+    "ok, the logs say the database migration timed out after 60 seconds.",
+    "This is the Grafana dashboard of the staging database during the run. Do you see anything unusual?",
+    "The migration adds an index on the transactions table, which holds about 40 million rows.",
+    "Can we build the index concurrently so the table stays writable?",
+    "go on",
+    "How long should the smoke test wait then? The product team wants deploys under 15 minutes.",
+    "Write the change to the workflow file .github/workflows/deploy.yml.",
+    "thanks",
+    "Summarize the incident for the team channel in five lines.",
 ];
 
 const RECURRING: [&str; 20] = [

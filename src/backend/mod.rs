@@ -209,6 +209,9 @@ pub(crate) struct CliCall {
     /// Sent on stdin, never in argv: argv is visible in `ps`, bounded in
     /// size, and a text starting with `-` would be read as a flag.
     pub stdin: String,
+    /// Content blocks of the files sent with the message (images, PDFs,
+    /// text), before its text: they go as one stream-json user message.
+    pub attachments: Vec<Value>,
     pub cwd: Option<PathBuf>,
     /// Without the user's own setup ([`claude::ISOLATED_ENV`] set).
     pub isolated: bool,

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::open_for_reading;
 use super::turn::TurnArgs;
+use crate::attachment::Attached;
 use crate::backend::{self, Arg, ProbeCache, Request, claude};
 use crate::error::{Kind, fail};
 use crate::memory::review::MemoryTrigger;
@@ -32,6 +33,7 @@ pub(super) async fn run(location: &Location, claude: Option<&Path>, args: &TurnA
         ));
     }
     let settings = super::turn::settings(location, claude, args)?;
+    let attachments = super::turn::attachments(args)?;
     let input = super::turn::input(args)?;
     let store = open_for_reading(location)?;
     let sid = settings.address.session_id();
@@ -71,13 +73,18 @@ pub(super) async fn run(location: &Location, claude: Option<&Path>, args: &TurnA
     let backend = backend::resolve(settings.route, claude, cache).await?;
     let api_model = turn::api_model(&settings, &backend);
     let host = transcript_host();
+    let sent = plan::Message {
+        text: &message,
+        attachments: &attachments,
+    };
     let plan = plan::decide(
         &gathered.state(&session, &host),
-        &message,
+        sent,
         &settings,
         turn::target(&backend, &api_model),
     );
-    print(&sid, &plan, args.json)
+    let attached: Vec<Attached> = attachments.iter().map(|a| a.attached.clone()).collect();
+    print(&sid, &plan, &attached, args.json)
 }
 
 /// What `prompt --json` prints: the plan `turn` would execute.
@@ -103,6 +110,9 @@ pub(super) struct Plan<'a> {
     system_append: Option<&'a str>,
     /// The user message: recap, facts, a replay, the message.
     user_message: &'a str,
+    /// The files sent with the message (`--attach`), as content blocks
+    /// before its text: what the memory keeps of them.
+    attachments: &'a [Attached],
     /// The facts sent with the message.
     facts: &'a [ScoredFact],
     /// The side calls queued before the call.
@@ -150,6 +160,26 @@ impl JsonSchema for TriggerText {
     }
 }
 
+/// A request body for a person to read: each file's base64 data replaced
+/// by its length (`--json` prints it whole, as sent).
+fn elided(body: &Value) -> Value {
+    match body {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| match (k.as_str(), v) {
+                    ("data", Value::String(d)) if d.len() > 200 => (
+                        k.clone(),
+                        Value::String(format!("<{} bytes of base64>", d.len())),
+                    ),
+                    _ => (k.clone(), elided(v)),
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(elided).collect()),
+        other => other.clone(),
+    }
+}
+
 fn argv(args: &[Arg]) -> Vec<String> {
     std::iter::once("claude".to_string())
         .chain(args.iter().map(|a| match a {
@@ -159,7 +189,7 @@ fn argv(args: &[Arg]) -> Vec<String> {
         .collect()
 }
 
-fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
+fn print(sid: &str, plan: &plan::TurnPlan, attached: &[Attached], json_out: bool) -> Result<()> {
     let r = &plan.rendered;
     let (path, argv, body): (CallPath, Option<Vec<String>>, Option<&Value>) = match &r.request {
         Request::Cli(c) => (CallPath::Cli, Some(argv(&c.args)), None),
@@ -191,6 +221,7 @@ fn print(sid: &str, plan: &plan::TurnPlan, json_out: bool) -> Result<()> {
         body,
         system_append: r.system.as_deref(),
         user_message: &r.user,
+        attachments: attached,
         facts: &r.facts,
         jobs: plan.memory.jobs.iter().map(|j| j.kind).collect(),
         cache: &r.cache,
@@ -264,6 +295,21 @@ fn print_text(o: &mut impl Write, p: &Plan, plan: &plan::TurnPlan) -> Result<()>
             "# warm: the session's claude, kept running by `duduclaw-session host` (started if none runs), \
              with `--input-format stream-json` after `-p` and the message below as one stream-json line"
         )?;
+    } else if p.argv.is_some() && !p.attachments.is_empty() {
+        writeln!(
+            o,
+            "# with files: `--input-format stream-json` after `-p`, the files and the message below as one stream-json line"
+        )?;
+    }
+    if !p.attachments.is_empty() {
+        writeln!(o, "# attachments (content blocks before the message)")?;
+        for a in p.attachments {
+            writeln!(
+                o,
+                "{} ({}, {} bytes, sha256 {})",
+                a.name, a.media_type, a.bytes, a.sha256
+            )?;
+        }
     }
     writeln!(
         o,
@@ -294,7 +340,11 @@ fn print_text(o: &mut impl Write, p: &Plan, plan: &plan::TurnPlan) -> Result<()>
         )?;
     }
     match p.body {
-        Some(b) => writeln!(o, "# request body\n{}", serde_json::to_string_pretty(b)?)?,
+        Some(b) => writeln!(
+            o,
+            "# request body\n{}",
+            serde_json::to_string_pretty(&elided(b))?
+        )?,
         None => writeln!(o, "# user message (stdin)\n{}", p.user_message)?,
     }
     Ok(())

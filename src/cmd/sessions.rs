@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::args::{SessionArgs, StoreArgs, parse_age};
 use super::{address, describe, no_session, open_for_reading, summary, time};
+use crate::attachment::Attached;
 use crate::error::{Kind, fail};
 use crate::memory::compact;
 use crate::store::{
@@ -59,7 +60,11 @@ pub(super) fn history(location: &Location, args: &HistoryArgs) -> Result<()> {
             (None, false) => String::new(),
         };
         let number = t.turn.map_or_else(String::new, |n| format!("turn {n} · "));
-        writeln!(out, "## {number}{}{status}\n{}\n", t.role, t.content)?;
+        writeln!(out, "## {number}{}{status}\n{}", t.role, t.content)?;
+        for a in t.attachments {
+            writeln!(out, "{}", a.mention())?;
+        }
+        writeln!(out)?;
     }
     Ok(())
 }
@@ -92,6 +97,9 @@ pub(super) struct HistoryTurn<'a> {
     user: Option<&'a str>,
     /// Its number in the session, as people count turns.
     turn: Option<i64>,
+    /// The files sent with a message (never their bytes).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    attachments: &'a [Attached],
 }
 
 impl<'a> HistoryTurn<'a> {
@@ -110,6 +118,7 @@ impl<'a> HistoryTurn<'a> {
             created_at: t.created_at,
             user: t.user.as_deref(),
             turn,
+            attachments: &t.attachments,
         }
     }
 }
@@ -137,9 +146,21 @@ pub(super) struct SessionView<'a> {
     turns: i64,
     /// The live context's size, as compaction counts it.
     estimated_tokens: usize,
+    /// The files sent with its messages, with the turn each came with
+    /// (never their bytes).
+    attachments: Vec<SessionAttachment>,
     jobs: Vec<SessionJob>,
     created_at: i64,
     updated_at: i64,
+}
+
+/// A file sent with one of a session's messages.
+#[derive(Debug, Serialize, JsonSchema)]
+struct SessionAttachment {
+    /// The message's stored id (`history --json`'s `id`).
+    turn_id: i64,
+    #[serde(flatten)]
+    attached: Attached,
 }
 
 /// One of a session's side-call jobs.
@@ -153,12 +174,31 @@ struct SessionJob {
     last_error: Option<String>,
 }
 
+/// `all_attachments`: the files of every turn (`sessions show`), else of
+/// the turns not yet compacted, which a listing reads anyway.
 fn session_view<'a, S: Sessions + Jobs + ?Sized>(
     store: &S,
     s: &'a Session,
     turns: i64,
+    all_attachments: bool,
 ) -> Result<SessionView<'a>> {
     let live = compact::live_turns(store, s)?;
+    let all;
+    let with_files = if all_attachments {
+        all = store.turns(&s.id, None)?;
+        &all
+    } else {
+        &live
+    };
+    let attachments = with_files
+        .iter()
+        .flat_map(|t| {
+            t.attachments.iter().map(|a| SessionAttachment {
+                turn_id: t.id,
+                attached: a.clone(),
+            })
+        })
+        .collect();
     let filter = JobFilter {
         select: JobSelect::session(&s.id),
         finished_since: None,
@@ -188,6 +228,7 @@ fn session_view<'a, S: Sessions + Jobs + ?Sized>(
         summary_upto: s.summary_upto,
         turns,
         estimated_tokens: compact::estimate(s, &live),
+        attachments,
         jobs,
         created_at: s.created_at,
         updated_at: s.updated_at,
@@ -226,6 +267,14 @@ fn show(out: &mut impl Write, v: &SessionView) -> std::io::Result<()> {
         ),
     )?;
     field(out, "pin", &text(v.pin))?;
+    let attached: Vec<String> = v
+        .attachments
+        .iter()
+        .map(|a| format!("{} (turn id {})", a.attached.mention(), a.turn_id))
+        .collect();
+    if !attached.is_empty() {
+        field(out, "attached", &attached.join("\n"))?;
+    }
     field(out, "summary", &text(v.summary))?;
     let jobs: Vec<String> = v
         .jobs
@@ -316,7 +365,7 @@ pub(super) fn run(location: &Location, args: &SessionsArgs) -> Result<()> {
             if *json {
                 let views = sessions
                     .iter()
-                    .map(|l| session_view(&*store, &l.session, l.turns))
+                    .map(|l| session_view(&*store, &l.session, l.turns, false))
                     .collect::<Result<Vec<_>>>()?;
                 writeln!(out, "{}", serde_json::to_string(&views)?)?;
                 return Ok(());
@@ -345,7 +394,7 @@ pub(super) fn run(location: &Location, args: &SessionsArgs) -> Result<()> {
             let cid = canonical_id(id).ok_or_else(|| no_session(id))?;
             let store = open_for_reading(location)?.ok_or_else(|| no_session(id))?;
             let s = store.session(&cid)?.ok_or_else(|| no_session(id))?;
-            let v = session_view(&*store, &s, store.turn_count(&s.id)?)?;
+            let v = session_view(&*store, &s, store.turn_count(&s.id)?, true)?;
             if *json {
                 writeln!(out, "{}", serde_json::to_string(&v)?)?;
             } else {

@@ -1,9 +1,10 @@
 //! `turn`: one turn of the conversation.
 
 use std::ffi::OsString;
+use std::io::Read;
 use std::io::{IsTerminal, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -11,6 +12,7 @@ use clap::{Args, ValueEnum};
 
 use super::args::{SessionArgs, SideArgs, StoreArgs, parse_cache_ttl, parse_timeout};
 use super::{address, route};
+use crate::attachment::{self, Attachment};
 use crate::error::ErrorKind;
 use crate::output::{Output, Shape};
 use crate::store::Location;
@@ -72,6 +74,10 @@ pub struct TurnArgs {
     /// Send the session's last failed message again, as a normal turn
     #[arg(long)]
     pub again: bool,
+
+    /// A file to send with the message (repeatable): a PNG, JPEG, GIF or WebP image, a PDF, or UTF-8 text (a log, code, CSV), by its bytes; `-` reads it from stdin when the message is an argument
+    #[arg(long = "attach", value_name = "PATH")]
+    pub attach: Vec<PathBuf>,
 
     /// Print one JSON object instead of streaming the reply
     #[arg(long)]
@@ -251,6 +257,42 @@ pub(super) fn settings(
     })
 }
 
+/// The files sent with the message, read and checked before anything is
+/// written or called: one that is missing, of another type or past the
+/// API's limits is a usage error (2) naming it and the rule.
+pub(super) fn attachments(args: &TurnArgs) -> Result<Vec<Attachment>> {
+    let mut out = Vec::new();
+    let mut stdin_taken = false;
+    for path in &args.attach {
+        let attachment = if path.as_os_str() == "-" {
+            let message_is_argument = args.message.as_deref().is_some_and(|m| m != "-");
+            if !message_is_argument || stdin_taken {
+                return Err(super::usage(
+                    "--attach - reads the file from stdin: give the message as an argument, and `-` once",
+                ));
+            }
+            stdin_taken = true;
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .lock()
+                .take(attachment::TOTAL_MAX as u64 + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| super::usage(format!("--attach -: could not read stdin: {e}")))?;
+            if bytes.len() > attachment::TOTAL_MAX {
+                return Err(super::usage(
+                    "--attach -: more than a message may carry (30 MB)",
+                ));
+            }
+            Attachment::of("stdin", bytes).map_err(|e| super::usage(format!("--attach -: {e}")))?
+        } else {
+            Attachment::read(path).map_err(|e| super::usage(format!("--attach {e}")))?
+        };
+        out.push(attachment);
+    }
+    attachment::check_together(&out).map_err(super::usage)?;
+    Ok(out)
+}
+
 /// The message of a turn: the argument, stdin, or `--again`'s.
 pub(super) fn input(args: &TurnArgs) -> Result<Input> {
     if args.again {
@@ -306,6 +348,7 @@ async fn answer(
     out: &mut Output,
 ) -> Result<turn::Answer> {
     let settings = settings(location, claude, args)?;
+    let attachments = attachments(args)?;
     let input = input(args)?;
-    turn::run(&settings, input, out).await
+    turn::run(&settings, input, &attachments, out).await
 }

@@ -34,7 +34,7 @@ pub(crate) fn estimate(session: &Session, live: &[Turn]) -> usize {
         + session.pin.as_deref().map_or(0, estimate_tokens)
         + live
             .iter()
-            .map(|t| estimate_tokens(&t.content))
+            .map(|t| estimate_tokens(&t.text()))
             .sum::<usize>()
 }
 
@@ -70,7 +70,7 @@ pub(crate) fn summary_input(
         transcript.push_str(&format!(
             "<{0}>\n{1}\n</{0}>\n",
             t.role,
-            escape_xml(&crate::text::trim_turn(&t.content))
+            escape_xml(&crate::text::trim_turn(&t.text()))
         ));
     }
     if transcript.chars().count() > TRANSCRIPT_MAX_CHARS {

@@ -177,7 +177,8 @@ pub(crate) fn exchanges(turns: &[Turn], through: i64) -> Vec<Exchange> {
                         reply_turn: t.id,
                         user: m.user.clone(),
                         asked: previous_reply.and_then(|r| clarify::gate(r, &m.content)),
-                        message: m.content.clone(),
+                        // A mention of each file sent with it, never the file.
+                        message: m.text().into_owned(),
                         reply: t.content.clone(),
                     });
                 }

@@ -542,6 +542,23 @@ pub struct Turn {
     /// Replies: whether memory calls may read the exchange (not after
     /// `turn --no-extract`).
     pub extract: bool,
+    /// User turns: the files sent with the message (never their bytes).
+    pub attachments: Vec<crate::attachment::Attached>,
+}
+
+impl Turn {
+    /// The turn's text as every memory text reads it: with a mention of
+    /// each file sent with it.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        if self.attachments.is_empty() {
+            std::borrow::Cow::Borrowed(&self.content)
+        } else {
+            std::borrow::Cow::Owned(crate::attachment::with_mentions(
+                &self.content,
+                &self.attachments,
+            ))
+        }
+    }
 }
 
 impl Turn {
@@ -570,6 +587,7 @@ impl Turn {
             system: None,
             facts: Vec::new(),
             extract: true,
+            attachments: Vec::new(),
         }
     }
 

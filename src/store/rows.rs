@@ -39,7 +39,7 @@ pub(super) fn session(r: &dyn Row) -> Result<Session> {
 /// A turn row: the columns [`turn`] reads, in its order.
 macro_rules! turn_columns {
     () => {
-        "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id, handle, system_rev, system_hash, facts, extract, profile"
+        "id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id, handle, system_rev, system_hash, facts, extract, profile, attachments"
     };
 }
 pub(crate) use turn_columns;
@@ -49,6 +49,7 @@ pub(super) fn turn(r: &dyn Row) -> Result<Turn> {
     let system_hash: Option<String> = r.get(14)?;
     let facts: Option<String> = r.get(15)?;
     let profile: Option<String> = r.get(17)?;
+    let attachments: Option<String> = r.get(18)?;
     Ok(Turn {
         id: r.get(0)?,
         role: r.get(1)?,
@@ -74,6 +75,10 @@ pub(super) fn turn(r: &dyn Row) -> Result<Turn> {
         },
         facts: fact_ids_from_text(facts.as_deref()),
         extract: r.get(16)?,
+        // Written by us as a JSON array; anything else reads as none.
+        attachments: attachments
+            .and_then(|a| serde_json::from_str(&a).ok())
+            .unwrap_or_default(),
     })
 }
 

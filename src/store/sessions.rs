@@ -6,6 +6,7 @@ use super::db::{self, Db, Engine, args, count};
 use super::events::{self, Owner};
 use super::{Reply, Result, Role, Roll, Session, SessionListing, SessionLock, Turn, TurnStatus};
 use super::{log, moved_bound, now, rows, sql};
+use crate::attachment::Attached;
 use crate::session::SessionKey;
 
 /// Sessions and their turns.
@@ -69,6 +70,19 @@ pub trait Sessions: Engine {
         content: &str,
         user: Option<&str>,
     ) -> Result<i64> {
+        self.add_user_turn_with(session_id, content, user, &[])
+    }
+
+    /// [`Sessions::add_user_turn`], with the files sent with the message
+    /// (what the memory keeps of them: never their bytes).
+    fn add_user_turn_with(
+        &mut self,
+        session_id: &str,
+        content: &str,
+        user: Option<&str>,
+        attachments: &[Attached],
+    ) -> Result<i64> {
+        let attachments = attachments_text(attachments);
         db::in_transaction(self, |db| {
             let t = now();
             let id = db.value(
@@ -79,12 +93,22 @@ pub trait Sessions: Engine {
                     content,
                     TurnStatus::Pending,
                     t,
-                    user
+                    user,
+                    attachments.as_deref()
                 ],
             )?;
             db.execute(&sql::TOUCH_SESSION, args![session_id, t])?;
             Ok(id)
         })
+    }
+
+    /// Record the files sent with a user turn anew (`turn --again` with
+    /// `--attach`): what the memory keeps of them.
+    fn set_turn_attachments(&mut self, turn_id: i64, attachments: &[Attached]) -> Result<()> {
+        let text = attachments_text(attachments);
+        self.db()
+            .execute(&sql::SET_TURN_ATTACHMENTS, args![turn_id, text.as_deref()])?;
+        Ok(())
     }
 
     /// Put a failed user turn back to pending, to send it again.
@@ -200,6 +224,13 @@ pub trait Sessions: Engine {
     fn try_lock_session(&self, session_id: &str, create: bool) -> Result<Option<SessionLock>>;
 }
 
+/// The files sent with a message as the store keeps them: a JSON array,
+/// `None` for none.
+fn attachments_text(attachments: &[Attached]) -> Option<String> {
+    (!attachments.is_empty())
+        .then(|| serde_json::to_string(attachments).expect("plain data serializes"))
+}
+
 fn add_reply(db: &dyn Db, session_id: &str, user_turn: i64, reply: &Reply) -> Result<i64> {
     let t = now();
     // As JSON's keys sort, as every release has stored them.
@@ -292,6 +323,7 @@ fn import(db: &dyn Db, s: &Session, turns: &[Turn]) -> Result<bool> {
                 &t.error,
                 t.created_at,
                 &t.user,
+                attachments_text(&t.attachments).as_deref(),
             ],
         )?;
         ids.push((t.id, id));

@@ -162,11 +162,17 @@ pub(crate) static DELETE_SESSION: Statement = Statement::new("DELETE FROM sessio
 pub(crate) static TURN_COUNT: Statement =
     Statement::new("SELECT COUNT(*) FROM turns WHERE session_id = $1");
 
-/// A user's message: session, role, content, status, now, sender.
+/// A user's message: session, role, content, status, now, sender, the
+/// files sent with it (JSON; NULL: none).
 pub(crate) static ADD_USER_TURN: Statement = Statement::new(
-    "INSERT INTO turns (session_id, role, content, status, created_at, user_id)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+    "INSERT INTO turns (session_id, role, content, status, created_at, user_id, attachments)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
 );
+
+/// The files sent with a user turn, recorded anew: turn, the files (JSON;
+/// NULL: none).
+pub(crate) static SET_TURN_ATTACHMENTS: Statement =
+    Statement::new("UPDATE turns SET attachments = $2 WHERE id = $1");
 
 /// A session was used: id, now.
 pub(crate) static TOUCH_SESSION: Statement =
@@ -264,10 +270,10 @@ pub(crate) static IMPORT_SESSION: Statement = Statement::new(concat!(
 ));
 
 /// A copied turn: session, role, content, status, mode, path, usage,
-/// cost, duration, created, sender.
+/// cost, duration, created, sender, attachments.
 pub(crate) static IMPORT_TURN: Statement = Statement::new(
-    "INSERT INTO turns (session_id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+    "INSERT INTO turns (session_id, role, content, status, mode, path, usage, cost_usd, duration_ms, error, created_at, user_id, attachments)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
 );
 
 /// A session's summary bound: session, turn.

@@ -15,6 +15,7 @@ use super::{
     PIN_REVISIONS_KEPT, PinChange, PinSource, Reply, Role, Roll, Session, Store, Turn, TurnStatus,
     Usage,
 };
+use crate::attachment::Attached;
 use crate::memory::recall;
 use crate::session::SessionKey;
 
@@ -95,6 +96,32 @@ pub(crate) fn sessions_and_turns(open: Opener) {
     let t = s.turns("sid", Some(1)).unwrap().pop().unwrap();
     assert_eq!((t.status, t.error), (TurnStatus::Pending, None));
 
+    // A message's files: their names, types, sizes and hashes, read back as
+    // written, then replaced (`--again --attach`) or cleared.
+    let file = |name: &str, bytes: u64| Attached {
+        name: name.into(),
+        media_type: "image/png".into(),
+        bytes,
+        sha256: "ab".repeat(32),
+    };
+    assert!(t.attachments.is_empty());
+    s.set_turn_attachments(u2, &[file("a.png", 7), file("b.png", 9)])
+        .unwrap();
+    let t = s.turns("sid", Some(1)).unwrap().pop().unwrap();
+    assert_eq!(t.attachments, [file("a.png", 7), file("b.png", 9)]);
+    assert_eq!(
+        t.text(),
+        "second\n[attached: a.png (image/png, 7 B)]\n[attached: b.png (image/png, 9 B)]"
+    );
+    s.set_turn_attachments(u2, &[]).unwrap();
+    assert!(s.turns("sid", Some(1)).unwrap()[0].attachments.is_empty());
+    let u3 = s
+        .add_user_turn_with("sid", "third", None, &[file("c.png", 3)])
+        .unwrap();
+    let t = s.turns("sid", Some(1)).unwrap().pop().unwrap();
+    assert_eq!((t.id, t.attachments), (u3, vec![file("c.png", 3)]));
+    s.fail_user_turn(u3, "given up").unwrap();
+
     let session = s.session("sid").unwrap().unwrap();
     assert_eq!(session.handle_turns, 1);
     assert_eq!(session.handle_host.as_deref(), Some("host-1"));
@@ -106,14 +133,14 @@ pub(crate) fn sessions_and_turns(open: Opener) {
         .into_iter()
         .map(|l| (l.session.id, l.turns))
         .collect();
-    assert_eq!(counts["sid"], 3);
+    assert_eq!(counts["sid"], 4);
     assert_eq!(counts["other"], 0);
     assert!(s.sessions(Some("nobody")).unwrap().is_empty());
     assert_eq!(s.stale_sessions(i64::MAX).unwrap().len(), 2);
     assert!(s.stale_sessions(0).unwrap().is_empty());
 
     let c = s.counts().unwrap();
-    assert_eq!((c.sessions, c.turns), (2, 3));
+    assert_eq!((c.sessions, c.turns), (2, 4));
     assert!(s.delete_session("sid").unwrap());
     assert!(!s.delete_session("sid").unwrap());
     assert_eq!(s.turn_count("sid").unwrap(), 0, "turns go with the session");
@@ -1010,7 +1037,15 @@ pub(crate) fn a_persons_turns_and_a_sessions_jobs_are_found(open: Opener) {
 pub(crate) fn an_erasure_rewrites_its_rows_and_records_handles(open: Opener) {
     let mut s = open();
     s.ensure_session("sa", &KEY, "/").unwrap();
-    let a1 = s.add_user_turn("sa", "mine", Some("u1")).unwrap();
+    let photo = Attached {
+        name: "me.jpg".into(),
+        media_type: "image/jpeg".into(),
+        bytes: 10,
+        sha256: "cd".repeat(32),
+    };
+    let a1 = s
+        .add_user_turn_with("sa", "mine", Some("u1"), std::slice::from_ref(&photo))
+        .unwrap();
     let r1 = s
         .add_reply("sa", a1, &Reply::sample("reply", "sa"))
         .unwrap();
@@ -1044,6 +1079,11 @@ pub(crate) fn an_erasure_rewrites_its_rows_and_records_handles(open: Opener) {
     assert_eq!(
         turns,
         [(a1, erased()), (r1, erased()), (a2, "theirs".into())]
+    );
+    let all = s.turns("sa", None).unwrap();
+    assert!(
+        all.iter().all(|t| t.attachments.is_empty()),
+        "a file's name goes with its message"
     );
     let revs: Vec<i64> = s.pin_history("sa").unwrap().iter().map(|r| r.rev).collect();
     assert_eq!(revs, [1]);

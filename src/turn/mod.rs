@@ -18,6 +18,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::time::Instant;
 
+use crate::attachment::{Attached, Attachment};
 use crate::backend::{
     self, Backend, CallError, Outcome, Piece, ProbeCache, Problem, Receipt, WarmUse, api,
 };
@@ -33,7 +34,7 @@ use crate::store::{
     Usage,
 };
 use cache::{ProfileReport, Verdict};
-use plan::{Attempt, MemoryPlan, Rendered, State, Target};
+use plan::{Attempt, MemoryPlan, Message, Rendered, State, Target};
 use recovery::Next;
 pub(crate) use settings::{Input, SystemPin, TurnSettings};
 
@@ -49,6 +50,9 @@ pub(crate) struct Answer {
     /// The pin as stored when the reply was recorded.
     pub pinned: Option<String>,
     pub facts_injected: Vec<String>,
+    /// The files sent with the message (`--attach`): what the memory keeps
+    /// of them, never their bytes.
+    pub attachments: Vec<Attached>,
     /// What the turn's system prompt did to the prompt cache, and why.
     pub cache: Verdict,
     /// The profile the system prompt carried: its facts, and whether it was
@@ -73,7 +77,12 @@ pub(crate) struct Answer {
 }
 
 /// Run one turn, streaming the reply to `out`.
-pub(crate) async fn run(settings: &TurnSettings, input: Input, out: &mut Output) -> Result<Answer> {
+pub(crate) async fn run(
+    settings: &TurnSettings,
+    input: Input,
+    attachments: &[Attachment],
+    out: &mut Output,
+) -> Result<Answer> {
     let started = Instant::now();
     let deadline = deadline_after(started, settings.timeout);
     let mut store = store::open_with(&settings.location, settings.timeout)?;
@@ -81,14 +90,21 @@ pub(crate) async fn run(settings: &TurnSettings, input: Input, out: &mut Output)
     let _lock = lock_session(&*store, &sid, deadline).await?;
     let session = store.ensure_session(&sid, &settings.address.key(), &cwd())?;
     let resend = input == Input::Again;
-    let (user_turn, message) =
-        record_input(&mut *store, &session, input, settings.user.as_deref())?;
+    let attached: Vec<Attached> = attachments.iter().map(|a| a.attached.clone()).collect();
+    let sent = Sent {
+        user: settings.user.as_deref(),
+        attached: &attached,
+    };
+    let (user_turn, message) = record_input(&mut *store, &session, input, &sent, out)?;
     let cx = TurnContext {
         settings,
         sid: &sid,
         host: transcript_host(),
         turn: user_turn,
-        message: &message,
+        message: Message {
+            text: &message,
+            attachments,
+        },
         resend,
         started,
         deadline,
@@ -123,7 +139,7 @@ struct TurnContext<'a> {
     host: String,
     /// The user turn recorded for the message.
     turn: i64,
-    message: &'a str,
+    message: Message<'a>,
     /// `--again`: the side calls it queued the first time are not queued again.
     resend: bool,
     started: Instant,
@@ -183,19 +199,37 @@ fn record_input(
     store: &mut dyn Sessions,
     session: &Session,
     input: Input,
-    user: Option<&str>,
+    sent: &Sent,
+    out: &mut Output,
 ) -> Result<(i64, String)> {
     match input {
         Input::Message(m) => {
             settle_killed_turn(store, &session.id)?;
-            Ok((store.add_user_turn(&session.id, &m, user)?, m))
+            let id = store.add_user_turn_with(&session.id, &m, sent.user, sent.attached)?;
+            Ok((id, m))
         }
         Input::Again => {
             let t = resendable(store, &session.id)?;
             store.reopen_user_turn(t.id)?;
+            // The files' bytes were never kept: sent again, they come
+            // again, and the turn records these.
+            if !sent.attached.is_empty() || t.attachments.is_empty() {
+                store.set_turn_attachments(t.id, sent.attached)?;
+            } else {
+                out.notice(&format!(
+                    "the message was sent with {} file(s) that are not kept: --again --attach FILE sends them too",
+                    t.attachments.len()
+                ));
+            }
             Ok((t.id, t.content))
         }
     }
+}
+
+/// Who sends a message, and what of the files sent with it is recorded.
+struct Sent<'a> {
+    user: Option<&'a str>,
+    attached: &'a [Attached],
 }
 
 /// A message whose turn died before its reply was recorded (`kill -9`, the
@@ -394,11 +428,12 @@ async fn answer(store: &mut dyn Store, cx: &TurnContext<'_>, out: &mut Output) -
     let gathered = Gathered::read(
         store,
         &session,
-        cx.message,
+        cx.message.text,
         settings,
         cx.resend.then_some(cx.turn),
     )?;
-    let memory = plan::memory(&gathered.state(&session, &cx.host), cx.message, settings);
+    let for_memory = cx.message.for_memory();
+    let memory = plan::memory(&gathered.state(&session, &cx.host), &for_memory, settings);
     remember(store, cx, &memory)?;
     let planned = Planned { gathered, memory };
     let mut answered = attempt_until_answered(store, cx, &planned, backend, out).await?;
@@ -481,6 +516,12 @@ fn report<S: Sessions + Jobs + ?Sized>(
             .iter()
             .map(|f| f.fact.content.clone())
             .collect(),
+        attachments: cx
+            .message
+            .attachments
+            .iter()
+            .map(|a| a.attached.clone())
+            .collect(),
         cache: rendered.cache,
         profile: rendered.profile,
         warm,
@@ -501,6 +542,8 @@ pub(crate) struct Started<'a> {
     pub path: CallPath,
     pub pinned: Option<&'a str>,
     pub facts_injected: Vec<&'a str>,
+    /// The files sent with the message.
+    pub attachments: Vec<&'a Attached>,
 }
 
 /// One line of `turn --stream-json`.
@@ -635,6 +678,7 @@ fn say_start(
             .iter()
             .map(|f| f.fact.content.as_str())
             .collect(),
+        attachments: cx.message.attachments.iter().map(|a| &a.attached).collect(),
     };
     out.event(&StreamLine::Start { start });
 }

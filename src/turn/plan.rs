@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 
+use crate::attachment::{Attached, Attachment};
 use crate::backend::claude::warm::WarmSpec;
 use crate::backend::claude::{self, MainSpec};
 use crate::backend::{ApiCall, Arg, Capabilities, CliCall, Request, api};
@@ -174,14 +175,49 @@ pub(crate) struct TurnPlan {
     pub rendered: Rendered,
 }
 
+/// A message as a turn sends it: its text, and the files sent with it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Message<'a> {
+    pub text: &'a str,
+    pub attachments: &'a [Attachment],
+}
+
+impl<'a> From<&'a str> for Message<'a> {
+    fn from(text: &'a str) -> Message<'a> {
+        Message {
+            text,
+            attachments: &[],
+        }
+    }
+}
+
+impl Message<'_> {
+    /// What the memory reads of it (the pin, the memory call, compaction):
+    /// its text, and a mention of each file, never the file.
+    pub(crate) fn for_memory(&self) -> String {
+        let attached: Vec<Attached> = self
+            .attachments
+            .iter()
+            .map(|a| a.attached.clone())
+            .collect();
+        crate::attachment::with_mentions(self.text, &attached)
+    }
+
+    /// The content blocks of its files, in order.
+    fn blocks(&self) -> Vec<serde_json::Value> {
+        self.attachments.iter().map(Attachment::block).collect()
+    }
+}
+
 /// Plan a turn: memory, then the first attempt, rendered.
-pub(crate) fn decide(
+pub(crate) fn decide<'a>(
     state: &State,
-    message: &str,
+    message: impl Into<Message<'a>>,
     settings: &TurnSettings,
     target: Target,
 ) -> TurnPlan {
-    let memory = memory(state, message, settings);
+    let message = message.into();
+    let memory = memory(state, &message.for_memory(), settings);
     let attempt = attempt(state, target);
     let rendered = render(&memory, state, &attempt, message, settings, target);
     TurnPlan {
@@ -258,7 +294,7 @@ pub(crate) fn attempt(state: &State, target: Target) -> Attempt {
     let session = state.session;
     let history = |live: &[Turn]| -> Vec<ReplayTurn> {
         live.iter()
-            .map(|t| ReplayTurn::new(t.role == Role::User, t.content.clone()))
+            .map(|t| ReplayTurn::new(t.role == Role::User, t.text().into_owned()))
             .collect()
     };
     if let Target::Api { .. } = target {
@@ -307,10 +343,11 @@ pub(crate) fn render(
     memory: &MemoryPlan,
     state: &State,
     attempt: &Attempt,
-    message: &str,
+    message: Message,
     settings: &TurnSettings,
     target: Target,
 ) -> Rendered {
+    let (attachments, message) = (message.blocks(), message.text);
     let new_handle = matches!(attempt, Attempt::Start { .. } | Attempt::Replay { .. });
     let previous = if new_handle {
         None
@@ -396,6 +433,7 @@ pub(crate) fn render(
                 model,
                 system: system.as_deref(),
                 history,
+                attachments: &attachments,
                 user: &user,
                 user_is_plain: user == message,
                 max_tokens: api::DEFAULT_MAX_TOKENS,
@@ -408,7 +446,7 @@ pub(crate) fn render(
             target,
             (attempt, state.session.handle_turns),
             settings,
-            (system.as_deref(), &user),
+            (system.as_deref(), &user, attachments),
             state.cwd.clone(),
         )),
     };
@@ -448,7 +486,7 @@ fn cli_call(
     target: Target,
     (attempt, handle_turns): (&Attempt, i64),
     settings: &TurnSettings,
-    (system, user): (Option<&str>, &str),
+    (system, user, attachments): (Option<&str>, &str, Vec<serde_json::Value>),
     cwd: Option<PathBuf>,
 ) -> CliCall {
     let assumed = Capabilities::assumed();
@@ -484,6 +522,7 @@ fn cli_call(
         args,
         system: system.map(str::to_string),
         stdin: user.to_string(),
+        attachments,
         cwd,
         isolated: spec.isolated,
         warm,

@@ -50,6 +50,7 @@ fn turn<'a>(history: &'a [ReplayTurn], system: Option<&'a str>, user: &'a str) -
         model: "claude-sonnet-4-6",
         system,
         history,
+        attachments: &[],
         user,
         user_is_plain: false,
         max_tokens: 1000,

@@ -13,6 +13,7 @@ extern crate duduclaw_test_macro;
 mod common;
 
 mod api;
+mod attach;
 mod bill;
 mod clarify_gate;
 mod cli;

@@ -15,6 +15,9 @@ pub struct ApiTurn<'a> {
     pub system: Option<&'a str>,
     /// Earlier turns, oldest first: (is_user, text).
     pub history: &'a [ReplayTurn],
+    /// Content blocks of the files sent with the message, which go before
+    /// its text.
+    pub attachments: &'a [Value],
     /// The assembled last user message (recap, facts, the message).
     pub user: &'a str,
     /// The user message carries no memory (no recap, no facts), so the next
@@ -80,9 +83,11 @@ pub fn request_body(turn: &ApiTurn, stream: bool) -> Value {
     if turn.user_is_plain {
         mark(&mut user);
     }
+    let mut last: Vec<Value> = turn.attachments.to_vec();
+    last.push(user);
     match messages.last_mut() {
-        Some((true, blocks)) => blocks.push(user),
-        _ => messages.push((true, vec![user])),
+        Some((true, blocks)) => blocks.extend(last),
+        _ => messages.push((true, last)),
     }
     let messages: Vec<Value> = messages
         .into_iter()
@@ -136,6 +141,7 @@ mod tests {
             model: "claude-sonnet-5-5",
             system,
             history,
+            attachments: &[],
             user: "recap\nnow?",
             user_is_plain: false,
             max_tokens: 4096,

@@ -225,7 +225,7 @@ impl Claude {
         let mut refused_host = None;
         if let Some(spec) = &call.warm {
             let started = Instant::now();
-            let message = warm::message_line(&call.stdin);
+            let message = warm::message_line(&call.attachments, &call.stdin);
             let req = self.warm_request(call, spec, message.len());
             let why = match warm::turn(&req, &message, timeout, &mut on_piece).await {
                 Ok((outcome, warm, receipt)) => {
@@ -316,14 +316,15 @@ impl Claude {
         // A turn of a session with warm claudes that one could not take
         // runs in the same input mode, so it sends what a warm claude
         // sends (claude's tools read a little differently in it, and a
-        // prefix that changes is written to the cache again).
+        // prefix that changes is written to the cache again); so does one
+        // with files, which only a stream-json message carries.
         let line;
-        let stdin = if call.warm.is_some() {
+        let stdin = if call.warm.is_some() || !call.attachments.is_empty() {
             args = warm::warm_args(&args)
                 .into_iter()
                 .map(OsString::from)
                 .collect();
-            line = warm::message_line(&call.stdin);
+            line = warm::message_line(&call.attachments, &call.stdin);
             &line
         } else {
             &call.stdin

@@ -209,11 +209,20 @@ pub(crate) fn key(req: &TurnRequest) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// One stream-json user message line.
-pub(crate) fn message_line(message: &str) -> String {
+/// One stream-json user message line: the text alone as a string (as
+/// every turn without files has sent), or with the files' content blocks
+/// first, then the text as a block of its own.
+pub(crate) fn message_line(attachments: &[serde_json::Value], message: &str) -> String {
+    let content = if attachments.is_empty() {
+        serde_json::json!(message)
+    } else {
+        let mut blocks = attachments.to_vec();
+        blocks.push(serde_json::json!({ "type": "text", "text": message }));
+        serde_json::Value::Array(blocks)
+    };
     let line = serde_json::json!({
         "type": "user",
-        "message": { "role": "user", "content": message },
+        "message": { "role": "user", "content": content },
     });
     format!("{line}\n")
 }
@@ -599,7 +608,7 @@ mod tests {
                 "h"
             ]
         );
-        let line = message_line("two\nlines \"quoted\"");
+        let line = message_line(&[], "two\nlines \"quoted\"");
         let v: serde_json::Value = serde_json::from_str(line.trim_end()).unwrap();
         assert_eq!(v["message"]["content"], "two\nlines \"quoted\"");
         assert!(line.ends_with("}\n") && line.matches('\n').count() == 1);

@@ -462,7 +462,7 @@ impl Erase for PgStore {
             let (sessions, froms): (Vec<String>, Vec<i64>) =
                 e.revisions_from.iter().cloned().unzip();
             tx.execute(
-                "UPDATE turns SET content = $2, error = NULL WHERE id = ANY($1)",
+                "UPDATE turns SET content = $2, error = NULL, attachments = NULL WHERE id = ANY($1)",
                 &[&e.turns, &e.tombstone],
             )?;
             tx.execute(

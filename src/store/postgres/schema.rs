@@ -203,13 +203,14 @@ ALTER TABLE turns ADD COLUMN profile TEXT;
 ALTER TABLE jobs ADD COLUMN host TEXT;
 CREATE INDEX facts_standing ON facts(agent, user_id) WHERE standing;
 ",
-    // 8: as on SQLite: each fact's session and origin, and why one waits
-    // for review.
+    // 8: as on SQLite: each fact's session and origin, why one waits for
+    // review, and the files sent with each user turn.
     r"
 ALTER TABLE facts ADD COLUMN session_id TEXT;
 ALTER TABLE facts ADD COLUMN origin TEXT;
 ALTER TABLE facts ADD COLUMN held TEXT;
 CREATE INDEX facts_held ON facts(agent, user_id) WHERE held IS NOT NULL;
+ALTER TABLE turns ADD COLUMN attachments TEXT;
 ",
 ];
 

@@ -254,13 +254,17 @@ CREATE INDEX facts_standing ON facts(agent, user_id) WHERE standing = 1;
 ",
     // 8: where each fact came from: the session it was said in, and how
     // it came ('extracted', 'added', 'imported'; NULL: stored before this,
-    // unknown); and why a fact waits for review ('review', 'instruction';
-    // NULL: live). A waiting fact rides in no prompt.
+    // unknown); why a fact waits for review ('review', 'instruction',
+    // 'authority'; NULL: live: a waiting fact rides in no prompt); and the
+    // files sent with each user turn.
     r"
 ALTER TABLE facts ADD COLUMN session_id TEXT;
 ALTER TABLE facts ADD COLUMN origin TEXT;
 ALTER TABLE facts ADD COLUMN held TEXT;
 CREATE INDEX facts_held ON facts(agent, user_id) WHERE held IS NOT NULL;
+-- the files sent with a user turn: a JSON array of their name, type,
+-- size and SHA-256 (never their bytes); NULL: none
+ALTER TABLE turns ADD COLUMN attachments TEXT;
 ",
 ];
 
@@ -706,8 +710,9 @@ impl Erase for SqliteStore {
 
     fn erase_rows(&mut self, e: &Erasure) -> Result<()> {
         self.in_transaction(|tx| {
-            let mut turn =
-                tx.prepare_cached("UPDATE turns SET content = ?2, error = NULL WHERE id = ?1")?;
+            let mut turn = tx.prepare_cached(
+                "UPDATE turns SET content = ?2, error = NULL, attachments = NULL WHERE id = ?1",
+            )?;
             for id in e.turns {
                 turn.execute(rusqlite::params![id, e.tombstone])?;
             }
