@@ -139,8 +139,8 @@ pub mod internals {
         }
         pub mod jobs {
             pub use crate::memory::jobs::{
-                CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM, ENRICH_SYSTEM, FACTS_SYSTEM, MEMORY_SYSTEM,
-                PIN_SYSTEM, SUMMARY_SYSTEM,
+                CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM, ENRICH_SYSTEM, FACTS_SYSTEM, KINDS,
+                MEMORY_SYSTEM, PIN_SYSTEM, SUMMARY_SYSTEM,
             };
         }
         pub mod pin {

@@ -5,10 +5,8 @@
 //! facts, and a prompt reworded or merged by a later build is still
 //! answered sensibly.
 
-use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
-use duduclaw_session::internals::memory::jobs::SUMMARY_SYSTEM;
-use duduclaw_session::internals::memory::jobs::{CLARIFY_SYSTEM, CONSOLIDATE_SYSTEM};
-use duduclaw_session::internals::memory::jobs::{ENRICH_SYSTEM, FACTS_SYSTEM, PIN_SYSTEM};
+use duduclaw_session::internals::memory::jobs::KINDS;
+use duduclaw_session::internals::store::JobKind;
 use serde_json::json;
 use standin::{Recorded, Usage};
 
@@ -66,19 +64,28 @@ impl Asked {
         }
     }
 
-    /// Panics unless each side-call prompt of this tree reads as what it
-    /// asks: a prompt reworded past recognition would otherwise be answered
-    /// `NONE`, and the memory would stay empty without a word.
+    /// What a kind's side call asks for: a new kind of job needs its
+    /// line here (the compiler says so), and `of` may need to learn its
+    /// prompt ([`Asked::check_prompts`] says so).
+    fn of_kind(kind: JobKind) -> Asked {
+        match kind {
+            JobKind::Pin => Asked::Pin,
+            JobKind::Facts => Asked::Facts,
+            JobKind::Summary => Asked::Summary,
+            JobKind::Enrich => Asked::Keywords,
+            JobKind::Clarify => Asked::Clarify,
+            JobKind::Consolidate => Asked::Consolidate,
+            JobKind::Memory => Asked::Memory,
+        }
+    }
+
+    /// Panics unless each side-call prompt of this tree (every kind's, from
+    /// the table of kinds) reads as what it asks: a prompt reworded past
+    /// recognition would otherwise be answered `NONE`, and the memory
+    /// would stay empty without a word.
     pub(crate) fn check_prompts() {
-        for (system, expected) in [
-            (PIN_SYSTEM, Asked::Pin),
-            (FACTS_SYSTEM, Asked::Facts),
-            (MEMORY_SYSTEM, Asked::Memory),
-            (CLARIFY_SYSTEM, Asked::Clarify),
-            (CONSOLIDATE_SYSTEM, Asked::Consolidate),
-            (SUMMARY_SYSTEM, Asked::Summary),
-            (ENRICH_SYSTEM, Asked::Keywords),
-        ] {
+        for &(kind, system) in KINDS {
+            let expected = Asked::of_kind(kind);
             let r = Recorded {
                 path: "/v1/messages".into(),
                 headers: Vec::new(),

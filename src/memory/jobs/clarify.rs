@@ -55,10 +55,6 @@ impl NewJob {
 }
 
 impl SideJob for ClarifyInput {
-    fn system(&self) -> &'static str {
-        CLARIFY_SYSTEM
-    }
-
     /// The pin as it is now, after the jobs of earlier turns.
     fn read_at_run(&self, store: &dyn Sessions, job: &Job) -> Result<AtRun> {
         AtRun::pin_now(store, job)
@@ -99,10 +95,6 @@ impl SideJob for ClarifyInput {
 }
 
 impl SideJob for ConsolidateInput {
-    fn system(&self) -> &'static str {
-        CONSOLIDATE_SYSTEM
-    }
-
     /// The pin as it is now: what the call rewrites.
     fn read_at_run(&self, store: &dyn Sessions, job: &Job) -> Result<AtRun> {
         AtRun::pin_now(store, job)

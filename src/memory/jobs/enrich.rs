@@ -51,10 +51,6 @@ impl NewJob {
 }
 
 impl SideJob for EnrichInput {
-    fn system(&self) -> &'static str {
-        ENRICH_SYSTEM
-    }
-
     fn text(&self, _: &Prepared) -> String {
         let lines: Vec<String> = self
             .facts

@@ -47,10 +47,6 @@ pub(crate) struct FactsInput {
 const REPLY_LOOKBACK: usize = 8;
 
 impl SideJob for FactsInput {
-    fn system(&self) -> &'static str {
-        FACTS_SYSTEM
-    }
-
     fn read_at_run(&self, store: &dyn Sessions, job: &Job) -> Result<AtRun> {
         let reply_turn = match (&job.session_id, job.turn_id) {
             (Some(sid), Some(turn)) => store

@@ -4,34 +4,41 @@
 //! version 1: their fields are the same) and a row from a newer one is
 //! refused by name rather than misread.
 //!
-//! The list of kinds is here, once: [`JobInput`] and every dispatch on it
-//! are generated from it, and a [`JobKind`] missing from it fails to
-//! compile.
+//! The table of kinds is here, once: each [`JobKind`] with its input type
+//! and the system prompt its side call asks with. [`JobInput`], every
+//! dispatch on it and [`KINDS`] (what the tests and the benches tell a
+//! side call by) are generated from it, and a [`JobKind`] missing from it
+//! fails to compile.
 
 use anyhow::{Result, anyhow};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::SideJob;
-use super::clarify::{ClarifyInput, ConsolidateInput};
-use super::enrich::EnrichInput;
-use super::facts::FactsInput;
-use super::memory::MemoryInput;
-use super::pin::PinInput;
-use super::summary::SummaryInput;
+use super::{SideJob, clarify, enrich, facts, memory, pin, summary};
 use crate::store::{JobInputText, JobKind};
 
 /// The version this build writes, and the newest it reads.
 const VERSION: u32 = 1;
 
-/// The kinds: each `JobKind` variant with its input type (which carries a
-/// `model` field and implements [`SideJob`]).
-macro_rules! job_inputs {
-    ($($kind:ident($input:ty)),+ $(,)?) => {
+/// The table's shape: each `JobKind` variant with its input type (which
+/// carries a `model` field and implements [`SideJob`]) and its system
+/// prompt.
+macro_rules! job_kinds {
+    ($($kind:ident($input:ty, $system:expr)),+ $(,)?) => {
         /// A job's input, by kind.
         #[derive(Debug, Clone, PartialEq)]
         pub(crate) enum JobInput {
             $($kind($input)),+
+        }
+
+        /// Every kind with the system prompt its side call asks with.
+        pub const KINDS: &[(JobKind, &str)] = &[$((JobKind::$kind, $system)),+];
+
+        /// The system prompt a kind's side call asks with.
+        pub(crate) fn system_of(kind: JobKind) -> &'static str {
+            match kind {
+                $(JobKind::$kind => $system),+
+            }
         }
 
         impl JobInput {
@@ -39,6 +46,11 @@ macro_rules! job_inputs {
                 match self {
                     $(JobInput::$kind(_) => JobKind::$kind),+
                 }
+            }
+
+            /// The system prompt its side call asks with.
+            pub(crate) fn system(&self) -> &'static str {
+                system_of(self.kind())
             }
 
             /// What the kind asks and what its answer does.
@@ -70,14 +82,15 @@ macro_rules! job_inputs {
     };
 }
 
-job_inputs! {
-    Pin(PinInput),
-    Facts(FactsInput),
-    Summary(SummaryInput),
-    Enrich(EnrichInput),
-    Clarify(ClarifyInput),
-    Consolidate(ConsolidateInput),
-    Memory(MemoryInput),
+// The kinds: one line each, naming its module's input type and prompt.
+job_kinds! {
+    Pin(pin::PinInput, pin::PIN_SYSTEM),
+    Facts(facts::FactsInput, facts::FACTS_SYSTEM),
+    Summary(summary::SummaryInput, summary::SUMMARY_SYSTEM),
+    Enrich(enrich::EnrichInput, enrich::ENRICH_SYSTEM),
+    Clarify(clarify::ClarifyInput, clarify::CLARIFY_SYSTEM),
+    Consolidate(clarify::ConsolidateInput, clarify::CONSOLIDATE_SYSTEM),
+    Memory(memory::MemoryInput, memory::MEMORY_SYSTEM),
 }
 
 /// The version a stored row was written with.
@@ -121,7 +134,9 @@ impl JobInput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::jobs::enrich::EnrichFact;
+    use crate::memory::jobs::enrich::{EnrichFact, EnrichInput};
+    use crate::memory::jobs::memory::MemoryInput;
+    use crate::memory::jobs::pin::PinInput;
     use serde_json::json;
 
     #[test]

@@ -74,10 +74,6 @@ pub(crate) struct Review {
 }
 
 impl SideJob for MemoryInput {
-    fn system(&self) -> &'static str {
-        MEMORY_SYSTEM
-    }
-
     /// The exchanges and the task, read from the store when the job runs.
     fn read_at_run(&self, store: &dyn Sessions, job: &Job) -> Result<AtRun> {
         let sid = job

@@ -8,12 +8,18 @@
 //! [`MAX_ATTEMPTS`].
 //!
 //! Here: what every job is ([`NewJob`] to queue, [`Prepared`] to run,
-//! [`SideJob`] for what a kind does); `input`: the list of kinds and their
-//! stored inputs; `drain`: running the queue. Each kind is one module, its
-//! input, its system prompt, the text it sends and what its answer does:
-//! `pin`, `facts`, `summary`, `enrich`, `clarify` (with `consolidate`),
-//! `memory`. A new kind is a module, a line in `input`'s list and a
-//! [`JobKind`] variant.
+//! [`SideJob`] for what a kind does); `input`: the table of kinds (each
+//! with its input type and system prompt, [`KINDS`]) and their stored
+//! inputs; `drain`: running the queue. Each kind is one module, its input,
+//! its system prompt, the text it sends and what its answer does: `pin`,
+//! `facts`, `summary`, `enrich`, `clarify` (with `consolidate`), `memory`.
+//!
+//! A new kind is a module (declared below) and a line in the table; the
+//! compiler then asks for its [`JobKind`] variant (the store's name for
+//! it), and for its line wherever kinds are told apart by hand (the bill
+//! bench's reading of side-call prompts). Where a turn queues it is the
+//! point of the kind. The tests and the benches tell a side call by
+//! [`KINDS`].
 
 use anyhow::{Result, anyhow};
 
@@ -36,6 +42,7 @@ pub(crate) use enrich::ENRICH_BATCH;
 pub use enrich::ENRICH_SYSTEM;
 pub use facts::FACTS_SYSTEM;
 pub(crate) use input::JobInput;
+pub use input::KINDS;
 pub use memory::MEMORY_SYSTEM;
 #[cfg(test)]
 pub(crate) use memory::input as memory_input;
@@ -54,12 +61,11 @@ pub(crate) const DEFAULT_SIDE_MODEL: &str = "haiku";
 /// Longest text one side call may receive; longer inputs are trimmed in the middle.
 const SIDE_INPUT_MAX: usize = 12_000;
 
-/// What one kind of job does: the system prompt it asks with, the text it
-/// sends, what it reads from the store when it runs, what its answer does.
-/// Implemented by each kind's input type.
+/// What one kind of job does: the text it sends, what it reads from the
+/// store when it runs, what its answer does. Implemented by each kind's
+/// input type; the system prompt it asks with is the kind's line in the
+/// table of kinds (`input`).
 pub(crate) trait SideJob {
-    fn system(&self) -> &'static str;
-
     /// The text the model reads (claude's stdin).
     fn text(&self, p: &Prepared) -> String;
 
@@ -145,8 +151,7 @@ pub(crate) fn prepare(store: &dyn Store, job: Job) -> Result<Prepared> {
 
 /// The system prompt and stdin text for a job.
 fn job_prompt(p: &Prepared) -> (&'static str, String) {
-    let side_job = p.input.side_job();
-    (side_job.system(), side_job.text(p))
+    (p.input.system(), p.input.side_job().text(p))
 }
 
 /// What a job's answer came to: a note for the log, and the events to

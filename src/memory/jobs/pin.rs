@@ -35,10 +35,6 @@ impl NewJob {
 }
 
 impl SideJob for PinInput {
-    fn system(&self) -> &'static str {
-        PIN_SYSTEM
-    }
-
     fn text(&self, _: &Prepared) -> String {
         bounded(&self.message)
     }

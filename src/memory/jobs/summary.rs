@@ -37,10 +37,6 @@ impl NewJob {
 }
 
 impl SideJob for SummaryInput {
-    fn system(&self) -> &'static str {
-        SUMMARY_SYSTEM
-    }
-
     fn text(&self, _: &Prepared) -> String {
         self.transcript.clone()
     }
