@@ -98,6 +98,16 @@ macro_rules! args {
 }
 pub(crate) use args;
 
+/// A named statement's arguments, `name = value`, for
+/// [`Statement::bind`](super::sql::Statement::bind):
+/// `named![id = 7, now = t]`.
+macro_rules! named {
+    ($($name:ident = $arg:expr),* $(,)?) => {
+        &[$((stringify!($name), $crate::store::db::Param::from($arg))),*]
+    };
+}
+pub(crate) use named;
+
 /// A column's value as an engine hands it over.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {

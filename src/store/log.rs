@@ -2,7 +2,7 @@
 //! looks up to say whom its event concerns. How an event is appended (its
 //! id in commit order) is each engine's: [`Db::append_events`].
 
-use super::db::{self, Db, Engine, Param, args};
+use super::db::{self, Db, Engine, Param, args, named};
 use super::events::{self, Owner};
 use super::{
     Event, EventFilter, EventWatch, JobKind, JobStatus, NewEvent, Result, redacted_data, rows, sql,
@@ -73,7 +73,8 @@ pub(super) fn fact_owner(db: &dyn Db, id: i64) -> Result<Option<(String, Option<
 /// The `job.failed` event of a job whose last attempt just failed, if it
 /// was given up.
 pub(super) fn job_given_up(db: &dyn Db, id: i64, error: &str) -> Result<Option<NewEvent>> {
-    db.row(&sql::FAILED_JOB, args![id, JobStatus::Failed], |r| {
+    let args = sql::FAILED_JOB.bind(named![id = id, failed = JobStatus::Failed])?;
+    db.row(&sql::FAILED_JOB, &args, |r| {
         let owner = Owner {
             agent: r.get(0)?,
             session_id: r.get(1)?,

@@ -1,7 +1,10 @@
 //! SQL both engines run, written once. The text is PostgreSQL's, with `$N`
 //! placeholders; the SQLite engine runs it through [`for_sqlite`], which
 //! turns each into SQLite's `?N` (the same numbered parameter), once per
-//! process for each [`Statement`]. Written so both dialects read it alike:
+//! process for each [`Statement`]. The job statements name their
+//! parameters instead (`:session`, `:now`, `:pending`: one name, one
+//! meaning, in every one of them), numbered on first use and bound by name
+//! ([`Statement::bind`]). Written so both dialects read it alike:
 //! `CAST($1 AS TEXT) IS NULL` for a parameter only tested for NULL (the
 //! server needs its type), `IS [NOT] DISTINCT FROM`, `COUNT(CASE …)`,
 //! `RETURNING`. What the engines really do differently (full-text search,
@@ -12,17 +15,22 @@ use std::sync::{LazyLock, OnceLock};
 
 use regex::Regex;
 
-use super::EventFilter;
 use super::db::Param;
 use super::rows::{
     call_columns, event_columns, fact_columns, job_columns, job_listing_columns,
     pin_revision_columns, session_columns, turn_columns,
 };
+use super::{EventFilter, StoreError};
 
 /// A statement in PostgreSQL's text; SQLite's is made from it the first
 /// time that engine runs it, and kept.
 pub struct Statement {
     text: Cow<'static, str>,
+    /// Its parameters are named (`:name`), not numbered.
+    named: bool,
+    /// The text numbered (`$N`) and the names in their numbers' order:
+    /// a named statement's, made on first use.
+    numbered: OnceLock<(String, Vec<String>)>,
     sqlite: OnceLock<String>,
 }
 
@@ -30,6 +38,19 @@ impl Statement {
     pub const fn new(text: &'static str) -> Statement {
         Statement {
             text: Cow::Borrowed(text),
+            named: false,
+            numbered: OnceLock::new(),
+            sqlite: OnceLock::new(),
+        }
+    }
+
+    /// A statement whose parameters are named (`:session`), bound with
+    /// [`Statement::bind`].
+    pub const fn named(text: &'static str) -> Statement {
+        Statement {
+            text: Cow::Borrowed(text),
+            named: true,
+            numbered: OnceLock::new(),
             sqlite: OnceLock::new(),
         }
     }
@@ -38,20 +59,107 @@ impl Statement {
     pub fn built(text: String) -> Statement {
         Statement {
             text: Cow::Owned(text),
+            named: false,
+            numbered: OnceLock::new(),
             sqlite: OnceLock::new(),
         }
     }
 
     /// The text with PostgreSQL's placeholders.
     pub fn text(&self) -> &str {
-        &self.text
+        if self.named {
+            &self.numbered().0
+        } else {
+            &self.text
+        }
     }
 
     /// The text with SQLite's placeholders.
     pub fn sqlite(&self) -> &str {
         self.sqlite
-            .get_or_init(|| for_sqlite(&self.text).into_owned())
+            .get_or_init(|| for_sqlite(self.text()).into_owned())
     }
+
+    fn numbered(&self) -> &(String, Vec<String>) {
+        self.numbered.get_or_init(|| numbered(&self.text))
+    }
+
+    /// A named statement's arguments in its parameters' order, from
+    /// `(name, value)` pairs: every name it uses given once, no other.
+    pub fn bind<'a>(&self, named: &[(&str, Param<'a>)]) -> Result<Vec<Param<'a>>, StoreError> {
+        let names = &self.numbered().1;
+        let unused: Vec<&str> = named
+            .iter()
+            .map(|(n, _)| *n)
+            .filter(|n| !names.iter().any(|m| m == n))
+            .collect();
+        let args = names
+            .iter()
+            .map(|name| {
+                let mut given = named.iter().filter(|(n, _)| n == name);
+                match (given.next(), given.next()) {
+                    (Some((_, value)), None) => Ok(*value),
+                    (None, _) => Err(format!("no value for :{name}")),
+                    (Some(_), Some(_)) => Err(format!(":{name} given twice")),
+                }
+            })
+            .collect::<Result<Vec<_>, String>>();
+        match args {
+            Ok(args) if unused.is_empty() => Ok(args),
+            Ok(_) => Err(mismatch(
+                &self.text,
+                &format!("not used: {}", unused.join(", ")),
+            )),
+            Err(why) => Err(mismatch(&self.text, &why)),
+        }
+    }
+}
+
+/// A statement bound with the wrong names: our mistake, said with the
+/// statement.
+fn mismatch(text: &str, why: &str) -> StoreError {
+    anyhow::anyhow!("a statement's arguments do not match its parameters ({why}): {text}").into()
+}
+
+/// `text` with each `:name` made `$N`, the same name the same number, in
+/// the order of first use; and the names in that order. A cast (`::`) and
+/// quoted text are left as they are.
+fn numbered(text: &str) -> (String, Vec<String>) {
+    let mut out = String::with_capacity(text.len());
+    let mut names: Vec<String> = Vec::new();
+    let mut quoted = false;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let after = &rest[c.len_utf8()..];
+        if c == '\'' {
+            quoted = !quoted;
+        } else if c == ':' && !quoted {
+            if let Some(cast) = after.strip_prefix(':') {
+                out.push_str("::");
+                rest = cast;
+                continue;
+            }
+            let len = after
+                .find(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+                .unwrap_or(after.len());
+            if len > 0 {
+                let name = &after[..len];
+                let n = match names.iter().position(|m| m == name) {
+                    Some(i) => i + 1,
+                    None => {
+                        names.push(name.to_string());
+                        names.len()
+                    }
+                };
+                out.push_str(&format!("${n}"));
+                rest = &after[len..];
+                continue;
+            }
+        }
+        out.push(c);
+        rest = after;
+    }
+    (out, names)
 }
 
 /// `sql` with SQLite's placeholders.
@@ -61,39 +169,47 @@ pub(crate) fn for_sqlite(sql: &str) -> Cow<'_, str> {
     PLACEHOLDER.replace_all(sql, "?$1")
 }
 
-/// Which jobs a [`JobSelect`](super::JobSelect) picks: `$1` session, `$2`
-/// agent, `$3` kind, each NULL for any.
+// The job statements name their parameters, each with one meaning in all
+// of them: `:id` (a job), `:session`, `:agent` and `:kind` (a selection,
+// each NULL for any), `:turn`, `:input`, `:host`, `:error`, `:now`, `:due`
+// and `:lease_until` (epoch seconds), `:since` (epoch seconds, or NULL),
+// `:pending`, `:running`, `:done` and `:failed` (the statuses),
+// `:attempts_max` (the attempt limit), `:retry_delay` (seconds per attempt
+// so far) and `:limit` (how many to claim).
+
+/// Which jobs a [`JobSelect`](super::JobSelect) picks: `:session`,
+/// `:agent`, `:kind`, each NULL for any.
 macro_rules! job_select {
     () => {
-        "(CAST($1 AS TEXT) IS NULL OR session_id = $1) AND (CAST($2 AS TEXT) IS NULL OR agent = $2) AND (CAST($3 AS TEXT) IS NULL OR kind = $3)"
+        "(CAST(:session AS TEXT) IS NULL OR session_id = :session) AND (CAST(:agent AS TEXT) IS NULL OR agent = :agent) AND (CAST(:kind AS TEXT) IS NULL OR kind = :kind)"
     };
 }
 
 /// A job may run: pending and past its not-before time (a failed attempt
 /// waits a little before the next), or running with an expired lease (its
-/// runner died); `lease_until` holds both. Parameters `$4` (the attempt
-/// limit), `$5` (pending), `$6` (running), `$7` (now).
+/// runner died); `lease_until` holds both.
 ///
 /// A pin-family job (pin, clarify, consolidate, memory) also waits while an
 /// earlier one of its session (by turn, then by id) is open: they apply in
 /// turn order.
 macro_rules! job_runnable {
     () => {
-        "attempts < $4 AND ((status = $5 AND lease_until <= $7) OR (status = $6 AND lease_until < $7))
+        "attempts < :attempts_max AND ((status = :pending AND lease_until <= :now) OR (status = :running AND lease_until < :now))
     AND NOT (kind IN ('pin', 'clarify', 'consolidate', 'memory') AND EXISTS (
         SELECT 1 FROM jobs o WHERE o.session_id = jobs.session_id
-           AND o.kind IN ('pin', 'clarify', 'consolidate', 'memory') AND o.status IN ($5, $6) AND o.attempts < $4
+           AND o.kind IN ('pin', 'clarify', 'consolidate', 'memory') AND o.status IN (:pending, :running)
+           AND o.attempts < :attempts_max
            AND (COALESCE(o.turn_id, 0), o.id) < (COALESCE(jobs.turn_id, 0), jobs.id)))"
     };
 }
 
 /// The claim both engines make, up to where they differ: the selected
-/// runnable jobs (`$1`…`$7`), at most `$9`, each session's oldest first,
-/// become running, leased until `$8`.
+/// runnable jobs, at most `:limit`, each session's oldest first, become
+/// running, leased until `:lease_until`.
 macro_rules! claim_jobs {
     ($($pick:expr),+) => {
         concat!(
-            "UPDATE jobs SET status = $6, attempts = attempts + 1, lease_until = $8, updated_at = $7 WHERE id IN (",
+            "UPDATE jobs SET status = :running, attempts = attempts + 1, lease_until = :lease_until, updated_at = :now WHERE id IN (",
             $($pick,)+
             ") RETURNING ",
             $crate::store::rows::job_columns!()
@@ -102,7 +218,7 @@ macro_rules! claim_jobs {
 }
 
 /// The ids [`claim_jobs`] takes: ranked by their place in their session,
-/// the first `$9`.
+/// the first `:limit`.
 macro_rules! claim_ranked {
     () => {
         concat!(
@@ -112,7 +228,7 @@ macro_rules! claim_ranked {
             $crate::store::sql::job_select!(),
             " AND ",
             $crate::store::sql::job_runnable!(),
-            ") ranked ORDER BY nth, id LIMIT $9"
+            ") ranked ORDER BY nth, id LIMIT :limit"
         )
     };
 }
@@ -419,58 +535,56 @@ pub(crate) static ALL_FACTS: Statement = Statement::new(concat!(
     " FROM facts f WHERE f.agent = $1 AND (CAST($2 AS TEXT) IS NULL OR f.user_id = $2) ORDER BY f.id"
 ));
 
-// Side-call jobs.
+// Side-call jobs (their parameters named: see `job_select`).
 
-/// Queue a job: kind, agent, session, turn, input, status, now.
-pub(crate) static JOB_INSERT: Statement = Statement::new(
+/// Queue a job.
+pub(crate) static JOB_INSERT: Statement = Statement::named(
     "INSERT INTO jobs (kind, agent, session_id, turn_id, input, status, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id",
+     VALUES (:kind, :agent, :session, :turn, :input, :pending, :now, :now) RETURNING id",
 );
 
-/// Queue a job due at a time, from a host: kind, agent, session, turn,
-/// input, status, now, due, host.
-pub(crate) static JOB_INSERT_DUE: Statement = Statement::new(
+/// Queue a job due at a time, from a host.
+pub(crate) static JOB_INSERT_DUE: Statement = Statement::named(
     "INSERT INTO jobs (kind, agent, session_id, turn_id, input, status, created_at, updated_at, lease_until, host)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9) RETURNING id",
+     VALUES (:kind, :agent, :session, :turn, :input, :pending, :now, :now, :due, :host) RETURNING id",
 );
 
 /// A session's memory job that waits for the session's pause (never run,
-/// due later): the session, pending, now.
-pub(crate) static PAUSED_MEMORY_JOB: Statement = Statement::new(concat!(
+/// due later).
+pub(crate) static PAUSED_MEMORY_JOB: Statement = Statement::named(concat!(
     "SELECT ",
     job_columns!(),
-    " FROM jobs WHERE session_id = $1 AND kind = 'memory' AND status = $2 AND attempts = 0 AND lease_until > $3
+    " FROM jobs WHERE session_id = :session AND kind = 'memory' AND status = :pending AND attempts = 0
+       AND lease_until > :now
      ORDER BY id DESC LIMIT 1"
 ));
 
 /// Make the session's memory job that waits for its pause cover through
-/// turn `$2`, due at `$3`, its host `$5` where given: the session, the
-/// turn, the due time, now, the host, pending. A job due already is left
-/// as it is (a runner may be about to take it).
-pub(crate) static EXTEND_MEMORY_JOB: Statement = Statement::new(
-    "UPDATE jobs SET turn_id = $2, lease_until = $3, host = COALESCE($5, host), updated_at = $4
-     WHERE id = (SELECT MAX(id) FROM jobs WHERE session_id = $1 AND kind = 'memory' AND status = $6
-                   AND attempts = 0 AND lease_until > $4)
-       AND turn_id <= $2
+/// `:turn`, due at `:due`, its host `:host` where given. A job due already
+/// is left as it is (a runner may be about to take it).
+pub(crate) static EXTEND_MEMORY_JOB: Statement = Statement::named(
+    "UPDATE jobs SET turn_id = :turn, lease_until = :due, host = COALESCE(:host, host), updated_at = :now
+     WHERE id = (SELECT MAX(id) FROM jobs WHERE session_id = :session AND kind = 'memory' AND status = :pending
+                   AND attempts = 0 AND lease_until > :now)
+       AND turn_id <= :turn
      RETURNING id",
 );
 
-/// When the next job a host queued falls due, of those not due yet: the
-/// host, pending, the attempt limit, now.
-pub(crate) static NEXT_DUE_ON_HOST: Statement = Statement::new(
-    "SELECT MIN(lease_until) FROM jobs WHERE host = $1 AND status = $2 AND attempts < $3 AND lease_until > $4",
+/// When the next job a host queued falls due, of those not due yet.
+pub(crate) static NEXT_DUE_ON_HOST: Statement = Statement::named(
+    "SELECT MIN(lease_until) FROM jobs
+     WHERE host = :host AND status = :pending AND attempts < :attempts_max AND lease_until > :now",
 );
 
-/// Whether a selected job is open: the selection, pending, running, the
-/// attempt limit.
-pub(crate) static HAS_OPEN_JOB: Statement = Statement::new(concat!(
+/// Whether a selected job is open.
+pub(crate) static HAS_OPEN_JOB: Statement = Statement::named(concat!(
     "SELECT EXISTS (SELECT 1 FROM jobs WHERE ",
     job_select!(),
-    " AND status IN ($4, $5) AND attempts < $6)"
+    " AND status IN (:pending, :running) AND attempts < :attempts_max)"
 ));
 
-/// Whether a selected job may run: the selection, then [`JOB_RUNNABLE`]'s.
-pub(crate) static HAS_RUNNABLE_JOBS: Statement = Statement::new(concat!(
+/// Whether a selected job may run.
+pub(crate) static HAS_RUNNABLE_JOBS: Statement = Statement::named(concat!(
     "SELECT EXISTS (SELECT 1 FROM jobs WHERE ",
     job_select!(),
     " AND ",
@@ -480,78 +594,75 @@ pub(crate) static HAS_RUNNABLE_JOBS: Statement = Statement::new(concat!(
 
 /// When the next selected retry may run (a job whose attempt failed waits
 /// a little; one that never ran and is due later waits for its session's
-/// pause, which is no drain's to wait for): the selection, pending, the
-/// attempt limit, now.
-pub(crate) static NEXT_JOB_AT: Statement = Statement::new(concat!(
+/// pause, which is no drain's to wait for).
+pub(crate) static NEXT_JOB_AT: Statement = Statement::named(concat!(
     "SELECT MIN(lease_until) FROM jobs WHERE ",
     job_select!(),
-    " AND status = $4 AND attempts > 0 AND attempts < $5 AND lease_until > $6"
+    " AND status = :pending AND attempts > 0 AND attempts < :attempts_max AND lease_until > :now"
 ));
 
-/// A job done: id, done, now.
-pub(crate) static JOB_FINISH: Statement = Statement::new(
-    "UPDATE jobs SET status = $2, last_error = NULL, lease_until = 0, updated_at = $3 WHERE id = $1",
+/// A job done.
+pub(crate) static JOB_FINISH: Statement = Statement::named(
+    "UPDATE jobs SET status = :done, last_error = NULL, lease_until = 0, updated_at = :now WHERE id = :id",
 );
 
-/// A failed attempt: id, error, the attempt limit, failed, pending, now, the
-/// retry delay (times the attempts so far).
-pub(crate) static JOB_FAIL: Statement = Statement::new(
-    "UPDATE jobs SET status = CASE WHEN attempts >= $3 THEN $4 ELSE $5 END,
-        last_error = $2, lease_until = $6 + $7 * attempts, updated_at = $6 WHERE id = $1",
+/// A failed attempt: retried after the delay times the attempts so far,
+/// or given up after the last.
+pub(crate) static JOB_FAIL: Statement = Statement::named(
+    "UPDATE jobs SET status = CASE WHEN attempts >= :attempts_max THEN :failed ELSE :pending END,
+        last_error = :error, lease_until = :now + :retry_delay * attempts, updated_at = :now WHERE id = :id",
 );
 
 /// A running job handed back by its runner, which stopped it (a drain out
 /// of time, a signal): runnable at once, the attempt it was on not
-/// counted. id, pending, running, now.
-pub(crate) static JOB_RELEASE: Statement = Statement::new(
-    "UPDATE jobs SET status = $2, attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END,
-        lease_until = 0, updated_at = $4 WHERE id = $1 AND status = $3",
+/// counted.
+pub(crate) static JOB_RELEASE: Statement = Statement::named(
+    "UPDATE jobs SET status = :pending, attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END,
+        lease_until = 0, updated_at = :now WHERE id = :id AND status = :running",
 );
 
-/// A running job's lease renewed while its call runs: id, running, the
-/// lease's new end, now.
-pub(crate) static JOB_RENEW: Statement = Statement::new(
-    "UPDATE jobs SET lease_until = $3, updated_at = $4 WHERE id = $1 AND status = $2",
+/// A running job's lease renewed while its call runs.
+pub(crate) static JOB_RENEW: Statement = Statement::named(
+    "UPDATE jobs SET lease_until = :lease_until, updated_at = :now WHERE id = :id AND status = :running",
 );
 
-/// A job made runnable again with fresh attempts: id, pending, now.
-pub(crate) static JOB_RETRY: Statement = Statement::new(
-    "UPDATE jobs SET status = $2, attempts = 0, lease_until = 0, updated_at = $3 WHERE id = $1",
+/// A job made runnable again with fresh attempts.
+pub(crate) static JOB_RETRY: Statement = Statement::named(
+    "UPDATE jobs SET status = :pending, attempts = 0, lease_until = 0, updated_at = :now WHERE id = :id",
 );
 
-/// Jobs as listed: the selection, finished since (NULL: all), pending,
-/// running.
-pub(crate) static JOBS: Statement = Statement::new(
-    concat!(
-        "SELECT ",
-        job_listing_columns!(),
-        " FROM jobs j LEFT JOIN sessions s ON s.id = j.session_id
-     WHERE (CAST($1 AS TEXT) IS NULL OR j.session_id = $1) AND (CAST($2 AS TEXT) IS NULL OR j.agent = $2)
-       AND (CAST($3 AS TEXT) IS NULL OR j.kind = $3)
-       AND (CAST($4 AS BIGINT) IS NULL OR j.status IN ($5, $6) OR j.updated_at >= $4)
-     ORDER BY j.id"
-    ),
-);
-
-/// A session's jobs, oldest first: the session.
-pub(crate) static SESSION_JOBS: Statement = Statement::new(concat!(
+/// Jobs as listed: the selection, open or finished since `:since` (NULL:
+/// all).
+pub(crate) static JOBS: Statement = Statement::named(concat!(
     "SELECT ",
-    job_columns!(),
-    " FROM jobs WHERE session_id = $1 ORDER BY id"
+    job_listing_columns!(),
+    " FROM jobs j LEFT JOIN sessions s ON s.id = j.session_id
+     WHERE (CAST(:session AS TEXT) IS NULL OR j.session_id = :session)
+       AND (CAST(:agent AS TEXT) IS NULL OR j.agent = :agent)
+       AND (CAST(:kind AS TEXT) IS NULL OR j.kind = :kind)
+       AND (CAST(:since AS BIGINT) IS NULL OR j.status IN (:pending, :running) OR j.updated_at >= :since)
+     ORDER BY j.id"
 ));
 
-/// A session's open jobs and those whose last attempt failed lately:
-/// session, pending, running, the attempt limit, done, failed since.
-pub(crate) static JOB_HEALTH: Statement = Statement::new(
-    "SELECT COUNT(CASE WHEN status IN ($2, $3) AND attempts < $4 THEN 1 END),
-            COUNT(CASE WHEN status <> $5 AND last_error IS NOT NULL AND updated_at >= $6 THEN 1 END)
-     FROM jobs WHERE session_id = $1",
+/// A session's jobs, oldest first.
+pub(crate) static SESSION_JOBS: Statement = Statement::named(concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM jobs WHERE session_id = :session ORDER BY id"
+));
+
+/// A session's open jobs, and those whose last attempt failed at or after
+/// `:since`.
+pub(crate) static JOB_HEALTH: Statement = Statement::named(
+    "SELECT COUNT(CASE WHEN status IN (:pending, :running) AND attempts < :attempts_max THEN 1 END),
+            COUNT(CASE WHEN status <> :done AND last_error IS NOT NULL AND updated_at >= :since THEN 1 END)
+     FROM jobs WHERE session_id = :session",
 );
 
-/// The last user turn a memory call covered (queued, in any state): the
-/// session.
-pub(crate) static MEMORY_WATERMARK: Statement =
-    Statement::new("SELECT MAX(turn_id) FROM jobs WHERE session_id = $1 AND kind = 'memory'");
+/// The last user turn a memory call covered (queued, in any state).
+pub(crate) static MEMORY_WATERMARK: Statement = Statement::named(
+    "SELECT MAX(turn_id) FROM jobs WHERE session_id = :session AND kind = 'memory'",
+);
 
 // The event log. How an event is appended (its id in commit order) is
 // each engine's own.
@@ -624,9 +735,9 @@ pub(crate) static SESSION_OWNER: Statement =
 pub(crate) static FACT_OWNER: Statement =
     Statement::new("SELECT agent, user_id FROM facts WHERE id = $1");
 /// A job given up: its agent, session, kind, turn and attempts, when its
-/// last attempt failed: the job, the failed status.
-pub(crate) static FAILED_JOB: Statement = Statement::new(
-    "SELECT agent, session_id, kind, turn_id, attempts FROM jobs WHERE id = $1 AND status = $2",
+/// last attempt failed.
+pub(crate) static FAILED_JOB: Statement = Statement::named(
+    "SELECT agent, session_id, kind, turn_id, attempts FROM jobs WHERE id = :id AND status = :failed",
 );
 
 // Redactions an erasure makes in the log, each with `$1` the redacted
@@ -713,6 +824,7 @@ pub(crate) static ERASED_HANDLES: Statement = Statement::new(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::db::named;
     use crate::store::{EventKind, JobKind};
 
     #[test]
@@ -760,6 +872,83 @@ mod tests {
     #[test]
     fn the_fact_column_count_is_the_lists() {
         assert_eq!(FACT_COLUMNS.split(',').count(), FACT_COLUMN_COUNT);
+    }
+
+    #[test]
+    fn named_parameters_are_numbered_in_the_order_of_first_use() {
+        let (text, names) = numbered("a = :now AND b = :id::text AND c = ':x' AND d = :now");
+        assert_eq!(text, "a = $1 AND b = $2::text AND c = ':x' AND d = $1");
+        assert_eq!(names, ["now", "id"]);
+        let st = Statement::named("SELECT :b, :a, :b");
+        assert_eq!(
+            (st.text(), st.sqlite()),
+            ("SELECT $1, $2, $1", "SELECT ?1, ?2, ?1")
+        );
+        let args = st.bind(named![a = 1_i64, b = "x"]).unwrap();
+        assert_eq!(args, [Param::Text("x"), Param::Int(1)]);
+        let said = |r: Result<Vec<Param>, StoreError>| r.unwrap_err().to_string();
+        assert!(said(st.bind(named![a = 1_i64])).contains("no value for :b"));
+        assert!(said(st.bind(named![a = 1_i64, b = "x", c = 2_i64])).contains("not used: c"));
+        assert!(said(st.bind(named![a = 1_i64, b = "x", b = "y"])).contains(":b given twice"));
+    }
+
+    /// Every job statement names its parameters from one vocabulary (the
+    /// comment above `job_select`), so a name means one thing in all.
+    #[test]
+    fn job_statements_share_one_vocabulary() {
+        const NAMES: &[&str] = &[
+            "id",
+            "session",
+            "agent",
+            "kind",
+            "turn",
+            "input",
+            "host",
+            "error",
+            "now",
+            "due",
+            "lease_until",
+            "since",
+            "pending",
+            "running",
+            "done",
+            "failed",
+            "attempts_max",
+            "retry_delay",
+            "limit",
+        ];
+        let statements = [
+            &JOB_INSERT,
+            &JOB_INSERT_DUE,
+            &PAUSED_MEMORY_JOB,
+            &EXTEND_MEMORY_JOB,
+            &NEXT_DUE_ON_HOST,
+            &HAS_OPEN_JOB,
+            &HAS_RUNNABLE_JOBS,
+            &NEXT_JOB_AT,
+            &JOB_FINISH,
+            &JOB_FAIL,
+            &JOB_RELEASE,
+            &JOB_RENEW,
+            &JOB_RETRY,
+            &JOBS,
+            &SESSION_JOBS,
+            &JOB_HEALTH,
+            &MEMORY_WATERMARK,
+            &FAILED_JOB,
+            // Both engines' claims are made of these.
+            &Statement::named(claim_jobs!(claim_ranked!())),
+        ];
+        for st in statements {
+            assert!(
+                !st.text().contains(':') || st.text().contains("::"),
+                "{}",
+                st.text()
+            );
+            for name in &st.numbered().1 {
+                assert!(NAMES.contains(&name.as_str()), ":{name} in {}", st.text);
+            }
+        }
     }
 
     /// The ordering rule spells the pin family out in SQL: keep it the

@@ -7,7 +7,7 @@ use crate::store::sql::{self, Statement};
 /// [`sql::claim_jobs`] of rows locked first. The ranking reads without
 /// locks; the rows it picks are then locked and checked again, and a row
 /// another host is claiming is skipped, so two hosts never take one job.
-pub(super) static CLAIM: Statement = Statement::new(sql::claim_jobs!(
+pub(super) static CLAIM: Statement = Statement::named(sql::claim_jobs!(
     "SELECT id FROM jobs WHERE id IN (",
     sql::claim_ranked!(),
     ") AND ",

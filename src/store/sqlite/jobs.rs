@@ -5,4 +5,4 @@
 use crate::store::sql::{self, Statement};
 
 /// [`sql::claim_jobs`] as it is.
-pub(super) static CLAIM: Statement = Statement::new(sql::claim_jobs!(sql::claim_ranked!()));
+pub(super) static CLAIM: Statement = Statement::named(sql::claim_jobs!(sql::claim_ranked!()));
