@@ -7,7 +7,7 @@ use crate::common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{Env, assert_ok, is_side, memory_answer, stderr};
+use common::{Env, Said, assert_ok, is_side, memory_answer, stderr, wait_until};
 use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
 use duduclaw_session::internals::memory::jobs::SUMMARY_SYSTEM;
@@ -858,9 +858,11 @@ fn warm_turns_print_as_cold_ones_and_survive_a_kill_a_timeout_and_a_removal() {
         let pid = rustix::process::Pid::from_raw(i32::try_from(g).unwrap()).unwrap();
         let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     }
-    while !warm_claudes(&env).is_empty() {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until(
+        "the warm claude to end",
+        std::time::Duration::from_secs(10),
+        || warm_claudes(&env).is_empty(),
+    );
     let v = env.turn_json("a", "c", &["--no-extract"], "third");
     assert_eq!(
         (&v["warm"], &v["mode"]),
@@ -944,15 +946,11 @@ fn six_sessions_keep_at_most_four_warm_claudes_and_nothing_outlives_the_cache() 
         let v = turn(chat, "1s", "bye");
         assert_eq!(v["warm"], "kept", "{v}");
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !env.processes().is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "still running after a minute: {:?}",
-            env.processes()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    wait_until(
+        Said(|| format!("every process to end: {:?}", env.processes())),
+        std::time::Duration::from_secs(60),
+        || env.processes().is_empty(),
+    );
 }
 
 /// A host whose socket is gone (its temporary folder deleted, as a script
@@ -961,7 +959,7 @@ fn six_sessions_keep_at_most_four_warm_claudes_and_nothing_outlives_the_cache() 
 /// host the next turn starts at the same path serves on.
 #[requires(claude)]
 fn a_host_whose_socket_is_gone_ends_its_claudes_and_exits() {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let s = StandIn::start_with(model);
     let env = Env::real(&s.base_url()).warm();
     let hosts = |env: &Env| env.processes_running("\0host\0");
@@ -980,18 +978,14 @@ fn a_host_whose_socket_is_gone_ends_its_claudes_and_exits() {
     std::fs::remove_dir_all(&runtime).unwrap();
     // The next turn starts a host of its own there.
     assert_eq!(turn("again")["warm"], "started");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let alive = env.processes();
-        if !alive.contains(&first_host[0]) && !alive.contains(&first_claude[0]) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the first host ({first_host:?}) or its claude ({first_claude:?}) still runs"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(
+        format!("the first host ({first_host:?}) and its claude ({first_claude:?}) to end"),
+        Duration::from_secs(10),
+        || {
+            let alive = env.processes();
+            !alive.contains(&first_host[0]) && !alive.contains(&first_claude[0])
+        },
+    );
     // The new host was not taken down with it.
     assert_eq!(hosts(&env).len(), 1);
     assert_eq!(turn("and again")["warm"], "kept");

@@ -16,9 +16,9 @@ use std::process::{Child, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{Env, assert_has, assert_ok, files_containing, stderr, stdout};
+use common::{Env, assert_has, assert_ok, files_containing, poll_until, stderr, stdout};
 use rustix::process::{Pid, Signal, kill_process};
 use serde_json::{Value, json};
 
@@ -96,18 +96,16 @@ fn add_fact(env: &Env, agent: &str, user: Option<&str>, text: &str) -> i64 {
 /// Wait for a child to exit, killing it and failing after [`STUCK`].
 /// The polling interval only paces the check; it asserts nothing.
 fn wait_bounded(child: &mut Child, what: &str) -> ExitStatus {
-    let end = Instant::now() + STUCK;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: still running after {STUCK:?}");
-        }
-        thread::sleep(Duration::from_millis(20));
+    let mut status = None;
+    if !poll_until(STUCK, || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    }) {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{what}: still running after {STUCK:?}");
     }
+    status.expect("it exited")
 }
 
 /// A follower that has exited did so with 0 and wrote nothing on stderr.

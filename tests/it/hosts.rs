@@ -16,7 +16,7 @@ use std::process::{Child, Output};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Env, files_containing, is_side, pg, words};
+use common::{Env, files_containing, is_side, pg, poll_until, wait_for_jobs, words};
 use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
 use duduclaw_session::internals::memory::jobs::SUMMARY_SYSTEM;
@@ -119,15 +119,10 @@ impl Host {
         let done = Arc::new(Mutex::new(false));
         let flag = done.clone();
         let watchdog = std::thread::spawn(move || {
-            let end = Instant::now() + limit;
-            while Instant::now() < end {
-                if *flag.lock().unwrap() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
+            if !poll_until(limit, || *flag.lock().unwrap()) {
+                let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
-            let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         });
         let out = child.wait_with_output().unwrap();
         *done.lock().unwrap() = true;
@@ -185,22 +180,12 @@ impl Host {
 
     /// Waits until no side-call job of the shared store is open.
     fn settle(&self) {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        loop {
-            let jobs = self.jobs();
-            let open: Vec<&Value> = jobs
-                .iter()
+        wait_for_jobs(|| {
+            self.jobs()
+                .into_iter()
                 .filter(|j| j["status"] == "pending" || j["status"] == "running")
-                .collect();
-            if open.is_empty() {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "side-call jobs still open after 90 s: {open:?}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+                .collect()
+        });
     }
 
     fn history(&self, session: &[&str]) -> Vec<Value> {
@@ -740,6 +725,7 @@ fn the_server_password_never_reaches_claude() {
                 leaks.push(format!("`{}` has {vars:?}", cmdline.trim()));
             }
         }
+        // A sampler, not a wait: this is how often it reads the processes.
         std::thread::sleep(Duration::from_millis(20));
     }
     let out = a.finish(child, Duration::from_secs(300), "turn");

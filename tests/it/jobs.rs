@@ -3,9 +3,11 @@
 //! race. The real claude against the stand-in where the timing is the
 //! point; a fake claude where a failure is.
 
+use std::time::Duration;
+
 use crate::common;
 
-use common::{Env, assert_has, assert_ok, is_side, stderr, stdout};
+use common::{Env, Said, assert_has, assert_ok, is_side, stderr, stdout, wait_until};
 use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
 use duduclaw_session::internals::memory::jobs::SUMMARY_SYSTEM;
@@ -299,18 +301,15 @@ fn an_extracted_pin_keeps_a_change_made_while_it_ran() {
     env.turn_json("a", "c", &[], TASK);
     // Wait until the worker is in its pin call (the model has the request),
     // then change the pin meanwhile.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !s
-        .requests()
-        .iter()
-        .any(|r| r.system_text().contains(PIN_SYSTEM))
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the pin call never reached the model"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_until(
+        "the pin call to reach the model",
+        common::SIDE_CALL_MOST,
+        || {
+            s.requests()
+                .iter()
+                .any(|r| r.system_text().contains(PIN_SYSTEM))
+        },
+    );
     let line = "use Node 20";
     env.run_ok(&["pin", "append", "--agent", "a", "--channel", "c", line]);
     gate.open();
@@ -370,21 +369,15 @@ fn a_fact_said_once_lands_at_the_pause_without_a_later_turn() {
             .starts_with("the session's pause: due "),
         "{waiting:?}"
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let facts = env.json(&["facts", "list", "--agent", "a", "--json"]);
-        if let Some(f) = facts.as_array().unwrap().first() {
-            assert_eq!(f["content"], "Allergic to penicillin");
-            assert_eq!(f["standing"], true, "marked standing by the call");
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no fact within a minute; jobs: {:?}",
-            env.jobs()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    let facts = || env.json(&["facts", "list", "--agent", "a", "--json"]);
+    wait_until(
+        Said(|| format!("a fact; jobs: {:?}", env.jobs())),
+        common::SIDE_CALL_MOST,
+        || !facts().as_array().unwrap().is_empty(),
+    );
+    let f = &facts()[0];
+    assert_eq!(f["content"], "Allergic to penicillin");
+    assert_eq!(f["standing"], true, "marked standing by the call");
     env.assert_no_processes_left();
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert!(env.jobs().iter().all(|j| j["status"] == "done"));
@@ -424,15 +417,11 @@ fn later_turns_move_the_pause_and_a_killed_waiter_loses_nothing() {
     // One worker waits for the host's pauses: the second turn's may still
     // be on its way out when it finds the first waiting (it exits then).
     let workers = || env.processes_running("jobs\0work");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while workers().len() != 1 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not one waiting worker: {:?}",
-            workers()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_until(
+        Said(|| format!("one waiting worker: {:?}", workers())),
+        Duration::from_secs(30),
+        || workers().len() == 1,
+    );
     // It is killed, as a reboot would.
     for pid in workers() {
         let _ = rustix::process::kill_process(
@@ -454,7 +443,7 @@ fn later_turns_move_the_pause_and_a_killed_waiter_loses_nothing() {
 fn done_by_a_worker(env: &Env, kinds: &[&str]) -> Vec<Value> {
     common::wait_until(
         "a worker to finish the side calls the turn left",
-        std::time::Duration::from_secs(60),
+        common::SIDE_CALL_MOST,
         || {
             let jobs = env.jobs();
             kinds.iter().all(|k| {
@@ -491,7 +480,7 @@ fn a_wait_side_turn_stopped_by_a_signal_hands_its_side_call_to_a_worker() {
     let child = common::spawn_with_input(&mut cmd, TASK);
     common::wait_until(
         "the pin's side call at the model",
-        std::time::Duration::from_secs(60),
+        common::SIDE_CALL_MOST,
         || {
             s.requests()
                 .iter()

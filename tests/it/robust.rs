@@ -1,5 +1,6 @@
 //! What survives what: concurrency, crashes, hangs, hostile input and a bad
-//! environment. Each test proves one line of the README's guarantee table.
+//! environment. Each test proves one line of the guarantee table in
+//! docs/forgetting.md ("What survives what").
 
 use crate::common;
 
@@ -7,7 +8,8 @@ use std::process::{Command as StdCommand, Stdio};
 use std::time::Duration;
 
 use common::{
-    Env, assert_has, assert_ok, fake_success, hanging_fake, process_gone, stderr, stdout, words,
+    Env, assert_has, assert_ok, fake_success, hanging_fake, process_gone, stderr, stdout,
+    wait_until, words,
 };
 use duduclaw_session::internals::memory::jobs::MEMORY_SYSTEM;
 use duduclaw_session::internals::memory::jobs::PIN_SYSTEM;
@@ -156,16 +158,15 @@ fn kill_9_at_any_point_leaves_a_consistent_usable_store() {
         let before = if env.db.exists() { stored(&env) } else { 0 };
         let mut child = c.spawn().unwrap();
         if i % 2 == 1 {
-            let deadline = std::time::Instant::now() + Duration::from_secs(30);
-            while stored(&env) == before {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "the turn never recorded its message"
-                );
-                std::thread::sleep(Duration::from_millis(5));
-            }
+            wait_until(
+                "the turn to record its message",
+                Duration::from_secs(30),
+                || stored(&env) != before,
+            );
             seen_stored += 1;
         }
+        // The point of the test: killed at this many ms into the turn,
+        // wherever the turn then is.
         std::thread::sleep(Duration::from_millis(delay_ms));
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
@@ -224,27 +225,14 @@ done
             )
             .unwrap()
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while running() < 1 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the worker never claimed the pin job"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_until(
+        "the worker to claim the pin job",
+        common::SIDE_CALL_MOST,
+        || running() >= 1,
+    );
     // ...and is killed, with its claude children, as a reboot would (again
     // until none is left: a child may fork while the others are killed).
-    for _ in 0..100 {
-        let pids = env.processes();
-        if pids.is_empty() {
-            break;
-        }
-        for pid in pids {
-            let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    env.end_processes();
     env.assert_no_processes_left();
     assert_eq!(running(), 1, "the pin job was cut off mid-call");
     assert_eq!(integrity(&env), "ok");
@@ -407,7 +395,8 @@ fn a_briefly_locked_store_is_waited_for_not_failed() {
         let c = rusqlite::Connection::open(db).unwrap();
         c.execute_batch("BEGIN EXCLUSIVE").unwrap();
         locked.send(()).unwrap();
-        // Held for a while after the turn starts: the turn must wait it out.
+        // Held for a while after the turn starts: the turn must wait it
+        // out. A length of time is the point here.
         std::thread::sleep(Duration::from_millis(1500));
         c.execute_batch("COMMIT").unwrap();
         std::time::Instant::now()
@@ -526,12 +515,11 @@ fn sigterm_kills_the_claude_child_and_keeps_the_message() {
         .arg("stop me")
         .stderr(Stdio::piped());
     let child = c.spawn().unwrap();
-    for _ in 0..100 {
-        if pidfile.exists() && !std::fs::read_to_string(&pidfile).unwrap().trim().is_empty() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        "the fake claude to write its pid",
+        Duration::from_secs(10),
+        || std::fs::read_to_string(&pidfile).is_ok_and(|p| !p.trim().is_empty()),
+    );
     let status = StdCommand::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()

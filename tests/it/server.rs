@@ -8,7 +8,7 @@ use crate::common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{Env, assert_has, assert_ok, fake_success, pg, stderr, stdout};
+use common::{Env, assert_has, assert_ok, fake_success, pg, stderr, stdout, wait_until};
 use standin::{Recorded, Reply, StandIn};
 
 /// Every byte a command printed, to check for the password.
@@ -192,24 +192,20 @@ fn a_connection_dropped_mid_turn_keeps_the_message_for_again() {
     assert_ok(&env.turn("a", "c", &["--no-extract"], "warm up"));
     let child = spawn_turn(&env, &["the message that must survive"]);
     let mut watch = client(&url);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let n: i64 = watch
-            .query_one(
-                "SELECT COUNT(*) FROM turns WHERE content = 'the message that must survive'",
-                &[],
-            )
-            .unwrap()
-            .get(0);
-        if n == 1 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the turn never recorded its message"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(
+        "the turn to record its message",
+        Duration::from_secs(30),
+        || {
+            let n: i64 = watch
+                .query_one(
+                    "SELECT COUNT(*) FROM turns WHERE content = 'the message that must survive'",
+                    &[],
+                )
+                .unwrap()
+                .get(0);
+            n == 1
+        },
+    );
     drop_connections(&mut watch);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", printed(&out));

@@ -8,9 +8,9 @@ use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{Env, assert_ok, is_side, stderr, stdout};
+use common::{Env, assert_ok, is_side, stderr, stdout, wait_for_jobs, wait_until};
 use standin::{Recorded, Reply, StandIn};
 
 /// These tests load the host on purpose (a burst is 36 claude processes
@@ -52,23 +52,16 @@ fn stat(pid: u32) -> Option<(u32, i64)> {
     Some((after.get(2)?.parse().ok()?, after.get(16)?.parse().ok()?))
 }
 
-/// Wait (at most `secs`) until no job of the store is pending or running.
-fn settle_within(env: &Env, secs: u64) -> Vec<serde_json::Value> {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let jobs = env.jobs();
-        if !jobs
-            .iter()
-            .any(|j| j["status"] == "pending" || j["status"] == "running")
-        {
-            return jobs;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "jobs still open after {secs} s: {jobs:#?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+/// Wait until no job of the store is pending or running (failing when
+/// they stop moving: [`common::wait_for_jobs`]).
+fn settle_all(env: &Env) -> Vec<serde_json::Value> {
+    wait_for_jobs(|| {
+        env.jobs()
+            .into_iter()
+            .filter(|j| j["status"] == "pending" || j["status"] == "running")
+            .collect()
+    });
+    env.jobs()
 }
 
 #[requires(claude)]
@@ -105,6 +98,7 @@ fn a_burst_of_twelve_sessions_runs_two_side_calls_at_a_time_and_all_of_them() {
                 let now = side_processes(&env);
                 peak.fetch_max(calls(&now), Ordering::SeqCst);
                 seen.lock().unwrap().extend(now);
+                // A sampler, not a wait: this is how often it looks.
                 std::thread::sleep(Duration::from_millis(20));
             }
         })
@@ -127,7 +121,7 @@ fn a_burst_of_twelve_sessions_runs_two_side_calls_at_a_time_and_all_of_them() {
     for a in &answers {
         assert_eq!(a["reply"], "Noted.", "{a}");
     }
-    let jobs = settle_within(&env, 240);
+    let jobs = settle_all(&env);
     done.store(true, Ordering::SeqCst);
     watcher.join().unwrap();
 
@@ -181,20 +175,19 @@ fn a_worker_killed_holding_a_slot_frees_it_at_once_and_its_job_runs_after_its_le
     // The worker is in its first call, holding the host's one slot, and
     // that call has reached the model (else the next call would be the
     // one that hangs).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let worker = loop {
-        let running = env.jobs().iter().any(|j| j["status"] == "running");
-        let worker = env.processes_running("jobs\0work").first().copied();
-        let asked = s.requests().iter().any(is_side);
-        if let (true, true, Some(w), 1) = (running, asked, worker, calls(&side_processes(&env))) {
-            break w;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the worker never started its call"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let mut worker = None;
+    wait_until(
+        "the worker to start its call",
+        common::SIDE_CALL_MOST,
+        || {
+            let running = env.jobs().iter().any(|j| j["status"] == "running");
+            let found = env.processes_running("jobs\0work").first().copied();
+            let asked = s.requests().iter().any(is_side);
+            worker = found.filter(|_| running && asked && calls(&side_processes(&env)) == 1);
+            worker.is_some()
+        },
+    );
+    let worker = worker.expect("found");
     let doctor = |env: &Env| -> serde_json::Value {
         let out = env.run(&["doctor", "--json", "--side-concurrency", "1"]);
         serde_json::from_slice(&out.stdout).unwrap()
@@ -223,30 +216,24 @@ fn a_worker_killed_holding_a_slot_frees_it_at_once_and_its_job_runs_after_its_le
     let pid = rustix::process::Pid::from_raw(i32::try_from(worker).unwrap()).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
     // The kernel drops the lock with the process: free at once.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while env.processes().contains(&worker) {
-        assert!(Instant::now() < deadline, "the worker did not die");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the worker to die", Duration::from_secs(5), || {
+        !env.processes().contains(&worker)
+    });
     // Free at once: nobody holds the slot, or the other session's worker,
     // which was waiting for it, has taken it and runs its call (with one
     // slot, it could not while the dead worker's lock stood).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let in_use = doctor(&env)["side_calls"]["slots_in_use"].clone();
-        let other_runs = env
-            .jobs()
-            .iter()
-            .any(|j| j["kind"] != "pin" && (j["status"] == "running" || j["status"] == "done"));
-        if in_use == 0 || other_runs {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the killed worker's slot is still taken ({in_use} in use) and the waiting job has not run"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        "the killed worker's slot to be free, or the waiting job to run",
+        Duration::from_secs(10),
+        || {
+            let in_use = doctor(&env)["side_calls"]["slots_in_use"].clone();
+            let other_runs = env
+                .jobs()
+                .iter()
+                .any(|j| j["kind"] != "pin" && (j["status"] == "running" || j["status"] == "done"));
+            in_use == 0 || other_runs
+        },
+    );
     // The killed call's claude is an orphan now: stop it, as a supervisor would.
     for (group, _) in side_processes(&env) {
         let group = rustix::process::Pid::from_raw(i32::try_from(group).unwrap()).unwrap();
@@ -270,40 +257,37 @@ fn a_worker_killed_holding_a_slot_frees_it_at_once_and_its_job_runs_after_its_le
         !list.contains("runnable again"),
         "the lease still holds: {list}"
     );
-    let deadline = Instant::now() + Duration::from_secs(90);
     // Every failed attempt is logged, by `jobs run -v` on its stderr or by
     // a worker in the log beside the store.
     let mut logged = String::new();
-    loop {
-        let mut run = env.cmd();
-        run.args(["-v", "jobs", "run"]).args(side);
-        let out = run.output().unwrap();
-        logged.push_str(&stderr(&out));
-        let jobs = env.jobs();
-        assert!(out.status.success(), "{}\n{jobs:#?}", stderr(&out));
-        if jobs.iter().all(|j| j["status"] == "done") {
-            let job = jobs.iter().find(|j| j["id"] == held[0]).unwrap();
-            // The killed worker's attempt, then the one after the lease.
-            // A loaded machine may time a call out: each such failure
-            // earns one more attempt, and only a failure does.
-            let mut log = env.store();
-            log.push(".log");
-            logged.push_str(&std::fs::read_to_string(log).unwrap_or_default());
-            let failed = logged
-                .lines()
-                .filter(|l| {
-                    l.contains(&format!("pin job {} failed", held[0]))
-                        || l.contains(&format!("pin job {} rejected", held[0]))
-                })
-                .count();
-            assert_eq!(job["attempts"], 2 + failed, "{job}\n{logged}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the held job never ran: {jobs:#?}"
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    let mut jobs = Vec::new();
+    wait_until(
+        "the held job to run once its lease ended",
+        common::SIDE_CALL_MOST,
+        || {
+            let mut run = env.cmd();
+            run.args(["-v", "jobs", "run"]).args(side);
+            let out = run.output().unwrap();
+            logged.push_str(&stderr(&out));
+            jobs = env.jobs();
+            assert!(out.status.success(), "{}\n{jobs:#?}", stderr(&out));
+            jobs.iter().all(|j| j["status"] == "done")
+        },
+    );
+    let job = jobs.iter().find(|j| j["id"] == held[0]).unwrap();
+    // The killed worker's attempt, then the one after the lease. A loaded
+    // machine may time a call out: each such failure earns one more
+    // attempt, and only a failure does.
+    let mut log = env.store();
+    log.push(".log");
+    logged.push_str(&std::fs::read_to_string(log).unwrap_or_default());
+    let failed = logged
+        .lines()
+        .filter(|l| {
+            l.contains(&format!("pin job {} failed", held[0]))
+                || l.contains(&format!("pin job {} rejected", held[0]))
+        })
+        .count();
+    assert_eq!(job["attempts"], 2 + failed, "{job}\n{logged}");
     env.assert_no_processes_left();
 }

@@ -85,6 +85,8 @@ impl Squatter {
                             bytes.fetch_add(n, Ordering::SeqCst);
                         }
                     }
+                    // A listener's pace, not a wait: how often it looks
+                    // for connections and bytes.
                     std::thread::sleep(Duration::from_millis(10));
                 }
             }

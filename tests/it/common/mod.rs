@@ -360,7 +360,15 @@ impl Env {
         .arg("-")
         .write_stdin(message.as_bytes().to_vec())
         .timeout(std::time::Duration::from_secs(120));
-        c.output().unwrap()
+        let out = c.output().unwrap();
+        // `--wait-side` runs the side calls within its bound (the side
+        // timeout and 5 s) and leaves what cannot end in time to a worker:
+        // on a busy machine that worker may still be at it. What a test
+        // reads of the memory after such a turn, it reads settled.
+        if extra.contains(&"--wait-side") && out.status.success() {
+            self.settle();
+        }
+        out
     }
 
     /// Like `turn` with `--json`, asserting success and parsing the object.
@@ -388,21 +396,9 @@ impl Env {
     /// Wait until no side-call job of the store is waiting or running,
     /// but for a memory call that waits for its session's pause: the
     /// detached workers the turns started have done their work (or given
-    /// up). Fails after 60 s, saying which jobs are still open.
+    /// up). Fails when they stop moving ([`wait_for_jobs`]).
     pub(crate) fn settle(&self) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        loop {
-            let jobs = self.jobs();
-            let open = open_jobs(&jobs);
-            if open.is_empty() {
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "side-call jobs still open after 60 s: {open:?}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        wait_for_jobs(|| open_jobs(&self.jobs()).into_iter().cloned().collect());
     }
 
     /// [`Env::settle`], then the store's side-call jobs, failing unless
@@ -498,13 +494,12 @@ impl Env {
         };
         let mut out = attempt();
         // The copy's "text file busy" lasts only until that child execs.
-        for _ in 0..100 {
-            if !stderr(&out).contains("Text file busy") {
-                break;
+        poll_until(std::time::Duration::from_secs(5), || {
+            if stderr(&out).contains("Text file busy") {
+                out = attempt();
             }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-            out = attempt();
-        }
+            !stderr(&out).contains("Text file busy")
+        });
         assert!(
             !stderr(&out).starts_with("setpriv:"),
             "setpriv could not run the program: {}",
@@ -517,28 +512,24 @@ impl Env {
     /// would otherwise live out their cache lifetime), again until none is
     /// left: a claude may start a helper while the others are killed.
     pub(crate) fn end_processes(&self) {
-        for _ in 0..100 {
+        poll_until(std::time::Duration::from_secs(5), || {
             let pids = self.processes();
-            if pids.is_empty() {
-                return;
-            }
-            for pid in pids {
+            for &pid in &pids {
                 if let Some(pid) = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap_or(0)) {
                     let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
                 }
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+            pids.is_empty()
+        });
     }
 
     /// No process of this test is left (within a few seconds: a worker
     /// that just finished its last job may still be exiting).
     pub(crate) fn assert_no_processes_left(&self) {
-        for _ in 0..100 {
-            if self.processes().is_empty() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
+        if poll_until(std::time::Duration::from_secs(5), || {
+            self.processes().is_empty()
+        }) {
+            return;
         }
         let left: Vec<String> = self
             .processes()
@@ -618,19 +609,23 @@ impl Drop for Env {
         if std::thread::panicking() {
             return;
         }
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let mut polls = 0;
-        while !self.processes().is_empty() && std::time::Instant::now() < deadline {
+        let mut asked = std::time::Instant::now();
+        poll_until(std::time::Duration::from_secs(30), || {
+            if self.processes().is_empty() {
+                return true;
+            }
             // A worker whose only job waits for the session's pause (the
             // cache lifetime, minutes) has nothing left to write: end it
             // rather than wait out the bound. Asked every half second.
-            polls += 1;
-            if polls % 10 == 0 && self.only_pauses_open() {
-                self.end_processes();
-                return;
+            if asked.elapsed() >= std::time::Duration::from_millis(500) {
+                asked = std::time::Instant::now();
+                if self.only_pauses_open() {
+                    self.end_processes();
+                    return true;
+                }
             }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+            false
+        });
     }
 }
 
@@ -692,18 +687,76 @@ fn open_jobs(jobs: &[serde_json::Value]) -> Vec<&serde_json::Value> {
         .collect()
 }
 
-/// Wait until `check` holds, looking again every 20 ms, at most `limit`: a
-/// test waits for an event, never for a length of time. When it never
-/// comes, the test fails saying what it waited for.
-pub(crate) fn wait_until(what: &str, limit: std::time::Duration, mut check: impl FnMut() -> bool) {
-    let start = std::time::Instant::now();
-    while !check() {
+/// The longest one side call may take on a busy host: the side timeout
+/// (60 s by default) counted in the time it runs, at most four times over
+/// in wall time while the CPU is taken (`STARVED_MAX`), and a margin.
+pub(crate) const SIDE_CALL_MOST: std::time::Duration = std::time::Duration::from_secs(60 * 4 + 30);
+
+/// Wait until `open()` (the side-call jobs still to run) is empty. They
+/// run a few at a time at a low priority, so on a busy machine a batch may
+/// take long: the wait fails only when none of them has moved (finished,
+/// started, failed an attempt) for as long as one call may take
+/// ([`SIDE_CALL_MOST`]), saying which are open.
+#[track_caller]
+pub(crate) fn wait_for_jobs(open: impl Fn() -> Vec<serde_json::Value>) {
+    let mut moved = (std::time::Instant::now(), Vec::new());
+    poll_until(std::time::Duration::MAX, || {
+        let jobs = open();
+        let state: Vec<String> = jobs
+            .iter()
+            .map(|j| format!("{} {} {}", j["id"], j["status"], j["attempts"]))
+            .collect();
+        if state != moved.1 {
+            moved = (std::time::Instant::now(), state);
+        }
         assert!(
-            start.elapsed() < limit,
-            "waited {}s for {what}",
-            limit.as_secs()
+            moved.0.elapsed() < SIDE_CALL_MOST,
+            "no side-call job moved for {SIDE_CALL_MOST:?}: {jobs:?}"
         );
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        jobs.is_empty()
+    });
+}
+
+/// Wait until `check` holds, at most `limit`: a test waits for an event,
+/// never for a length of time. When it never comes, the test fails saying
+/// what it waited for (`what`, shown only then: [`Said`] computes it, with
+/// how things stood).
+#[track_caller]
+pub(crate) fn wait_until(
+    what: impl std::fmt::Display,
+    limit: std::time::Duration,
+    check: impl FnMut() -> bool,
+) {
+    assert!(poll_until(limit, check), "waited {limit:?} for {what}");
+}
+
+/// Whether `check` came to hold within `limit`: for a wait whose end is
+/// not a failure (ending processes, a bounded clean-up). The one loop of
+/// the tests that sleeps: it looks again after 5 ms, then less and less
+/// often, up to every 100 ms, so a quick event is seen at once and a slow
+/// one (a check that runs the program) does not load the machine.
+pub(crate) fn poll_until(limit: std::time::Duration, mut check: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(5);
+    loop {
+        if check() {
+            return true;
+        }
+        if start.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(100));
+    }
+}
+
+/// A failure message worked out only when it is shown:
+/// `wait_until(Said(|| format!("… {:?}", env.jobs())), …)`.
+pub(crate) struct Said<F>(pub F);
+
+impl<F: Fn() -> String> std::fmt::Display for Said<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&(self.0)())
     }
 }
 
@@ -764,12 +817,8 @@ pub(crate) fn spawn_with_input(
 pub(crate) fn process_gone(pidfile: &Path) -> bool {
     let pid = std::fs::read_to_string(pidfile).unwrap();
     let stat = format!("/proc/{}/stat", pid.trim());
-    (0..50).any(|_| {
-        let alive = std::fs::read_to_string(&stat).is_ok_and(|s| !s.contains(") Z "));
-        if alive {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        !alive
+    poll_until(std::time::Duration::from_secs(5), || {
+        !std::fs::read_to_string(&stat).is_ok_and(|s| !s.contains(") Z "))
     })
 }
 
@@ -864,24 +913,14 @@ pub(crate) const USER_CLAUDE_MD: &str = "USER-CLAUDE-MD-MARKER";
 /// How long a command may run before a test calls it stuck.
 pub(crate) const STUCK: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Whether a request the stand-in recorded is one of our side calls (a
-/// pin, memory, facts, summary, enrich, clarify or consolidate call), told
-/// by its system prompt: on both paths, where the shape of the request
-/// (no tools, not Claude Code's prompt) also fits a direct API turn.
+/// Whether a request the stand-in recorded is one of our side calls, told
+/// by its system prompt (the table of job kinds has every one): on both
+/// paths, where the shape of the request (no tools, not Claude Code's
+/// prompt) also fits a direct API turn.
 pub(crate) fn is_side(r: &standin::Recorded) -> bool {
-    use duduclaw_session::internals::memory::jobs;
+    use duduclaw_session::internals::memory::jobs::KINDS;
     let s = r.system_text();
-    [
-        jobs::PIN_SYSTEM,
-        jobs::FACTS_SYSTEM,
-        jobs::ENRICH_SYSTEM,
-        jobs::MEMORY_SYSTEM,
-        jobs::SUMMARY_SYSTEM,
-        jobs::CLARIFY_SYSTEM,
-        jobs::CONSOLIDATE_SYSTEM,
-    ]
-    .iter()
-    .any(|p| s.contains(p))
+    KINDS.iter().any(|(_, prompt)| s.contains(prompt))
 }
 
 pub(crate) fn assert_ok(out: &Output) {
