@@ -31,14 +31,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-# Which commit stands for each release. A release is what README's
-# "Changes" (and BENCHMARKS.md's rounds, for 0.3) describe; its commit is
+# Which commit stands for each release. A release is what its entry in
+# CHANGELOG.md (and docs/benchmarks.md's rounds) describe; its commit is
 # the last one whose history holds that release and nothing of the next:
 #   0.1  83f9a76  the first release, as issue 33 names it (schema 1).
 #   0.2  469956e  the last commit before 86a9c84 (the clarify gate and
 #                 migration 3, the first of round 3); it has the worker,
 #                 stats, keywords and the PostgreSQL store, whose figures
-#                 are in BENCHMARKS.md's round 2 (schema 2).
+#                 are in docs/benchmarks.md's round 2 (schema 2).
 #   0.3  bd9cfa1  the tip of the branch pg-conn: round 3 (the clarify gate,
 #                 forget --user with migration 4, the side-call bound, the
 #                 tokio-postgres engine of round 3's part 9) and none of

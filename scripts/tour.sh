@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's tour on a machine with no Anthropic account: the pinned
+# The tour (docs/tour.md) on a machine with no Anthropic account: the pinned
 # Claude Code (installed into .tools/claude if missing, as scripts/test.sh
 # does) talks to the test suite's stand-in for the Messages API on loopback,
 # answering the tour's canned replies.
@@ -132,6 +132,6 @@ cd "$HOME"
 if [ "$#" -gt 0 ]; then
   "$@"
 else
-  echo "tour: run the README's tour commands here; 'exit' stops the stand-in" >&2
+  echo "tour: run the tour's commands (docs/tour.md) here; 'exit' stops the stand-in" >&2
   PS1='(tour) $ ' bash --noprofile --norc -i
 fi

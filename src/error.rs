@@ -3,7 +3,7 @@
 //! Scripts and bots branch on the exit status, so every failure that a caller
 //! could handle differently (retry later, log in, give up) gets a distinct,
 //! documented code. [`Kind::TABLE`] is the one definition: `--help`, the man
-//! page and the README are checked against it.
+//! page and the exit-code table of docs/reference.md are checked against it.
 
 use std::fmt;
 
@@ -40,7 +40,8 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind with its exit code and its one-line meaning, in exit-code
-    /// order. Exit codes are a contract (README, man page): never renumber.
+    /// order. Exit codes are a contract (docs/reference.md, man page): never
+    /// renumber.
     pub const TABLE: [(Kind, u8, &'static str); 12] = [
         (
             Kind::BadInput,

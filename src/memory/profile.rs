@@ -14,7 +14,7 @@ use crate::store::{Fact, FactScope, Facts, Result};
 use crate::text::{self, escape_xml, one_line};
 
 /// The profile's default budget, in estimated tokens (`--profile-tokens`).
-/// Chosen on the recall sets and the bill bench (BENCHMARKS.md, round 6):
+/// Chosen on the recall sets and the bill bench (docs/benchmarks.md, round 6):
 /// it holds the 55 standing facts of set D whole.
 pub const DEFAULT_TOKENS: usize = 1_200;
 

@@ -14,7 +14,7 @@ pub(crate) const FACTS_TOKEN_BUDGET: usize = 150;
 
 /// How much a match in a fact's keywords counts against one in its text:
 /// below 1, so a fact that says the words wins over one that was only
-/// tagged with them. Measured on the cross-language set (BENCHMARKS.md).
+/// tagged with them. Measured on the cross-language set (docs/benchmarks.md).
 pub const KEYWORD_WEIGHT: f64 = 0.9;
 
 /// How many BM25 candidates are re-ranked with the use bonus.

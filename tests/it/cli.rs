@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use clap::CommandFactory;
 use clap_complete::Shell;
-use common::{Env, assert_has, assert_ok, fake_success, stderr, stdout, words};
+use common::{Env, assert_has, assert_ok, fake_success, stderr, stdout, wait_until, words};
 use duduclaw_session::internals::cli::Cli;
 use duduclaw_session::internals::error::Kind;
 use serde_json::Value;
@@ -443,14 +443,16 @@ fn documented_exit_codes_match_the_program() {
     assert_eq!(documented, actual, "{help}");
 }
 
-/// The README's exit-code table lists the same codes.
+/// The exit-code table of the reference (docs/reference.md) lists the same
+/// codes.
 #[test]
 fn readme_lists_every_exit_code() {
-    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
-    let table = readme
-        .split("### Exit codes")
+    let reference =
+        std::fs::read_to_string(root().join("docs/reference.md")).expect("docs/reference.md");
+    let table = reference
+        .split("## Exit codes")
         .nth(1)
-        .expect("an \"Exit codes\" section in README.md");
+        .expect("an \"Exit codes\" section in docs/reference.md");
     let listed: BTreeSet<u8> = table
         .lines()
         .skip_while(|l| !l.starts_with('|'))
@@ -1711,13 +1713,9 @@ fn interrupted_turn() -> Output {
         .spawn()
         .unwrap();
     let started = env.home.join("started");
-    for _ in 0..300 {
-        if started.exists() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(started.exists(), "the fake claude never started");
+    wait_until("the fake claude to start", Duration::from_secs(10), || {
+        started.exists()
+    });
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
     child.wait_with_output().unwrap()

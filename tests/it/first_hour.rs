@@ -1,7 +1,7 @@
 //! A newcomer's first hour (issue 32): what a new user tried on a fresh
 //! clone and tripped on, each through the real binary. Nothing silent (a
 //! claude named but missing, a scoped event feed, a turn waiting on stdin),
-//! nothing out of step (turn numbers, the version, the README's tour), one
+//! nothing out of step (turn numbers, the version, the tour in docs/), one
 //! exit code per kind of failure and one line per failure. Exit codes and
 //! messages use a fake claude; where a turn's content matters (the tour,
 //! turn numbers), the real claude against the loopback stand-in.
@@ -26,21 +26,10 @@ fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_duduclaw-session"))
 }
 
-fn readme() -> String {
-    std::fs::read_to_string(root().join("README.md")).expect("README.md")
-}
-
-/// The README's section that starts with `heading`, up to the next
-/// section's heading (`## ` and a capital: `history` prints `## turn …`
-/// lines in the tour's output).
-fn section(readme: &str, heading: &str) -> String {
-    let start = readme
-        .find(heading)
-        .unwrap_or_else(|| panic!("no {heading:?} in README.md"));
-    let rest = &readme[start + heading.len()..];
-    let next = regex::Regex::new(r"\n## [A-Z]").unwrap();
-    let end = next.find(rest).map_or(rest.len(), |m| m.start());
-    rest[..end].to_string()
+/// A document of the repository, by its path from the root
+/// (`docs/tour.md`, `CHANGELOG.md`).
+fn doc(path: &str) -> String {
+    std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 fn code(out: &Output) -> Option<i32> {
@@ -123,7 +112,7 @@ fn a_claude_named_but_unusable_is_the_error_never_a_silent_detour_to_the_api() {
 }
 
 // ---------------------------------------------------------------------------
-// 2, 3, 13 (and 4 through the real claude): the README's tour
+// 2, 3, 13 (and 4 through the real claude): the tour (docs/tour.md)
 // ---------------------------------------------------------------------------
 
 /// The tour's first message and the pin a model makes of it.
@@ -479,10 +468,10 @@ fn whatever_the_store_does_not_hold_is_exit_13() {
         help.contains("13  no such session, pin revision, fact or job"),
         "{help}"
     );
-    let row = readme()
+    let row = doc("docs/reference.md")
         .lines()
         .find(|l| l.starts_with("| 13 |"))
-        .expect("exit code 13 in the README's table")
+        .expect("exit code 13 in the reference's table")
         .to_string();
     for thing in ["session", "revision", "fact", "job"] {
         assert!(row.contains(thing), "{row}");
@@ -492,42 +481,43 @@ fn whatever_the_store_does_not_hold_is_exit_13() {
 }
 
 // ---------------------------------------------------------------------------
-// 7. The version and the README follow the program
+// 7. The version and the docs follow the program
 // ---------------------------------------------------------------------------
 
-/// The newest entry of the README's Changes is the crate's version (its
-/// major and minor), and `--version` says it.
+/// The newest release of CHANGELOG.md (its first `## [X.Y.Z]` heading,
+/// `## [Unreleased]` passed over) is the crate's version (its major and
+/// minor), and `--version` says it.
 #[test]
-fn the_version_is_the_newest_entry_of_the_readme_changes() {
-    let readme = readme();
-    let changes = readme
-        .split("### Changes")
-        .nth(1)
-        .expect("a Changes section in README.md");
-    let newest = changes
+fn the_version_is_the_newest_release_of_the_changelog() {
+    let changelog = doc("CHANGELOG.md");
+    let newest = changelog
         .lines()
-        .find_map(|l| l.strip_prefix("- **")?.split_once(":**").map(|(v, _)| v))
-        .expect("an entry `- **X.Y:**` in the README's Changes");
+        .filter_map(|l| l.strip_prefix("## [")?.split_once(']').map(|(v, _)| v))
+        .find(|v| *v != "Unreleased")
+        .expect("a release heading `## [X.Y.Z] - DATE` in CHANGELOG.md");
+    let (newest_major_minor, _) = newest
+        .rsplit_once('.')
+        .unwrap_or_else(|| panic!("CHANGELOG.md's newest release {newest:?} is not X.Y.Z"));
     let version = env!("CARGO_PKG_VERSION");
     let (major_minor, _) = version.rsplit_once('.').unwrap();
     assert_eq!(
-        newest, major_minor,
-        "Cargo.toml says {version}, the README's newest change is {newest}: bump one to match the other"
+        newest_major_minor, major_minor,
+        "Cargo.toml says {version}, CHANGELOG.md's newest release is {newest}: bump one to match the other"
     );
     let env = Env::fake("exit 1");
     let out = env.run(&["--version"]);
     assert_eq!(stdout(&out).trim(), format!("duduclaw-session {version}"));
 }
 
-/// The README's tour shows what `doctor` prints: its schema.
+/// The tour (docs/tour.md) shows what `doctor` prints: its schema.
 #[test]
-fn the_readme_tour_shows_the_schema_doctor_prints() {
+fn the_tour_shows_the_schema_doctor_prints() {
     let env = Env::fake("exit 1");
     env.run_ok(&["facts", "add", "--agent", "a", "Uses pnpm"]);
     let schema = regex::Regex::new(r"schema (\d+) ·").unwrap();
     let said = stdout(&env.run(&["doctor"]));
     let now = &schema.captures(&said).expect("doctor shows the schema")[1];
-    let tour = section(&readme(), "## A tour");
+    let tour = doc("docs/tour.md");
     let shown: Vec<&str> = schema
         .captures_iter(&tour)
         .map(|c| c.get(1).unwrap().as_str())
@@ -535,7 +525,7 @@ fn the_readme_tour_shows_the_schema_doctor_prints() {
     assert!(!shown.is_empty(), "the tour shows no doctor output");
     assert!(
         shown.iter().all(|s| *s == now),
-        "the README's tour shows schema {shown:?}, doctor prints {now}: run scripts/tour.sh and paste its output"
+        "docs/tour.md shows schema {shown:?}, doctor prints {now}: run scripts/tour.sh and paste its output"
     );
 }
 
@@ -844,12 +834,14 @@ step doctor doctor --json
 }
 
 // ---------------------------------------------------------------------------
-// 15. The README says what the test command needs
+// 15. The docs say what the test command needs
 // ---------------------------------------------------------------------------
 
 #[test]
-fn the_readme_says_what_the_test_command_needs_from_the_machine() {
-    let dev = section(&readme(), "## Development");
+fn the_development_doc_says_what_the_test_command_needs_from_the_machine() {
+    // Its first section, up to "Changing the code".
+    let doc = doc("docs/development.md");
+    let dev = doc.split("\n## Changing the code").next().unwrap();
     let script = std::fs::read_to_string(root().join("scripts/test.sh")).unwrap();
     // The Debian packages scripts/test.sh installs when their tool is missing.
     let pairs = script
@@ -883,6 +875,6 @@ fn the_readme_says_what_the_test_command_needs_from_the_machine() {
         .collect();
     assert!(
         missing.is_empty(),
-        "the README's Development section does not name {missing:?}"
+        "docs/development.md does not name {missing:?}"
     );
 }

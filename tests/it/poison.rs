@@ -415,7 +415,7 @@ fn the_tuning_set_through_claude_poisons_nothing_and_keeps_the_benign() {
 
 /// `heldout.jsonl`, written apart from the rules: measured once, 6 of its
 /// 44 attacks and 7 of its 75 benign facts judged wrongly; the rules were
-/// mended for what those showed (BENCHMARKS.md has each round).
+/// mended for what those showed (docs/benchmarks.md has each round).
 #[requires(claude)]
 fn the_held_out_set_through_claude_poisons_nothing_and_keeps_the_benign() {
     through_claude("held", "heldout.jsonl");

@@ -210,7 +210,7 @@ fn keywords_find_facts_by_meaning_and_across_languages(server: bool) {
     println!("engine: {engine}");
     // The keyword weight was chosen on A; B was written separately and
     // never used for tuning; C is the blind set (see the top). Each set's
-    // floors (hit@3, hit@1) are what it measures today (BENCHMARKS.md, "Facts by meaning"), so a change that
+    // floors (hit@3, hit@1) are what it measures today (docs/benchmarks.md, "Facts by meaning"), so a change that
     // loses retrieval fails here. The goal (hit@3 0.9, hit@1 0.75)
     // is not reached by keywords alone: the misses printed are questions
     // that share no word, or one, with the fact and the words written for it.
@@ -301,7 +301,7 @@ fn data(file: &str) -> PathBuf {
 /// test holds the two to the same bytes through the real claude); every
 /// tenth also goes through `turn` and the real claude, and the request the
 /// model received must carry those bytes, so the same outcome. The floors
-/// are what the profile measures (BENCHMARKS.md, round 6); without it, 0.6
+/// are what the profile measures (docs/benchmarks.md, round 6); without it, 0.6
 /// found about half.
 #[requires(claude)]
 fn the_needed_fact_reaches_the_model_through_the_real_claude() {

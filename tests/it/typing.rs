@@ -1,5 +1,5 @@
 //! The command line as people type it: `--` ends options, dash-leading
-//! messages, the README's loop and function in a real shell, nothing typed
+//! messages, the guide's loop and function in a real shell, nothing typed
 //! is lost, and the messages a person sees when something is off. A fake
 //! claude that keeps every message it was sent answers fast.
 
@@ -44,16 +44,19 @@ fn turn_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     v
 }
 
-fn readme() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap()
+/// The guide's examples at the terminal (docs/guide.md, "At the terminal").
+const GUIDE: &str = "docs/guide.md";
+
+fn guide() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(GUIDE)).unwrap()
 }
 
-/// The README's line that starts with `start`.
-fn readme_line(start: &str) -> String {
-    readme()
+/// The guide's line that starts with `start`.
+fn guide_line(start: &str) -> String {
+    guide()
         .lines()
         .find(|l| l.trim_start().starts_with(start))
-        .unwrap_or_else(|| panic!("README.md has no line starting with {start:?}"))
+        .unwrap_or_else(|| panic!("{GUIDE} has no line starting with {start:?}"))
         .trim()
         .to_string()
 }
@@ -84,9 +87,9 @@ fn bash(env: &Env, script: &str, stdin: &str) -> Output {
 }
 
 #[test]
-fn the_readme_loop_sends_each_line_typed() {
+fn the_guides_loop_sends_each_line_typed() {
     let env = recording();
-    let line = readme_line("while IFS= read -r -p");
+    let line = guide_line("while IFS= read -r -p");
     let out = bash(
         &env,
         &line,
@@ -105,9 +108,9 @@ fn the_readme_loop_sends_each_line_typed() {
 }
 
 #[test]
-fn the_readme_function_sends_its_words_as_one_message() {
+fn the_guides_function_sends_its_words_as_one_message() {
     let env = recording();
-    let def = readme_line("ask() {");
+    let def = guide_line("ask() {");
     let out = bash(
         &env,
         &format!("{def}\nask what is a monad\nask -v is not an option here\n"),
