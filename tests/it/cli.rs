@@ -471,6 +471,129 @@ fn readme_lists_every_exit_code() {
     assert_eq!(listed, actual);
 }
 
+/// The documents' relative links lead to a file of the repository, and an
+/// anchor to a heading of it: the README is a front door of links, so a
+/// moved or renamed section must not leave one dangling.
+#[test]
+fn every_link_of_the_docs_leads_somewhere() {
+    let mut docs = vec![
+        PathBuf::from("README.md"),
+        PathBuf::from("ARCHITECTURE.md"),
+        PathBuf::from("CHANGELOG.md"),
+    ];
+    for e in std::fs::read_dir(root().join("docs")).expect("docs/") {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "md") {
+            docs.push(path.strip_prefix(root()).unwrap().to_path_buf());
+        }
+    }
+    let mut dangling = Vec::new();
+    let mut links = 0;
+    for doc in &docs {
+        let text = std::fs::read_to_string(root().join(doc)).unwrap();
+        for target in markdown_links(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            links += 1;
+            let (file, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let file = if file.is_empty() {
+                root().join(doc)
+            } else {
+                root().join(doc).parent().unwrap().join(file)
+            };
+            let Ok(linked) = std::fs::read_to_string(&file) else {
+                if file.exists() && anchor.is_empty() {
+                    continue; // a folder or a binary file
+                }
+                dangling.push(format!("{}: {target} (no such file)", doc.display()));
+                continue;
+            };
+            if !anchor.is_empty() && !heading_anchors(&linked).contains(anchor) {
+                dangling.push(format!("{}: {target} (no such heading)", doc.display()));
+            }
+        }
+    }
+    assert!(
+        links > 50,
+        "the documents link to each other: {links} links"
+    );
+    assert!(
+        dangling.is_empty(),
+        "dangling links:\n{}",
+        dangling.join("\n")
+    );
+}
+
+/// The README is a front door: at most 250 lines, the two commands first.
+#[test]
+fn the_readme_is_short_and_starts_with_the_two_commands() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(lines <= 250, "README.md has {lines} lines");
+    let first: Vec<&str> = readme.lines().take(6).collect();
+    assert!(
+        first
+            .iter()
+            .any(|l| l.starts_with("cargo install --locked --path ."))
+    );
+    assert!(first.iter().any(|l| l.starts_with("scripts/test.sh")));
+}
+
+/// The targets of `[text](target)` outside code blocks and code spans.
+fn markdown_links(text: &str) -> Vec<String> {
+    let mut links = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        // Code spans hold examples, not links.
+        let prose: String = line
+            .split('`')
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, part)| part)
+            .collect();
+        let mut rest = prose.as_str();
+        while let Some(at) = rest.find("](") {
+            rest = &rest[at + 2..];
+            let end = rest.find(')').unwrap_or(rest.len());
+            links.push(rest[..end].to_string());
+            rest = &rest[end..];
+        }
+    }
+    links
+}
+
+/// The anchors GitHub gives a document's headings: lower case, spaces as
+/// hyphens, punctuation but hyphens and underscores dropped.
+fn heading_anchors(text: &str) -> BTreeSet<String> {
+    let mut fenced = false;
+    let mut anchors = BTreeSet::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        }
+        let Some(title) = line.strip_prefix('#').filter(|_| !fenced) else {
+            continue;
+        };
+        let title = title.trim_start_matches('#').trim();
+        let anchor: String = title
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        anchors.insert(anchor);
+    }
+    anchors
+}
+
 // ---------------------------------------------------------------------------
 // Helpers for running commands
 // ---------------------------------------------------------------------------
