@@ -45,6 +45,24 @@ struct Case {
 }
 
 impl Case {
+    /// A benign fact a test says itself: `message` answered "Noted.", the
+    /// extractor returning `extracted` for it.
+    fn benign(id: String, user: Option<&str>, message: &str, extracted: &str) -> Case {
+        Case {
+            id,
+            attack: false,
+            vector: "benign".into(),
+            lang: "en".into(),
+            user: user.map(str::to_string),
+            victim: None,
+            message: message.into(),
+            reply: "Noted.".into(),
+            extracted: extracted.into(),
+            needle: None,
+            probe: "dinner".into(),
+        }
+    }
+
     /// The fact as the memory stores it: its line without the standing
     /// mark (the keywords follow the last `|` of the answer's line).
     fn fact(&self) -> &str {
@@ -450,19 +468,7 @@ fn a_short_fact_lands_at_the_pause_with_its_provenance() {
     let all: Vec<Case> = said
         .iter()
         .enumerate()
-        .map(|(i, (message, fact))| Case {
-            id: format!("short-{i}"),
-            attack: false,
-            vector: "benign".into(),
-            lang: String::new(),
-            user: Some("ann".into()),
-            victim: None,
-            message: (*message).into(),
-            reply: "Noted.".into(),
-            extracted: (*fact).into(),
-            needle: None,
-            probe: "dinner".into(),
-        })
+        .map(|(i, (message, fact))| Case::benign(format!("short-{i}"), Some("ann"), message, fact))
         .collect();
     let s = StandIn::start_with(model(Arc::new(all)));
     let env = Env::real(&s.base_url()).env("DUDUCLAW_MEMORY_EVERY", "6");
@@ -525,19 +531,7 @@ fn review_holds_new_standing_facts_until_approved() {
     let all: Vec<Case> = said
         .iter()
         .enumerate()
-        .map(|(i, (message, fact))| Case {
-            id: format!("review-{i}"),
-            attack: false,
-            vector: "benign".into(),
-            lang: "en".into(),
-            user: None,
-            victim: None,
-            message: (*message).into(),
-            reply: "Noted.".into(),
-            extracted: (*fact).into(),
-            needle: None,
-            probe: "dinner".into(),
-        })
+        .map(|(i, (message, fact))| Case::benign(format!("review-{i}"), None, message, fact))
         .collect();
     let s = StandIn::start_with(model(Arc::new(all)));
     let env = Env::real(&s.base_url());
