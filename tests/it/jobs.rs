@@ -510,7 +510,7 @@ fn a_wait_side_turn_stopped_by_a_signal_hands_its_side_call_to_a_worker() {
 /// with no later turn and no `jobs run`. On the API path, so that the
 /// calls take what the stand-in says: the pin 8 s, then the memory call
 /// 8 s, with a 10 s side timeout (the turn waits 15 s at most).
-#[test]
+#[requires(claude)]
 fn a_wait_side_turn_leaves_what_cannot_end_in_time_to_a_worker() {
     let slow = |text: &str| Reply::Slow {
         text: text.into(),
